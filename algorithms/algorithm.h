@@ -1,0 +1,50 @@
+// Algorithm builders: from a collective's arguments, emit one rank's Schedule. Builders are
+// pure functions; they never touch transports. The registry lists every builder with its
+// metadata; the tuner (src/tuning) picks among the applicable ones.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "exec/schedule.h"
+#include "tutti/tutti.h"
+
+namespace tutti::algo {
+
+enum class Coll { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAllToAll };
+constexpr int kNumColls = 6;
+const char* collName(Coll c);  // "allreduce", "allgather", "reducescatter", "broadcast", ...
+
+struct CollArgs {
+  Coll coll = Coll::kAllReduce;
+  // Elements: all-reduce/broadcast/reduce: the buffer; all-gather: per-rank send count;
+  // reduce-scatter: per-rank receive count; all-to-all: per-peer count.
+  size_t count = 0;
+  tuttiDataType_t dtype = tuttiFloat32;
+  tuttiRedOp_t op = tuttiSum;  // never tuttiAvg here
+  int root = 0;
+  int rank = 0;
+  int nranks = 1;
+  bool deterministic = false;  // reduce every element in rank order 0..n-1
+  // The order ranks should follow around a ring (topology-aware); empty = 0..n-1.
+  std::vector<int> ringOrder;
+  // Host index of each rank (for hierarchical algorithms); empty = all on one host.
+  std::vector<int> hostOf;
+};
+
+struct AlgorithmInfo {
+  Coll coll;
+  const char* name;         // "ring", "tree", ... (selected by TUTTI_ALGO=allreduce:ring)
+  const char* description;  // one line, printed by tutti-info
+  bool (*applicable)(const CollArgs&);
+  exec::Schedule (*build)(const CollArgs&);
+};
+
+// Every builder compiled in.
+std::span<const AlgorithmInfo> registry();
+// nullptr when no algorithm of that name exists for the collective.
+const AlgorithmInfo* find(Coll coll, std::string_view name);
+
+}  // namespace tutti::algo

@@ -1,0 +1,178 @@
+/* tutti: a collective communication library (NCCL-shaped C API).
+ *
+ * Every function returns a tuttiResult_t and never throws. Buffers may be host
+ * memory (always) or CUDA device memory (when built with CUDA). Calls on one
+ * communicator must be made in the same order on every rank, as with NCCL. */
+#ifndef TUTTI_TUTTI_H_
+#define TUTTI_TUTTI_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tutti/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TUTTI_MAJOR 0
+#define TUTTI_MINOR 1
+#define TUTTI_PATCH 0
+#define TUTTI_VERSION_CODE (TUTTI_MAJOR * 10000 + TUTTI_MINOR * 100 + TUTTI_PATCH)
+
+typedef enum {
+  tuttiSuccess = 0,
+  tuttiSystemError = 1,     /* a system call failed (errno text in the message) */
+  tuttiInternalError = 2,   /* a bug in tutti */
+  tuttiInvalidArgument = 3, /* a bad argument (null pointer, bad count, bad rank, ...) */
+  tuttiInvalidUsage = 4,    /* the call sequence is wrong (mismatched calls, wrong state) */
+  tuttiRemoteError = 5,     /* a peer failed, closed its connection or died */
+  tuttiTimeout = 6,         /* a peer did not answer within TUTTI_TIMEOUT */
+  tuttiInProgress = 7,      /* a non-blocking operation has not finished yet */
+  tuttiUnsupported = 8,     /* not supported by this build or this machine */
+  tuttiNumResults = 9
+} tuttiResult_t;
+
+typedef enum {
+  tuttiInt8 = 0,
+  tuttiChar = 0,
+  tuttiUint8 = 1,
+  tuttiInt32 = 2,
+  tuttiInt = 2,
+  tuttiUint32 = 3,
+  tuttiInt64 = 4,
+  tuttiUint64 = 5,
+  tuttiFloat16 = 6,
+  tuttiHalf = 6,
+  tuttiFloat32 = 7,
+  tuttiFloat = 7,
+  tuttiFloat64 = 8,
+  tuttiDouble = 8,
+  tuttiBfloat16 = 9,
+  tuttiNumTypes = 10
+} tuttiDataType_t;
+
+typedef enum {
+  tuttiSum = 0,
+  tuttiProd = 1,
+  tuttiMax = 2,
+  tuttiMin = 3,
+  tuttiAvg = 4,
+  tuttiNumOps = 5
+} tuttiRedOp_t;
+
+/* Opaque communicator handle. */
+typedef struct tuttiComm* tuttiComm_t;
+
+/* A stream: a cudaStream_t for device buffers; ignored (may be NULL) for host buffers. */
+typedef void* tuttiStream_t;
+
+#define TUTTI_UNIQUE_ID_BYTES 128
+/* Produced by tuttiGetUniqueId on one rank and passed to every rank out of band.
+ * Carries the rendezvous address and a random 128-bit secret. */
+typedef struct {
+  char internal[TUTTI_UNIQUE_ID_BYTES];
+} tuttiUniqueId;
+
+#define TUTTI_CONFIG_MAGIC 0x74757474u /* "tutt" */
+#define TUTTI_CONFIG_VERSION 1
+#define TUTTI_CONFIG_UNDEF_INT (-2147483647 - 1)
+
+/* Size- and version-tagged configuration. Always initialise with TUTTI_CONFIG_INITIALIZER;
+ * fields left undefined take their value from the environment, then from the default. */
+typedef struct {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int blocking;           /* 1: init blocks until the communicator is ready (default) */
+  int timeoutMs;          /* deadline of every wait; TUTTI_TIMEOUT (seconds) otherwise */
+  int deterministic;      /* 1: bitwise reproducible reductions (TUTTI_DETERMINISTIC) */
+  const char* algo;       /* e.g. "allreduce:ring;broadcast:tree" (TUTTI_ALGO); NULL: automatic */
+  const char* transport;  /* force one transport: "shm", "tcp", ... (TUTTI_TRANSPORT) */
+  const char* commName;   /* shows in log lines */
+} tuttiConfig_t;
+
+#define TUTTI_CONFIG_INITIALIZER                                                             \
+  {                                                                                          \
+    sizeof(tuttiConfig_t), TUTTI_CONFIG_MAGIC, TUTTI_CONFIG_VERSION, TUTTI_CONFIG_UNDEF_INT, \
+        TUTTI_CONFIG_UNDEF_INT, TUTTI_CONFIG_UNDEF_INT, NULL, NULL, NULL                     \
+  }
+
+#define TUTTI_SPLIT_NOCOLOR (-1)
+
+/* ---- Library ---- */
+TUTTI_API const char* tuttiGetErrorString(tuttiResult_t result);
+/* The message of the last error on this communicator (or of this thread when comm is NULL). */
+TUTTI_API const char* tuttiGetLastError(tuttiComm_t comm);
+TUTTI_API tuttiResult_t tuttiGetVersion(int* version);
+
+/* ---- Communicator lifecycle ---- */
+TUTTI_API tuttiResult_t tuttiGetUniqueId(tuttiUniqueId* uniqueId);
+TUTTI_API tuttiResult_t tuttiCommInitRank(tuttiComm_t* comm, int nranks, tuttiUniqueId commId,
+                                          int rank);
+TUTTI_API tuttiResult_t tuttiCommInitRankConfig(tuttiComm_t* comm, int nranks,
+                                                tuttiUniqueId commId, int rank,
+                                                tuttiConfig_t* config);
+/* Rank, size and rendezvous address from the environment: TUTTI_RANK/TUTTI_WORLD_SIZE/
+ * TUTTI_ADDR (set by tuttirun), torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT),
+ * Open MPI (OMPI_COMM_WORLD_*) or Slurm (SLURM_PROCID, SLURM_NTASKS). */
+TUTTI_API tuttiResult_t tuttiCommInitFromEnv(tuttiComm_t* comm, tuttiConfig_t* config);
+/* Collective over MPI_COMM_WORLD-style handle `mpiComm` (an MPI_Comm passed by address);
+ * tuttiUnsupported when built without MPI. */
+TUTTI_API tuttiResult_t tuttiCommInitMPI(tuttiComm_t* comm, void* mpiComm, tuttiConfig_t* config);
+TUTTI_API tuttiResult_t tuttiCommSplit(tuttiComm_t comm, int color, int key, tuttiComm_t* newcomm,
+                                       tuttiConfig_t* config);
+/* Non-blocking; may be called from any thread; unblocks any call in progress on comm,
+ * which then returns an error. The handle must still be freed with tuttiCommDestroy. */
+TUTTI_API tuttiResult_t tuttiCommAbort(tuttiComm_t comm);
+TUTTI_API tuttiResult_t tuttiCommDestroy(tuttiComm_t comm);
+TUTTI_API tuttiResult_t tuttiCommGetAsyncError(tuttiComm_t comm, tuttiResult_t* asyncError);
+TUTTI_API tuttiResult_t tuttiCommCount(const tuttiComm_t comm, int* count);
+TUTTI_API tuttiResult_t tuttiCommUserRank(const tuttiComm_t comm, int* rank);
+
+/* ---- Collectives ---- */
+TUTTI_API tuttiResult_t tuttiAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                       tuttiDataType_t datatype, tuttiRedOp_t op,
+                                       tuttiComm_t comm, tuttiStream_t stream);
+TUTTI_API tuttiResult_t tuttiBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                       tuttiDataType_t datatype, int root, tuttiComm_t comm,
+                                       tuttiStream_t stream);
+TUTTI_API tuttiResult_t tuttiReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                    tuttiDataType_t datatype, tuttiRedOp_t op, int root,
+                                    tuttiComm_t comm, tuttiStream_t stream);
+/* sendcount elements from each rank; recvbuff holds nranks*sendcount. */
+TUTTI_API tuttiResult_t tuttiAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                       tuttiDataType_t datatype, tuttiComm_t comm,
+                                       tuttiStream_t stream);
+/* sendbuff holds nranks*recvcount; each rank gets its reduced block of recvcount. */
+TUTTI_API tuttiResult_t tuttiReduceScatter(const void* sendbuff, void* recvbuff,
+                                           size_t recvcount, tuttiDataType_t datatype,
+                                           tuttiRedOp_t op, tuttiComm_t comm,
+                                           tuttiStream_t stream);
+/* count elements to and from each rank (buffers hold nranks*count). */
+TUTTI_API tuttiResult_t tuttiAllToAll(const void* sendbuff, void* recvbuff, size_t count,
+                                      tuttiDataType_t datatype, tuttiComm_t comm,
+                                      tuttiStream_t stream);
+TUTTI_API tuttiResult_t tuttiBarrier(tuttiComm_t comm, tuttiStream_t stream);
+
+/* ---- Point to point ---- */
+TUTTI_API tuttiResult_t tuttiSend(const void* sendbuff, size_t count, tuttiDataType_t datatype,
+                                  int peer, tuttiComm_t comm, tuttiStream_t stream);
+TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t datatype,
+                                  int peer, tuttiComm_t comm, tuttiStream_t stream);
+
+/* ---- Group calls: operations between Start and End are issued together at End. ---- */
+TUTTI_API tuttiResult_t tuttiGroupStart(void);
+TUTTI_API tuttiResult_t tuttiGroupEnd(void);
+
+/* ---- Introspection (tutti additions) ---- */
+/* Name of the algorithm the last collective on comm used ("ring", "tree", ...). */
+TUTTI_API const char* tuttiCommLastAlgorithm(tuttiComm_t comm);
+/* Comma-separated transports in use by comm's connections ("shm", "shm,tcp", ...). */
+TUTTI_API const char* tuttiCommTransports(tuttiComm_t comm);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TUTTI_TUTTI_H_ */

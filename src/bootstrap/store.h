@@ -1,0 +1,43 @@
+// Key-value store used for rendezvous (Gloo-style): set / get (waits) / check / add.
+// Backends: MemoryStore (threads in one process), FileStore (a shared directory),
+// TcpStore (rank 0 serves; clients present the unique id's secret), PrefixStore (namespaces
+// one communicator's keys). Every wait has a deadline and honours an abort flag.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+
+namespace tutti::bootstrap {
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual void set(const std::string& key, std::span<const std::byte> value) = 0;
+  // Waits until key exists; throws tuttiTimeout naming the key when the deadline passes,
+  // tuttiRemoteError if aborted.
+  virtual std::vector<std::byte> get(const std::string& key, const Deadline& deadline) = 0;
+  // True if all keys exist now (never waits).
+  virtual bool check(const std::vector<std::string>& keys) = 0;
+  // Atomically adds delta to the integer stored at key (0 if absent); returns the new value.
+  virtual int64_t add(const std::string& key, int64_t delta) = 0;
+  // Makes every current and future wait on this store fail promptly (tuttiCommAbort).
+  virtual void abort() = 0;
+
+  // Convenience.
+  void setString(const std::string& key, const std::string& value) {
+    set(key, std::as_bytes(std::span<const char>(value.data(), value.size())));
+  }
+  std::string getString(const std::string& key, const Deadline& deadline) {
+    auto v = get(key, deadline);
+    return std::string(reinterpret_cast<const char*>(v.data()), v.size());
+  }
+};
+
+}  // namespace tutti::bootstrap

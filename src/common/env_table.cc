@@ -1,0 +1,92 @@
+// Every environment variable tutti reads, declared exactly once. Keep sorted by subsystem.
+// docs/env.md is generated from this table (tutti-info --env-markdown).
+#include "common/env.h"
+
+namespace tutti::env {
+
+namespace {
+constexpr Var kVars[] = {
+    // ---- logging ----
+    {"TUTTI_DEBUG", Type::kString, "WARN", "INIT",
+     "Log level: NONE, ERROR, WARN, INFO, TRACE."},
+    {"TUTTI_DEBUG_SUBSYS", Type::kString, "ALL", "INIT",
+     "Comma-separated subsystems to log (INIT, BOOTSTRAP, TOPO, TRANSPORT, ALGO, TUNING, "
+     "COLL, P2P, COMPRESS, EXEC, PERF, ALL); a leading ^ excludes the listed ones."},
+    {"TUTTI_DEBUG_FILE", Type::kString, "", "INIT",
+     "Write log lines to this file instead of stderr; %h expands to the host name, %p to "
+     "the pid."},
+    // ---- bootstrap / launch ----
+    {"TUTTI_TIMEOUT", Type::kDouble, "60", "BOOTSTRAP",
+     "Seconds any wait (rendezvous, connection, transfer without progress) may last before "
+     "it fails with tuttiTimeout naming the peer(s)."},
+    {"TUTTI_RANK", Type::kInt, "", "BOOTSTRAP", "This process's rank (set by tuttirun)."},
+    {"TUTTI_WORLD_SIZE", Type::kInt, "", "BOOTSTRAP", "Number of ranks (set by tuttirun)."},
+    {"TUTTI_LOCAL_RANK", Type::kInt, "", "BOOTSTRAP", "Rank among the ranks of this host."},
+    {"TUTTI_ADDR", Type::kString, "", "BOOTSTRAP",
+     "Rendezvous address host:port of the TCP store (rank 0 listens there)."},
+    {"TUTTI_SECRET", Type::kString, "", "BOOTSTRAP",
+     "Hex secret (32 digits) clients must present to the TCP store; set by tuttirun."},
+    {"TUTTI_STORE_FILE", Type::kString, "", "BOOTSTRAP",
+     "Directory of a file store to rendezvous through instead of TCP."},
+    {"TUTTI_BOOTSTRAP_IFNAME", Type::kString, "", "BOOTSTRAP",
+     "Interface whose address tuttiGetUniqueId advertises (default: first non-loopback, "
+     "else loopback)."},
+    {"TUTTI_HOSTID", Type::kString, "", "BOOTSTRAP",
+     "Override of the host identity; ranks with equal ids are on one host. Default: boot "
+     "id + network namespace."},
+    // ---- transports ----
+    {"TUTTI_TRANSPORT", Type::kString, "", "TRANSPORT",
+     "Force one transport for every peer: shm, tcp, ibverbs, cuda_ipc."},
+    {"TUTTI_SHM_DISABLE", Type::kBool, "0", "TRANSPORT", "Never use the shm transport."},
+    {"TUTTI_TCP_DISABLE", Type::kBool, "0", "TRANSPORT",
+     "Never use the tcp transport (jobs across hosts then need ibverbs)."},
+    {"TUTTI_IB_DISABLE", Type::kBool, "0", "TRANSPORT", "Never use the ibverbs transport."},
+    {"TUTTI_CUDA_IPC_DISABLE", Type::kBool, "0", "TRANSPORT",
+     "Never use the cuda_ipc transport."},
+    {"TUTTI_SHM_DIR", Type::kString, "/dev/shm", "TRANSPORT",
+     "Directory (a tmpfs) where shm segments are created and unlinked at once."},
+    {"TUTTI_SHM_FIFO_BYTES", Type::kInt, "4194304", "TRANSPORT",
+     "Bytes of each shm FIFO (one per direction per peer)."},
+    {"TUTTI_SHM_CMA", Type::kBool, "1", "TRANSPORT",
+     "Use single-copy process_vm_readv for large shm transfers when permitted."},
+    {"TUTTI_SHM_CMA_THRESHOLD", Type::kInt, "1048576", "TRANSPORT",
+     "Messages of at least this many bytes go single-copy (CMA) over shm."},
+    {"TUTTI_SOCKET_IFNAME", Type::kString, "", "TRANSPORT",
+     "Interfaces the tcp transport may use: a comma list of name prefixes, ^ to exclude, = "
+     "for exact names."},
+    {"TUTTI_NSOCKS", Type::kInt, "2", "TRANSPORT",
+     "Sockets per peer connection used to stripe large tcp messages."},
+    {"TUTTI_TCP_CHUNK_BYTES", Type::kInt, "524288", "TRANSPORT",
+     "Bytes per stripe unit on a multi-socket tcp connection."},
+    {"TUTTI_SPIN_US", Type::kInt, "50", "EXEC",
+     "Microseconds to poll for progress before sleeping on the transports' wait fds."},
+    // ---- algorithms / tuning ----
+    {"TUTTI_ALGO", Type::kString, "", "TUNING",
+     "Force algorithms: 'ring' for every collective, or per collective "
+     "'allreduce:ring;broadcast:tree'."},
+    {"TUTTI_CHUNK_BYTES", Type::kInt, "262144", "EXEC",
+     "Pipeline chunk size of the schedule executor."},
+    {"TUTTI_DETERMINISTIC", Type::kBool, "0", "TUNING",
+     "Bitwise reproducible reductions: a fixed reduction order per element, whatever the "
+     "algorithm and message size."},
+    {"TUTTI_CHECK_CALLS", Type::kBool, "0", "COLL",
+     "Debug mode: check that every rank called the same collective with the same "
+     "count/dtype/op/root."},
+    // ---- topology ----
+    {"TUTTI_TOPO_FILE", Type::kString, "", "TOPO",
+     "Load the topology from this hwloc (v1/v2) or NCCL topology XML file instead of "
+     "probing."},
+    {"TUTTI_TOPO_DUMP_FILE", Type::kString, "", "TOPO",
+     "Write the detected topology to this file (hwloc XML)."},
+    // ---- compression ----
+    {"TUTTI_COMPRESS", Type::kString, "", "COMPRESS",
+     "Default compressor for tuttiAllReduceCompressed: none, topk:RATIO, qsgd:S."},
+    // ---- test only ----
+    {"TUTTI_TEST_CORRUPT", Type::kBool, "0", "PERF",
+     "Test only: perf tests corrupt one result element on purpose (checks #wrong)."},
+};
+}  // namespace
+
+std::span<const Var> all() { return kVars; }
+
+}  // namespace tutti::env

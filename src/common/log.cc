@@ -1,0 +1,158 @@
+#include "common/log.h"
+
+#include <strings.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <mutex>
+#include <string_view>
+
+#include "common/env.h"
+
+namespace tutti::log {
+
+namespace {
+
+struct SubsysName {
+  const char* name;
+  Subsys bit;
+};
+constexpr SubsysName kSubsysNames[] = {
+    {"INIT", Subsys::kInit},         {"BOOTSTRAP", Subsys::kBootstrap},
+    {"TOPO", Subsys::kTopo},         {"TRANSPORT", Subsys::kTransport},
+    {"ALGO", Subsys::kAlgo},         {"TUNING", Subsys::kTuning},
+    {"COLL", Subsys::kColl},         {"P2P", Subsys::kP2p},
+    {"COMPRESS", Subsys::kCompress}, {"EXEC", Subsys::kExec},
+    {"PERF", Subsys::kPerf},
+};
+
+const char* subsysName(Subsys s) {
+  for (const auto& n : kSubsysNames)
+    if (n.bit == s) return n.name;
+  return "?";
+}
+
+const char* levelName(Level l) {
+  switch (l) {
+    case Level::kError: return "ERROR";
+    case Level::kWarn: return "WARN";
+    case Level::kInfo: return "INFO";
+    case Level::kTrace: return "TRACE";
+    default: return "";
+  }
+}
+
+struct Config {
+  Level level = Level::kWarn;
+  unsigned mask = ~0u;
+  FILE* out = stderr;
+  std::string host;
+};
+
+Level parseLevel(const std::string& s) {
+  if (strcasecmp(s.c_str(), "NONE") == 0) return Level::kNone;
+  if (strcasecmp(s.c_str(), "ERROR") == 0) return Level::kError;
+  if (strcasecmp(s.c_str(), "INFO") == 0) return Level::kInfo;
+  if (strcasecmp(s.c_str(), "TRACE") == 0) return Level::kTrace;
+  return Level::kWarn;
+}
+
+unsigned parseMask(const std::string& s) {
+  std::string_view text = s;
+  bool negate = !text.empty() && text[0] == '^';
+  if (negate) text.remove_prefix(1);
+  unsigned mask = 0;
+  while (!text.empty()) {
+    size_t comma = text.find(',');
+    std::string name(text.substr(0, comma));
+    if (strcasecmp(name.c_str(), "ALL") == 0) mask = ~0u;
+    for (const auto& n : kSubsysNames)
+      if (strcasecmp(name.c_str(), n.name) == 0) mask |= static_cast<unsigned>(n.bit);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return negate ? ~mask : mask;
+}
+
+std::string expandPath(const std::string& pattern, const std::string& host) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size()) {
+      char c = pattern[++i];
+      if (c == 'h') out += host;
+      else if (c == 'p') out += std::to_string(getpid());
+      else out += c;
+    } else {
+      out += pattern[i];
+    }
+  }
+  return out;
+}
+
+std::mutex& mutex() {
+  static std::mutex m;
+  return m;
+}
+
+Config& config() {
+  static Config c;
+  return c;
+}
+
+bool& configured() {
+  static bool b = false;
+  return b;
+}
+
+void configureLocked() {
+  Config& c = config();
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  c.host = host;
+  try {
+    c.level = parseLevel(env::getString("TUTTI_DEBUG"));
+    c.mask = parseMask(env::getString("TUTTI_DEBUG_SUBSYS"));
+    std::string file = env::getString("TUTTI_DEBUG_FILE");
+    if (c.out != stderr) fclose(c.out);
+    c.out = stderr;
+    if (!file.empty()) {
+      FILE* f = fopen(expandPath(file, c.host).c_str(), "a");
+      if (f != nullptr) c.out = f;
+    }
+  } catch (...) {
+  }
+  configured() = true;
+}
+
+thread_local int tlsRank = -1;
+
+}  // namespace
+
+void reconfigure() {
+  std::lock_guard<std::mutex> lock(mutex());
+  configureLocked();
+}
+
+bool enabled(Level level, Subsys subsys) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::lock_guard<std::mutex> lock(mutex());
+    if (!configured()) configureLocked();
+  });
+  const Config& c = config();
+  return level != Level::kNone && level <= c.level &&
+         (c.mask & static_cast<unsigned>(subsys)) != 0;
+}
+
+void write(Level level, Subsys subsys, const std::string& message) {
+  std::lock_guard<std::mutex> lock(mutex());
+  Config& c = config();
+  fprintf(c.out, "%s:%d:%d tutti %s %s %s\n", c.host.c_str(), static_cast<int>(getpid()),
+          tlsRank, levelName(level), subsysName(subsys), message.c_str());
+  fflush(c.out);
+}
+
+void setThreadRank(int rank) { tlsRank = rank; }
+int threadRank() { return tlsRank; }
+
+}  // namespace tutti::log

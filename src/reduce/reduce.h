@@ -1,0 +1,23 @@
+// Host reduction kernels for every datatype and op, vectorised (AVX2 / AVX-512 chosen at run
+// time); float16 / bfloat16 go through float32 with round-to-nearest-even.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tutti/tutti.h"
+
+namespace tutti::reduce {
+
+// dst[i] = a[i] (op) b[i] for i < count. dst may alias a or b exactly. op must not be
+// tuttiAvg (use tuttiSum, then divide()).
+void reduce(void* dst, const void* a, const void* b, size_t count, tuttiDataType_t dtype,
+            tuttiRedOp_t op);
+
+// dst[i] /= divisor (finishes tuttiAvg; integer types use truncating division).
+void divide(void* dst, size_t count, tuttiDataType_t dtype, int64_t divisor);
+
+// The instruction set the kernels chose on this CPU: "avx512", "avx2" or "scalar".
+const char* isaName();
+
+}  // namespace tutti::reduce

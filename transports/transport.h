@@ -1,0 +1,97 @@
+// The Transport / Connection interface. Transports move bytes between two ranks and know
+// nothing about collectives; the executor (src/exec) drives connections.
+//
+// A Connection is a bidirectional, message-ordered channel to one peer. At most one send and
+// one receive are active at a time; both are non-blocking and advanced by progress calls.
+// Messages are matched in order; the receiver states how many bytes it expects, and a
+// transport that frames messages reports a size mismatch as tuttiInvalidUsage.
+//
+// Errors are thrown as tutti::Error: tuttiRemoteError when the peer closed / reset / died
+// (naming the peer rank and host), tuttiSystemError for local failures.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "bootstrap/store.h"
+#include "common/clock.h"
+
+namespace tutti::transport {
+
+// Facts every rank publishes about itself at communicator init.
+struct PeerInfo {
+  int rank = -1;
+  std::string hostId;    // equal for ranks on one host (boot id + net namespace, TUTTI_HOSTID)
+  std::string hostname;  // for messages
+  pid_t pid = 0;
+};
+
+// Where received bytes go. If `direct` is non-null the transport may write the message
+// straight there (e.g. process_vm_readv, recv(2) into the user buffer). Otherwise it calls
+// `consume(offset, bytes)` in order with views into its own staging memory, valid only during
+// the call; the executor uses this to reduce while receiving.
+struct RecvTarget {
+  std::byte* direct = nullptr;
+  size_t bytes = 0;
+  std::function<void(size_t offset, std::span<const std::byte> data)> consume;
+};
+
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  virtual const char* transportName() const = 0;
+  virtual int peer() const = 0;
+
+  // Starts sending `data` (possibly empty). The buffer must stay valid and unchanged until
+  // progressSend() returns data.size(). Precondition: no send active.
+  virtual void startSend(std::span<const std::byte> data) = 0;
+  // Advances the active send without blocking; returns the bytes completed so far.
+  virtual size_t progressSend() = 0;
+
+  // Starts receiving target.bytes (possibly 0). Precondition: no receive active.
+  virtual void startRecv(RecvTarget target) = 0;
+  // Advances the active receive without blocking; returns the bytes delivered so far.
+  virtual size_t progressRecv() = 0;
+
+  // Sleeping support (so idle ranks do not burn the CPU they share):
+  // fds that become readable when this connection may progress (data, space, peer death).
+  virtual void collectWaitFds(std::vector<int>& fds) = 0;
+  // Called before sleeping on those fds: arms wake-ups, returns false if progress is
+  // possible right now (then the caller must not sleep).
+  virtual bool prepareToSleep() = 0;
+  // Called after waking: disarms and drains.
+  virtual void afterSleep() = 0;
+};
+
+// What a transport may use while connecting.
+struct Context {
+  int rank = 0;
+  int nranks = 0;
+  std::span<const PeerInfo> peers;  // indexed by rank
+  bootstrap::Store* store = nullptr;  // namespaced to this communicator
+  const std::atomic<bool>* aborted = nullptr;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  // Once per communicator, before any connect; may publish local endpoints in the store.
+  virtual void setup(const Context& ctx) = 0;
+  virtual bool canConnect(const PeerInfo& self, const PeerInfo& peer) const = 0;
+  // Connects to every rank in `peers` (each of which calls connect with this rank in its
+  // list, in any order). Publishes this rank's half for all peers before waiting on any, so
+  // differing orders cannot deadlock. Throws tuttiTimeout naming the missing peers.
+  virtual std::vector<std::unique_ptr<Connection>> connect(std::span<const int> peers,
+                                                           const Deadline& deadline) = 0;
+};
+
+}  // namespace tutti::transport
