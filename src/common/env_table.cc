@@ -51,6 +51,9 @@ constexpr Var kVars[] = {
      "Use single-copy process_vm_readv for large shm transfers when permitted."},
     {"TUTTI_SHM_CMA_THRESHOLD", Type::kInt, "1048576", "TRANSPORT",
      "Messages of at least this many bytes go single-copy (CMA) over shm."},
+    {"TUTTI_SHM_SEGMENT", Type::kString, "auto", "TRANSPORT",
+     "How shm segments are shared: auto (memfd opened by the peer through /proc/<pid>/fd, "
+     "else a named file in TUTTI_SHM_DIR), memfd, or file."},
     {"TUTTI_SOCKET_IFNAME", Type::kString, "", "TRANSPORT",
      "Interfaces the tcp transport may use: a comma list of name prefixes, ^ to exclude, = "
      "for exact names."},

@@ -1,0 +1,58 @@
+// Broadcast: pipelined chain (along the ring order, starting at the root; chunk i leaves
+// the root at round i and reaches chain position k at round i + k - 1) and binomial tree
+// (ceil(log2 n) rounds, whole buffer per step). Non-root ranks never read their input.
+#include <algorithm>
+
+#include "builder.h"
+#include "builders.h"
+
+namespace tutti::algo::detail {
+
+std::vector<int> chainFromRoot(const CollArgs& a) {
+  std::vector<int> ring = patterns::ringOrderOrIdentity(a.ringOrder, a.nranks);
+  int rp = static_cast<int>(std::find(ring.begin(), ring.end(), a.root) - ring.begin());
+  std::vector<int> chain(a.nranks);
+  for (int k = 0; k < a.nranks; ++k) chain[k] = ring[(rp + k) % a.nranks];
+  return chain;
+}
+
+Schedule broadcastChain(const CollArgs& a) {
+  Schedule s = start(a, "chain");
+  Ctx c(a);
+  size_t m = a.count;
+  std::vector<int> chain = chainFromRoot(a);
+  int n = c.n;
+  int k = static_cast<int>(std::find(chain.begin(), chain.end(), c.r) - chain.begin());
+  size_t nch = patterns::numChunks(m * c.es, kChunkBytes, kMaxChunks);
+  if (k == 0) copy(at(s, 0), c.in(0, m), c.out(0, m));
+  for (size_t i = 0; i < nch; ++i) {
+    Range ch = c.block(m, nch, i);
+    if (k == 0) {
+      if (n > 1) send(at(s, i), chain[1], c.in(ch));
+      continue;
+    }
+    recv(at(s, i + k - 1), chain[k - 1], c.out(ch));
+    if (k < n - 1) send(at(s, i + k), chain[k + 1], c.out(ch));
+  }
+  trim(s);
+  return s;
+}
+
+Schedule broadcastBinomial(const CollArgs& a) {
+  Schedule s = start(a, "binomial");
+  Ctx c(a);
+  size_t m = a.count;
+  patterns::Tree tree = patterns::binomialTree(c.n, a.root);
+  int v = (c.r - a.root + c.n) % c.n;
+  auto stepOf = [&](int vv) { return patterns::log2Floor(vv); };  // step that reaches vv
+  if (v == 0) copy(at(s, 0), c.in(0, m), c.out(0, m));
+  else recv(at(s, stepOf(v)), tree.nodes[c.r].parent, c.out(0, m));
+  for (int kid : tree.nodes[c.r].children) {
+    int kv = (kid - a.root + c.n) % c.n;
+    send(at(s, stepOf(kv - v)), kid, v == 0 ? c.in(0, m) : c.out(0, m));
+  }
+  trim(s);
+  return s;
+}
+
+}  // namespace tutti::algo::detail

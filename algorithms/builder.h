@@ -1,0 +1,104 @@
+// Internal helpers shared by the schedule builders (not part of the registry API).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "algorithms/patterns/patterns.h"
+#include "common/dtype.h"
+#include "common/error.h"
+#include "exec/schedule.h"
+
+namespace tutti::algo::detail {
+
+using exec::Buf;
+using exec::Op;
+using exec::Round;
+using exec::Schedule;
+using exec::Slice;
+using patterns::Range;
+
+// Pipeline chunking of tree / chain builders.
+constexpr size_t kChunkBytes = 512 * 1024;
+constexpr size_t kMaxChunks = 64;
+
+// Element-addressed slices of one rank's buffers.
+struct Ctx {
+  const CollArgs& a;
+  int r;
+  int n;
+  size_t es;
+  explicit Ctx(const CollArgs& args)
+      : a(args), r(args.rank), n(args.nranks), es(dtypeSize(args.dtype)) {}
+  Slice sl(Buf b, size_t off, size_t cnt) const { return Slice{b, off * es, cnt * es}; }
+  Slice in(size_t off, size_t cnt) const { return sl(Buf::kInput, off, cnt); }
+  Slice out(size_t off, size_t cnt) const { return sl(Buf::kOutput, off, cnt); }
+  Slice tmp(size_t off, size_t cnt) const { return sl(Buf::kScratch, off, cnt); }
+  Slice in(Range g) const { return in(g.offset, g.count); }
+  Slice out(Range g) const { return out(g.offset, g.count); }
+  Slice tmp(Range g) const { return tmp(g.offset, g.count); }
+  Range block(size_t total, size_t nblocks, size_t i) const {
+    return patterns::blockRange(total, nblocks, i, es);
+  }
+};
+
+// A schedule with the collective's name / dtype / op filled in.
+Schedule start(const CollArgs& a, const char* name);
+// Validates the common arguments (rank range, dtype, op, root, hostOf size).
+void checkArgs(const CollArgs& a);
+// Round t of s, growing s as needed (builders emit by global round index).
+Round& at(Schedule& s, size_t t);
+// Drops trailing empty rounds.
+void trim(Schedule& s);
+// Grows scratch to at least bytes.
+void needScratch(Schedule& s, size_t bytes);
+// Shifts a slice by an element offset... (slices are bytes)
+inline Slice sub(Slice s, size_t byteOff, size_t bytes) {
+  return Slice{s.buf, s.offset + byteOff, bytes};
+}
+
+// Emitters that skip empty slices (both sides of a transfer compute the same sizes, so the
+// skipped transfers are skipped on both sides) and self-copies of the same bytes.
+void send(Round& rd, int peer, Slice s);
+void recv(Round& rd, int peer, Slice d);
+void recvReduce(Round& rd, int peer, Slice src, Slice dst);
+void copy(Round& rd, Slice src, Slice dst);
+void reduce(Round& rd, Slice a, Slice b, Slice dst);
+
+// Reduces contributions x[0..n-1] (x[self] may alias dst exactly; the others live in
+// scratch and may be clobbered) into dst as ((x0 op x1) op x2) ... op x_{n-1}, with local
+// ops appended to rd. Uses x[0] as accumulator when self != 0.
+void rankOrderReduce(Round& rd, std::span<const Slice> x, int self, Slice dst);
+
+// Ring all-gather over group (ranks in ring order; pos = this rank's position) of g blocks:
+// blockSlice(k) is block k in the output; position p initially owns block (p + shift) % g.
+// Emits g-1 steps starting at round t0; returns the next free round.
+size_t ringAllGather(Schedule& s, size_t t0, std::span<const int> group, int pos, int shift,
+                     const std::function<Slice(int)>& blockSlice);
+// Ring reduce-scatter of elements [off, off+cnt) over group: blocks blockRange(cnt, g, k);
+// contributions read from buffer src at the same offsets, partial sums accumulated in
+// kOutput. Afterwards position p holds block (p + 1) % g fully reduced in kOutput.
+size_t ringReduceScatter(Schedule& s, size_t t0, const Ctx& c, std::span<const int> group,
+                         int pos, size_t off, size_t cnt, Buf src);
+
+// Deterministic reduction (rank order) of blocks to owners: block j of count elements
+// (blocks(j)) is reduced by rank j into dst (dstOf for this rank), contributions read from
+// kInput. Uses rounds t0 (exchange) and t0+1 (local reduce). Returns t0 + 1: transfers may
+// still be added to round t0 + 1 (they run after its local ops).
+size_t detReduceToOwners(Schedule& s, size_t t0, const Ctx& c,
+                         const std::function<Range(int)>& blocks, Slice dst,
+                         size_t scratchOffset);
+
+// Deterministic builders used by every reduction algorithm when CollArgs::deterministic.
+Schedule detAllReduce(const CollArgs& a, const char* name);
+Schedule detReduceScatter(const CollArgs& a, const char* name);
+Schedule detReduce(const CollArgs& a, const char* name);
+
+// Group helpers.
+std::vector<int> hostsOf(const CollArgs& a);  // hostOf or all zeros
+int numHosts(const CollArgs& a);
+
+}  // namespace tutti::algo::detail

@@ -1,0 +1,33 @@
+// Builder entry points, one per registry entry (internal; use registry()/find()).
+#pragma once
+
+#include "algorithms/algorithm.h"
+#include "exec/schedule.h"
+
+namespace tutti::algo::detail {
+
+exec::Schedule allReduceNaive(const CollArgs& a);
+exec::Schedule allReducePs(const CollArgs& a);
+exec::Schedule allReduceRing(const CollArgs& a);
+exec::Schedule allReduceTree(const CollArgs& a);
+exec::Schedule allReduceDbtree(const CollArgs& a);
+exec::Schedule allReduceButterfly(const CollArgs& a);
+exec::Schedule allReduceRabenseifner(const CollArgs& a);
+exec::Schedule allReduceHier(const CollArgs& a);
+
+exec::Schedule allGatherRing(const CollArgs& a);
+exec::Schedule allGatherRd(const CollArgs& a);
+exec::Schedule allGatherBruck(const CollArgs& a);
+
+exec::Schedule reduceScatterRing(const CollArgs& a);
+exec::Schedule reduceScatterRhalving(const CollArgs& a);
+
+exec::Schedule broadcastChain(const CollArgs& a);
+exec::Schedule broadcastBinomial(const CollArgs& a);
+
+exec::Schedule reduceChain(const CollArgs& a);
+exec::Schedule reduceBinomial(const CollArgs& a);
+
+exec::Schedule allToAllPairwise(const CollArgs& a);
+
+}  // namespace tutti::algo::detail

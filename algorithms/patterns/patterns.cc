@@ -1,0 +1,177 @@
+#include "algorithms/patterns/patterns.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace tutti::algo::patterns {
+
+std::vector<int> ringOrderOrIdentity(std::span<const int> order, int n) {
+  TUTTI_CHECK_ARG(n >= 1, "ring order: nranks ", n, " must be >= 1");
+  std::vector<int> out(order.begin(), order.end());
+  if (out.empty()) {
+    out.resize(n);
+    for (int i = 0; i < n; ++i) out[i] = i;
+    return out;
+  }
+  TUTTI_CHECK_ARG(static_cast<int>(out.size()) == n, "ring order has ", out.size(),
+                  " entries for ", n, " ranks");
+  std::vector<char> seen(n, 0);
+  for (int r : out) {
+    TUTTI_CHECK_ARG(r >= 0 && r < n && !seen[r], "ring order is not a permutation of 0..",
+                    n - 1, " (bad or repeated entry ", r, ")");
+    seen[r] = 1;
+  }
+  return out;
+}
+
+RingPos ringNeighbors(std::span<const int> order, int n, int rank) {
+  TUTTI_CHECK_ARG(rank >= 0 && rank < n, "ring: rank ", rank, " out of range for ", n, " ranks");
+  std::vector<int> o = ringOrderOrIdentity(order, n);
+  int idx = static_cast<int>(std::find(o.begin(), o.end(), rank) - o.begin());
+  return RingPos{idx, o[(idx + n - 1) % n], o[(idx + 1) % n]};
+}
+
+int Tree::depthOf(int rank) const {
+  int d = 0;
+  for (int r = rank; nodes[r].parent >= 0; r = nodes[r].parent) ++d;
+  return d;
+}
+
+int Tree::maxDepth() const {
+  int d = 0;
+  for (int r = 0; r < static_cast<int>(nodes.size()); ++r) d = std::max(d, depthOf(r));
+  return d;
+}
+
+namespace {
+Tree fromParents(const std::vector<int>& parent) {
+  Tree t;
+  int n = static_cast<int>(parent.size());
+  t.nodes.resize(n);
+  for (int r = 0; r < n; ++r) {
+    t.nodes[r].parent = parent[r];
+    if (parent[r] < 0) t.root = r;
+  }
+  for (int r = 0; r < n; ++r)
+    if (parent[r] >= 0) t.nodes[parent[r]].children.push_back(r);
+  return t;
+}
+
+// Parent of rank r in NCCL's in-order binary tree over n ranks (root 0).
+int inorderParent(int n, int r) {
+  if (r == 0) return -1;
+  int bit = r & -r;
+  int up = (r ^ bit) | (bit << 1);
+  if (up >= n) up = r ^ bit;
+  return up;
+}
+}  // namespace
+
+Tree binaryTree(int n) {
+  TUTTI_CHECK_ARG(n >= 1, "binary tree: nranks ", n, " must be >= 1");
+  std::vector<int> parent(n);
+  for (int r = 0; r < n; ++r) parent[r] = r == 0 ? -1 : (r - 1) / 2;
+  return fromParents(parent);
+}
+
+Tree inorderBinaryTree(int n) {
+  TUTTI_CHECK_ARG(n >= 1, "binary tree: nranks ", n, " must be >= 1");
+  std::vector<int> parent(n);
+  for (int r = 0; r < n; ++r) parent[r] = inorderParent(n, r);
+  return fromParents(parent);
+}
+
+DoubleTree doubleBinaryTree(int n) {
+  TUTTI_CHECK_ARG(n >= 1, "double binary tree: nranks ", n, " must be >= 1");
+  DoubleTree dt;
+  dt.t[0] = inorderBinaryTree(n);
+  std::vector<int> parent(n, -1);
+  if (n % 2 == 0) {
+    // Mirror: rank r takes the place of n-1-r, so the interior ranks become the odd ones.
+    for (int r = 0; r < n; ++r) {
+      int p = inorderParent(n, n - 1 - r);
+      parent[r] = p < 0 ? -1 : n - 1 - p;
+    }
+  } else if (n > 1) {
+    // Odd n: an in-order tree over ranks 1..n-1 (position q = rank - 1; its interior
+    // positions are even, i.e. odd ranks), and rank 0 as the second child of its root.
+    int m = n - 1;
+    for (int r = 1; r < n; ++r) {
+      int p = inorderParent(m, r - 1);
+      parent[r] = p < 0 ? -1 : p + 1;
+    }
+    parent[0] = 1;
+  }
+  dt.t[1] = fromParents(parent);
+  return dt;
+}
+
+Tree binomialTree(int n, int root) {
+  TUTTI_CHECK_ARG(n >= 1 && root >= 0 && root < n, "binomial tree: bad root ", root, " for ",
+                  n, " ranks");
+  Tree t;
+  t.root = root;
+  t.nodes.resize(n);
+  for (int v = 0; v < n; ++v) {
+    int r = (v + root) % n;
+    if (v > 0) {
+      int high = 1;
+      while (high * 2 <= v) high *= 2;
+      t.nodes[r].parent = (v - high + root) % n;
+    }
+    for (int k = 1; k < n; k *= 2)
+      if (v < k && v + k < n) t.nodes[r].children.push_back((v + k + root) % n);
+  }
+  return t;
+}
+
+bool isPow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+int largestPow2AtMost(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+int log2Floor(int n) {
+  int l = 0;
+  while ((1 << (l + 1)) <= n) ++l;
+  return l;
+}
+
+Fold foldPow2(int n, int rank) {
+  TUTTI_CHECK_ARG(n >= 1 && rank >= 0 && rank < n, "fold: rank ", rank, " out of range for ",
+                  n, " ranks");
+  Fold f;
+  f.pof2 = largestPow2AtMost(n);
+  f.rem = n - f.pof2;
+  if (rank >= f.pof2) {
+    f.extra = true;
+    f.partner = rank - f.pof2;
+  } else if (rank < f.rem) {
+    f.partner = rank + f.pof2;
+  }
+  return f;
+}
+
+Range blockRange(size_t totalElems, size_t nblocks, size_t i, size_t elemSize) {
+  TUTTI_CHECK_ARG(nblocks >= 1 && i < nblocks, "blockRange: block ", i, " of ", nblocks);
+  size_t unit = (elemSize > 0 && elemSize <= 16 && 16 % elemSize == 0) ? 16 / elemSize : 1;
+  if (totalElems < nblocks * unit) unit = 1;
+  size_t units = totalElems / unit;
+  size_t tail = totalElems - units * unit;
+  size_t base = units / nblocks, extra = units % nblocks;
+  size_t first = i * base + std::min(i, extra);
+  size_t mine = base + (i < extra ? 1 : 0);
+  Range r{first * unit, mine * unit};
+  if (i == nblocks - 1) r.count += tail;
+  return r;
+}
+
+size_t numChunks(size_t bytes, size_t chunkBytes, size_t maxChunks) {
+  size_t c = chunkBytes ? (bytes + chunkBytes - 1) / chunkBytes : 1;
+  return std::clamp<size_t>(c, 1, std::max<size_t>(maxChunks, 1));
+}
+
+}  // namespace tutti::algo::patterns

@@ -1,0 +1,91 @@
+// The list of every builder with its metadata.
+#include <array>
+#include <string_view>
+
+#include "algorithms/algorithm.h"
+#include "builder.h"
+#include "builders.h"
+
+namespace tutti::algo {
+namespace {
+
+bool always(const CollArgs&) { return true; }
+bool pow2Ranks(const CollArgs& a) { return patterns::isPow2(a.nranks); }
+bool multiHost(const CollArgs& a) {
+  return static_cast<int>(a.hostOf.size()) == a.nranks && detail::numHosts(a) > 1;
+}
+
+using namespace detail;
+
+const std::array kRegistry = {
+    AlgorithmInfo{Coll::kAllReduce, "naive",
+                  "every rank sends its buffer to every other and reduces in rank order",
+                  always, allReduceNaive},
+    AlgorithmInfo{Coll::kAllReduce, "ps",
+                  "parameter server: reduce at rank 0 in rank order, then rank 0 sends to all",
+                  always, allReducePs},
+    AlgorithmInfo{Coll::kAllReduce, "ring",
+                  "ring reduce-scatter + ring all-gather along the ring order", always,
+                  allReduceRing},
+    AlgorithmInfo{Coll::kAllReduce, "tree",
+                  "pipelined binary tree: chunks reduced up, then broadcast down", always,
+                  allReduceTree},
+    AlgorithmInfo{Coll::kAllReduce, "dbtree",
+                  "double binary tree: half of the buffer on each of two complementary trees",
+                  always, allReduceDbtree},
+    AlgorithmInfo{Coll::kAllReduce, "butterfly",
+                  "recursive doubling, whole buffer per step (small messages)", always,
+                  allReduceButterfly},
+    AlgorithmInfo{Coll::kAllReduce, "rabenseifner",
+                  "recursive halving reduce-scatter + recursive doubling all-gather", always,
+                  allReduceRabenseifner},
+    AlgorithmInfo{Coll::kAllReduce, "hier",
+                  "hierarchical: intra-host reduce-scatter, inter-host ring, intra-host "
+                  "all-gather (needs > 1 host)",
+                  multiHost, allReduceHier},
+    AlgorithmInfo{Coll::kAllGather, "ring", "ring all-gather along the ring order", always,
+                  allGatherRing},
+    AlgorithmInfo{Coll::kAllGather, "rd", "recursive doubling (power-of-two rank counts)",
+                  pow2Ranks, allGatherRd},
+    AlgorithmInfo{Coll::kAllGather, "bruck", "Bruck: ceil(log2 n) steps for any rank count",
+                  always, allGatherBruck},
+    AlgorithmInfo{Coll::kReduceScatter, "ring",
+                  "ring reduce-scatter along the ring order", always, reduceScatterRing},
+    AlgorithmInfo{Coll::kReduceScatter, "rhalving",
+                  "recursive halving (non-power-of-two ranks folded first)", always,
+                  reduceScatterRhalving},
+    AlgorithmInfo{Coll::kBroadcast, "chain", "pipelined chain from the root, in chunks", always,
+                  broadcastChain},
+    AlgorithmInfo{Coll::kBroadcast, "binomial", "binomial tree from the root", always,
+                  broadcastBinomial},
+    AlgorithmInfo{Coll::kReduce, "chain", "pipelined chain towards the root, in chunks", always,
+                  reduceChain},
+    AlgorithmInfo{Coll::kReduce, "binomial", "binomial tree towards the root", always,
+                  reduceBinomial},
+    AlgorithmInfo{Coll::kAllToAll, "pairwise", "n-1 rounds of pairwise exchange", always,
+                  allToAllPairwise},
+};
+
+}  // namespace
+
+const char* collName(Coll c) {
+  switch (c) {
+    case Coll::kAllReduce: return "allreduce";
+    case Coll::kAllGather: return "allgather";
+    case Coll::kReduceScatter: return "reducescatter";
+    case Coll::kBroadcast: return "broadcast";
+    case Coll::kReduce: return "reduce";
+    case Coll::kAllToAll: return "alltoall";
+  }
+  return "?";
+}
+
+std::span<const AlgorithmInfo> registry() { return kRegistry; }
+
+const AlgorithmInfo* find(Coll coll, std::string_view name) {
+  for (const AlgorithmInfo& info : kRegistry)
+    if (info.coll == coll && name == info.name) return &info;
+  return nullptr;
+}
+
+}  // namespace tutti::algo

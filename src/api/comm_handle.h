@@ -1,0 +1,30 @@
+// What a tuttiComm_t points to: the communicator (once initialised), the rendezvous store
+// it was made from, the asynchronous-init thread, and the last error.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "bootstrap/store.h"
+#include "comm/communicator.h"
+#include "tutti/tutti.h"
+
+struct tuttiComm {
+  std::unique_ptr<tutti::Communicator> impl;
+  std::shared_ptr<tutti::bootstrap::Store> store;
+  std::shared_ptr<void> storeServer;  // keeps rank 0's TCP store server alive
+  std::thread initThread;
+  std::atomic<tuttiResult_t> asyncError{tuttiSuccess};
+  std::atomic<bool> abortRequested{false};
+  std::mutex errorMutex;
+  std::string lastError;
+  std::string transportsText;  // storage for tuttiCommTransports
+};
+
+namespace tutti::api {
+// The ready communicator of a handle; throws when null, still initialising, or failed.
+Communicator& ready(tuttiComm_t comm);
+}  // namespace tutti::api

@@ -1,0 +1,72 @@
+// tuttiGetErrorString, tuttiGetLastError, tuttiGetVersion, and error recording.
+#include <mutex>
+
+#include "api_guard.h"
+#include "comm_handle.h"
+
+namespace tutti::api {
+
+std::string& threadLastError() {
+  thread_local std::string text;
+  return text;
+}
+
+tuttiResult_t recordError(tuttiComm_t comm, const char* function, tuttiResult_t code,
+                          const std::string& message) {
+  std::string text = std::string(function) + ": " + message;
+  threadLastError() = text;
+  if (comm != nullptr) {
+    std::lock_guard<std::mutex> lock(comm->errorMutex);
+    comm->lastError = text;
+  }
+  TUTTI_WARN(kInit, text << " [" << tuttiGetErrorString(code) << "]");
+  return code;
+}
+
+Communicator& ready(tuttiComm_t comm) {
+  TUTTI_CHECK_ARG(comm != nullptr, "comm is NULL");
+  tuttiResult_t async = comm->asyncError.load();
+  if (async == tuttiInProgress)
+    fail(tuttiInvalidUsage, "communicator is still initialising (poll tuttiCommGetAsyncError)");
+  if (comm->impl == nullptr)
+    fail(tuttiInvalidUsage, "communicator failed to initialise or was destroyed");
+  return *comm->impl;
+}
+
+}  // namespace tutti::api
+
+extern "C" {
+
+TUTTI_API const char* tuttiGetErrorString(tuttiResult_t result) {
+  switch (result) {
+    case tuttiSuccess: return "no error";
+    case tuttiSystemError: return "system error (a system call failed)";
+    case tuttiInternalError: return "internal error (a bug in tutti)";
+    case tuttiInvalidArgument: return "invalid argument";
+    case tuttiInvalidUsage: return "invalid usage";
+    case tuttiRemoteError: return "remote error (a peer failed or disconnected)";
+    case tuttiTimeout: return "timeout (a peer did not answer within TUTTI_TIMEOUT)";
+    case tuttiInProgress: return "operation in progress";
+    case tuttiUnsupported: return "unsupported by this build or machine";
+    default: return "unknown result code";
+  }
+}
+
+TUTTI_API const char* tuttiGetLastError(tuttiComm_t comm) {
+  if (comm == nullptr) return tutti::api::threadLastError().c_str();
+  std::lock_guard<std::mutex> lock(comm->errorMutex);
+  thread_local std::string copy;
+  copy = comm->lastError;
+  return copy.c_str();
+}
+
+TUTTI_API tuttiResult_t tuttiGetVersion(int* version) {
+  if (version == nullptr) {
+    tutti::api::threadLastError() = "tuttiGetVersion: version is NULL";
+    return tuttiInvalidArgument;
+  }
+  *version = TUTTI_VERSION_CODE;
+  return tuttiSuccess;
+}
+
+}  // extern "C"

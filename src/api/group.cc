@@ -1,0 +1,113 @@
+#include "group.h"
+
+#include <vector>
+
+#include "api_guard.h"
+#include "comm_handle.h"
+#include "common/dtype.h"
+
+namespace tutti::api {
+
+namespace {
+
+struct PerComm {
+  tuttiComm_t comm;
+  std::vector<std::function<void()>> collectives;
+  std::vector<P2pOp> p2p;
+};
+
+struct GroupState {
+  int depth = 0;
+  std::vector<PerComm> comms;
+  PerComm& of(tuttiComm_t comm) {
+    for (auto& pc : comms)
+      if (pc.comm == comm) return pc;
+    return comms.emplace_back(PerComm{comm, {}, {}});
+  }
+};
+
+GroupState& state() {
+  thread_local GroupState s;
+  return s;
+}
+
+}  // namespace
+
+int groupDepth() { return state().depth; }
+
+void deferCollective(tuttiComm_t comm, std::function<void()> run) {
+  state().of(comm).collectives.push_back(std::move(run));
+}
+
+void deferP2p(tuttiComm_t comm, const P2pOp& op) { state().of(comm).p2p.push_back(op); }
+
+}  // namespace tutti::api
+
+extern "C" {
+
+TUTTI_API tuttiResult_t tuttiGroupStart(void) {
+  ++tutti::api::state().depth;
+  return tuttiSuccess;
+}
+
+TUTTI_API tuttiResult_t tuttiGroupEnd(void) {
+  auto& s = tutti::api::state();
+  if (s.depth == 0) {
+    tutti::api::threadLastError() = "tuttiGroupEnd: no matching tuttiGroupStart";
+    return tuttiInvalidUsage;
+  }
+  if (--s.depth > 0) return tuttiSuccess;
+  std::vector<tutti::api::PerComm> comms = std::move(s.comms);
+  s.comms.clear();
+  tuttiResult_t result = tuttiSuccess;
+  for (auto& pc : comms) {
+    tuttiResult_t r = tutti::api::guarded(pc.comm, "tuttiGroupEnd", [&] {
+      for (auto& run : pc.collectives) run();
+      if (!pc.p2p.empty()) tutti::api::ready(pc.comm).runP2p(pc.p2p);
+      return tuttiSuccess;
+    });
+    if (r != tuttiSuccess && result == tuttiSuccess) result = r;
+  }
+  return result;
+}
+
+TUTTI_API tuttiResult_t tuttiSend(const void* sendbuff, size_t count, tuttiDataType_t datatype,
+                                  int peer, tuttiComm_t comm, tuttiStream_t stream) {
+  return tutti::api::guarded(comm, "tuttiSend", [&] {
+    TUTTI_CHECK_ARG(tutti::dtypeValid(datatype), "invalid datatype ", datatype);
+    TUTTI_CHECK_ARG(count == 0 || sendbuff != nullptr, "sendbuff is NULL with count ", count);
+    auto& c = tutti::api::ready(comm);
+    TUTTI_CHECK_ARG(peer >= 0 && peer < c.size(), "peer ", peer, " out of range [0, ", c.size(),
+                    ")");
+    tutti::P2pOp op{true, peer,
+                    const_cast<std::byte*>(static_cast<const std::byte*>(sendbuff)),
+                    count * tutti::dtypeSize(datatype)};
+    if (tutti::api::groupDepth() > 0) {
+      tutti::api::deferP2p(comm, op);
+    } else {
+      c.runP2p({&op, 1});
+    }
+    return tuttiSuccess;
+  });
+}
+
+TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t datatype,
+                                  int peer, tuttiComm_t comm, tuttiStream_t stream) {
+  return tutti::api::guarded(comm, "tuttiRecv", [&] {
+    TUTTI_CHECK_ARG(tutti::dtypeValid(datatype), "invalid datatype ", datatype);
+    TUTTI_CHECK_ARG(count == 0 || recvbuff != nullptr, "recvbuff is NULL with count ", count);
+    auto& c = tutti::api::ready(comm);
+    TUTTI_CHECK_ARG(peer >= 0 && peer < c.size(), "peer ", peer, " out of range [0, ", c.size(),
+                    ")");
+    tutti::P2pOp op{false, peer, static_cast<std::byte*>(recvbuff),
+                    count * tutti::dtypeSize(datatype)};
+    if (tutti::api::groupDepth() > 0) {
+      tutti::api::deferP2p(comm, op);
+    } else {
+      c.runP2p({&op, 1});
+    }
+    return tuttiSuccess;
+  });
+}
+
+}  // extern "C"

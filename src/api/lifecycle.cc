@@ -1,0 +1,226 @@
+// Communicator lifecycle: unique id, init (blocking or not), from env, MPI, split, abort,
+// destroy, queries.
+#include <unistd.h>
+
+#include "api_guard.h"
+#include "comm_handle.h"
+#include "bootstrap/env_init.h"
+#include "bootstrap/rendezvous.h"
+#include "bootstrap/unique_id.h"
+#include "common/env.h"
+#include "tutti/config.h"
+
+#if TUTTI_HAVE_MPI
+#include <mpi.h>
+#endif
+
+using tutti::api::guarded;
+
+namespace {
+
+using StoreMaker = std::function<tutti::bootstrap::Rendezvous(const tutti::Deadline&)>;
+
+// Applies the config fields that are set over the environment's values.
+tutti::CommOptions optionsFrom(const tuttiConfig_t* config) {
+  tutti::CommOptions o = tutti::commOptionsFromEnv();
+  if (config == nullptr) return o;
+  TUTTI_CHECK_ARG(config->magic == TUTTI_CONFIG_MAGIC,
+                  "config not initialised with TUTTI_CONFIG_INITIALIZER (bad magic)");
+  TUTTI_CHECK_ARG(config->size >= offsetof(tuttiConfig_t, commName) + sizeof(const char*) &&
+                      config->version >= 1,
+                  "config has an unknown size/version (", config->size, "/", config->version,
+                  ")");
+  if (config->timeoutMs != TUTTI_CONFIG_UNDEF_INT) {
+    TUTTI_CHECK_ARG(config->timeoutMs > 0, "config.timeoutMs must be > 0");
+    o.timeoutSec = config->timeoutMs / 1000.0;
+  }
+  if (config->deterministic != TUTTI_CONFIG_UNDEF_INT) o.deterministic = config->deterministic;
+  if (config->algo != nullptr) o.algo = config->algo;
+  if (config->transport != nullptr) o.transport = config->transport;
+  if (config->commName != nullptr) o.name = config->commName;
+  return o;
+}
+
+bool isBlocking(const tuttiConfig_t* config) {
+  return config == nullptr || config->blocking == TUTTI_CONFIG_UNDEF_INT || config->blocking != 0;
+}
+
+// The body of every init: rendezvous, then build the communicator.
+void initInto(tuttiComm_t handle, const StoreMaker& makeStore, int rank, int nranks,
+              const tutti::CommOptions& options) {
+  tutti::Deadline deadline(options.timeoutSec);
+  auto rv = makeStore(deadline);
+  handle->store = rv.store;
+  handle->storeServer = rv.server;
+  if (handle->abortRequested) rv.store->abort();
+  handle->impl =
+      std::make_unique<tutti::Communicator>(rv.store, "comm", rank, nranks, options);
+}
+
+tuttiResult_t startInit(tuttiComm_t* out, const char* fn, StoreMaker makeStore, int rank,
+                        int nranks, const tuttiConfig_t* config) {
+  TUTTI_CHECK_ARG(out != nullptr, "comm is NULL");
+  *out = nullptr;
+  TUTTI_CHECK_ARG(nranks >= 1, "nranks must be >= 1 (got ", nranks, ")");
+  TUTTI_CHECK_ARG(rank >= 0 && rank < nranks, "rank ", rank, " out of range [0, ", nranks, ")");
+  tutti::CommOptions options = optionsFrom(config);
+  auto handle = std::make_unique<tuttiComm>();
+  if (isBlocking(config)) {
+    tuttiComm_t raw = handle.get();
+    tuttiResult_t r = guarded(nullptr, fn, [&] {
+      initInto(raw, makeStore, rank, nranks, options);
+      return tuttiSuccess;
+    });
+    if (r != tuttiSuccess) return r;
+    *out = handle.release();
+    return tuttiSuccess;
+  }
+  // Non-blocking: init proceeds on a thread; tuttiCommGetAsyncError reports completion and
+  // tuttiCommAbort unblocks it.
+  tuttiComm_t raw = handle.release();
+  raw->asyncError = tuttiInProgress;
+  raw->initThread = std::thread([raw, makeStore, rank, nranks, options, fn] {
+    tutti::log::setThreadRank(rank);
+    tuttiResult_t r = guarded(raw, fn, [&] {
+      initInto(raw, makeStore, rank, nranks, options);
+      return tuttiSuccess;
+    });
+    raw->asyncError = r;
+  });
+  *out = raw;
+  return tuttiInProgress;
+}
+
+}  // namespace
+
+extern "C" {
+
+TUTTI_API tuttiResult_t tuttiGetUniqueId(tuttiUniqueId* uniqueId) {
+  return guarded(nullptr, "tuttiGetUniqueId", [&] {
+    TUTTI_CHECK_ARG(uniqueId != nullptr, "uniqueId is NULL");
+    *uniqueId = tutti::bootstrap::makeUniqueId();
+    return tuttiSuccess;
+  });
+}
+
+TUTTI_API tuttiResult_t tuttiCommInitRankConfig(tuttiComm_t* comm, int nranks,
+                                                tuttiUniqueId commId, int rank,
+                                                tuttiConfig_t* config) {
+  return guarded(nullptr, "tuttiCommInitRank", [&] {
+    auto info = tutti::bootstrap::decodeUniqueId(commId);  // validates before any thread
+    (void)info;
+    StoreMaker make = [commId, rank](const tutti::Deadline& d) {
+      return tutti::bootstrap::rendezvousFromUniqueId(commId, rank, d);
+    };
+    return startInit(comm, "tuttiCommInitRank", make, rank, nranks, config);
+  });
+}
+
+TUTTI_API tuttiResult_t tuttiCommInitRank(tuttiComm_t* comm, int nranks, tuttiUniqueId commId,
+                                          int rank) {
+  return tuttiCommInitRankConfig(comm, nranks, commId, rank, nullptr);
+}
+
+TUTTI_API tuttiResult_t tuttiCommInitFromEnv(tuttiComm_t* comm, tuttiConfig_t* config) {
+  return guarded(nullptr, "tuttiCommInitFromEnv", [&] {
+    tutti::bootstrap::LaunchInfo info = tutti::bootstrap::launchInfoFromEnv();
+    StoreMaker make = [info](const tutti::Deadline& d) {
+      return tutti::bootstrap::rendezvousFromLaunchInfo(info, d);
+    };
+    return startInit(comm, "tuttiCommInitFromEnv", make, info.rank, info.nranks, config);
+  });
+}
+
+TUTTI_API tuttiResult_t tuttiCommInitMPI(tuttiComm_t* comm, void* mpiComm, tuttiConfig_t* config) {
+#if TUTTI_HAVE_MPI
+  return guarded(nullptr, "tuttiCommInitMPI", [&] {
+    TUTTI_CHECK_ARG(mpiComm != nullptr, "mpiComm is NULL (pass &MPI_COMM_WORLD-like handle)");
+    MPI_Comm mc = *static_cast<MPI_Comm*>(mpiComm);
+    int rank = 0, size = 0, flag = 0;
+    MPI_Initialized(&flag);
+    if (!flag) tutti::fail(tuttiInvalidUsage, "MPI is not initialised (call MPI_Init first)");
+    MPI_Comm_rank(mc, &rank);
+    MPI_Comm_size(mc, &size);
+    tuttiUniqueId id{};
+    if (rank == 0) id = tutti::bootstrap::makeUniqueId();
+    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, mc);
+    StoreMaker make = [id, rank](const tutti::Deadline& d) {
+      return tutti::bootstrap::rendezvousFromUniqueId(id, rank, d);
+    };
+    return startInit(comm, "tuttiCommInitMPI", make, rank, size, config);
+  });
+#else
+  tutti::api::threadLastError() = "tuttiCommInitMPI: tutti was built without MPI";
+  return tuttiUnsupported;
+#endif
+}
+
+TUTTI_API tuttiResult_t tuttiCommSplit(tuttiComm_t comm, int color, int key,
+                                       tuttiComm_t* newcomm, tuttiConfig_t* config) {
+  return guarded(comm, "tuttiCommSplit", [&] {
+    TUTTI_CHECK_ARG(newcomm != nullptr, "newcomm is NULL");
+    *newcomm = nullptr;
+    TUTTI_CHECK_ARG(color >= 0 || color == TUTTI_SPLIT_NOCOLOR,
+                    "color must be >= 0 or TUTTI_SPLIT_NOCOLOR (got ", color, ")");
+    auto& parent = tutti::api::ready(comm);
+    tutti::CommOptions options = config ? optionsFrom(config) : parent.options();
+    auto child = parent.split(color, key, options);
+    if (child == nullptr) return tuttiSuccess;
+    auto handle = std::make_unique<tuttiComm>();
+    handle->store = comm->store;
+    handle->storeServer = comm->storeServer;
+    handle->impl = std::move(child);
+    *newcomm = handle.release();
+    return tuttiSuccess;
+  });
+}
+
+TUTTI_API tuttiResult_t tuttiCommAbort(tuttiComm_t comm) {
+  if (comm == nullptr) return tuttiInvalidArgument;
+  comm->abortRequested = true;
+  try {
+    if (comm->store) comm->store->abort();
+    if (comm->impl) comm->impl->abort();
+  } catch (...) {
+  }
+  return tuttiSuccess;
+}
+
+TUTTI_API tuttiResult_t tuttiCommDestroy(tuttiComm_t comm) {
+  if (comm == nullptr) return tuttiSuccess;
+  if (comm->initThread.joinable()) comm->initThread.join();
+  tuttiResult_t r = guarded(nullptr, "tuttiCommDestroy", [&] {
+    comm->impl.reset();
+    comm->store.reset();
+    comm->storeServer.reset();
+    return tuttiSuccess;
+  });
+  std::unique_ptr<tuttiComm> owned(comm);
+  return r;
+}
+
+TUTTI_API tuttiResult_t tuttiCommGetAsyncError(tuttiComm_t comm, tuttiResult_t* asyncError) {
+  if (comm == nullptr || asyncError == nullptr) return tuttiInvalidArgument;
+  *asyncError = comm->asyncError.load();
+  if (*asyncError == tuttiSuccess && comm->impl && comm->impl->aborted())
+    *asyncError = tuttiRemoteError;
+  return tuttiSuccess;
+}
+
+TUTTI_API tuttiResult_t tuttiCommCount(const tuttiComm_t comm, int* count) {
+  return guarded(comm, "tuttiCommCount", [&] {
+    TUTTI_CHECK_ARG(count != nullptr, "count is NULL");
+    *count = tutti::api::ready(comm).size();
+    return tuttiSuccess;
+  });
+}
+
+TUTTI_API tuttiResult_t tuttiCommUserRank(const tuttiComm_t comm, int* rank) {
+  return guarded(comm, "tuttiCommUserRank", [&] {
+    TUTTI_CHECK_ARG(rank != nullptr, "rank is NULL");
+    *rank = tutti::api::ready(comm).rank();
+    return tuttiSuccess;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,90 @@
+#include "bootstrap/bootstrap.h"
+
+#include <cstdio>
+
+#include "common/error.h"
+
+namespace tutti::bootstrap {
+
+Bootstrap::Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::string prefix)
+    : store_(std::move(store)), rank_(rank), nranks_(nranks), prefix_(std::move(prefix)) {
+  TUTTI_CHECK_ARG(store_ != nullptr, "Bootstrap: null store");
+  TUTTI_CHECK_ARG(nranks_ > 0, "Bootstrap: nranks ", nranks_, " must be positive");
+  TUTTI_CHECK_ARG(rank_ >= 0 && rank_ < nranks_, "Bootstrap: rank ", rank_,
+                  " out of range 0..", nranks_ - 1);
+}
+
+std::string Bootstrap::base(const std::string& tag, uint64_t seq) const {
+  return prefix_ + "/" + std::to_string(seq) + "/" + tag;
+}
+
+std::vector<int> Bootstrap::missing(const std::string& b) {
+  std::vector<int> out;
+  for (int r = 0; r < nranks_; ++r)
+    if (!store_->check({b + "/" + std::to_string(r)})) out.push_back(r);
+  return out;
+}
+
+void Bootstrap::throwMissing(const std::string& what, const std::string& tag,
+                             const std::string& b, const Deadline& deadline) {
+  std::vector<int> miss = missing(b);
+  std::string list;
+  for (int r : miss) list += (list.empty() ? "" : ", ") + std::to_string(r);
+  if (list.empty()) list = "?";  // arrived just after the deadline
+  char secs[32];
+  std::snprintf(secs, sizeof(secs), "%.1f", deadline.totalSeconds());
+  fail(tuttiTimeout, "bootstrap ", prefix_, ": rank(s) ", list, " of ", nranks_,
+       " did not arrive at ", what, " '", tag, "' within ", secs, " s");
+}
+
+std::vector<std::vector<std::byte>> Bootstrap::allGather(const std::string& tag,
+                                                         std::span<const std::byte> mine,
+                                                         const Deadline& deadline) {
+  std::string b = base(tag, seq_++);
+  store_->set(b + "/" + std::to_string(rank_), mine);
+  std::vector<std::vector<std::byte>> all(nranks_);
+  all[rank_].assign(mine.begin(), mine.end());
+  for (int i = 1; i < nranks_; ++i) {
+    int r = (rank_ + i) % nranks_;  // staggered so ranks do not all wait on rank 0 first
+    try {
+      all[r] = store_->get(b + "/" + std::to_string(r), deadline);
+    } catch (const Error& e) {
+      if (e.code() != tuttiTimeout) throw;
+      throwMissing("allGather", tag, b, deadline);
+    }
+  }
+  return all;
+}
+
+void Bootstrap::barrier(const std::string& tag, const Deadline& deadline) {
+  std::string b = base(tag, seq_++);
+  store_->set(b + "/" + std::to_string(rank_), {});
+  if (store_->add(b + "/count", 1) == nranks_) store_->set(b + "/done", {});
+  try {
+    store_->get(b + "/done", deadline);
+  } catch (const Error& e) {
+    if (e.code() != tuttiTimeout) throw;
+    throwMissing("barrier", tag, b, deadline);
+  }
+}
+
+void Bootstrap::leave(const Deadline& deadline) {
+  std::string b = base("leave", seq_++);
+  if (rank_ != 0) {
+    store_->set(b + "/" + std::to_string(rank_), {});
+    return;
+  }
+  for (int r = 1; r < nranks_; ++r) {
+    try {
+      store_->get(b + "/" + std::to_string(r), deadline);
+    } catch (const Error& e) {
+      if (e.code() != tuttiTimeout) throw;
+      store_->set(b + "/0", {});  // rank 0 is not missing
+      throwMissing("leave", "leave", b, deadline);
+    }
+  }
+}
+
+void Bootstrap::abort() { store_->abort(); }
+
+}  // namespace tutti::bootstrap

@@ -1,0 +1,51 @@
+// Collective rendezvous over a Store for one communicator: all-gather and barrier with a
+// deadline. Keys are "<prefix>/<seq>/<tag>/..." where seq counts this object's calls, so a
+// tag may repeat. A deadline that passes throws tuttiTimeout naming the missing ranks:
+//   "bootstrap comm0: rank(s) 3, 5 of 8 did not arrive at allGather 'peers' within 5.0 s"
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "bootstrap/store.h"
+
+namespace tutti::bootstrap {
+
+class Bootstrap {
+ public:
+  Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::string prefix);
+
+  // Every rank contributes `mine`; returns all contributions indexed by rank.
+  std::vector<std::vector<std::byte>> allGather(const std::string& tag,
+                                                std::span<const std::byte> mine,
+                                                const Deadline& deadline);
+  // Returns once every rank has called barrier (O(nranks) store requests in total).
+  void barrier(const std::string& tag, const Deadline& deadline);
+  // The last use of the store: ranks > 0 announce they are done with it and return at once
+  // (their announcement is acknowledged by the store); rank 0 returns once all have, after
+  // which it may stop the TcpStoreServer without failing anyone's pending request.
+  void leave(const Deadline& deadline);
+  // Fails every current and future wait (the underlying store is aborted).
+  void abort();
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  const std::shared_ptr<Store>& store() const { return store_; }
+
+ private:
+  std::string base(const std::string& tag, uint64_t seq) const;
+  // Ranks whose key base/<r> does not exist now.
+  std::vector<int> missing(const std::string& base);
+  [[noreturn]] void throwMissing(const std::string& what, const std::string& tag,
+                                 const std::string& base, const Deadline& deadline);
+
+  std::shared_ptr<Store> store_;
+  int rank_;
+  int nranks_;
+  std::string prefix_;
+  uint64_t seq_ = 0;
+};
+
+}  // namespace tutti::bootstrap

@@ -1,0 +1,54 @@
+#include "bootstrap/memory_store.h"
+
+#include "bootstrap/store_util.h"
+
+namespace tutti::bootstrap {
+
+void MemoryStore::set(const std::string& key, std::span<const std::byte> value) {
+  {
+    std::lock_guard lock(mu_);
+    data_[key] = std::vector<std::byte>(value.begin(), value.end());
+  }
+  cv_.notify_all();
+}
+
+std::vector<std::byte> MemoryStore::get(const std::string& key, const Deadline& deadline) {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (aborted_) throwAborted("MemoryStore", key);
+    auto it = data_.find(key);
+    if (it != data_.end()) return it->second;
+    double left = deadline.secondsLeft();
+    if (left <= 0) throwGetTimeout("MemoryStore", key, deadline.totalSeconds());
+    cv_.wait_for(lock, std::chrono::duration<double>(left));
+  }
+}
+
+bool MemoryStore::check(const std::vector<std::string>& keys) {
+  std::lock_guard lock(mu_);
+  for (const auto& k : keys)
+    if (!data_.count(k)) return false;
+  return true;
+}
+
+int64_t MemoryStore::add(const std::string& key, int64_t delta) {
+  int64_t value;
+  {
+    std::lock_guard lock(mu_);
+    auto& slot = data_[key];
+    value = parseCounter(key, slot) + delta;
+    slot = formatCounter(value);
+  }
+  cv_.notify_all();
+  return value;
+}
+
+void MemoryStore::abort() {
+  {
+    std::lock_guard lock(mu_);
+    aborted_ = true;
+  }
+  cv_.notify_all();
+}
+
+}  // namespace tutti::bootstrap

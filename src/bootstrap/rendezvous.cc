@@ -1,0 +1,32 @@
+#include "bootstrap/rendezvous.h"
+
+#include "bootstrap/file_store.h"
+#include "bootstrap/unique_id.h"
+#include "common/env.h"
+#include "common/error.h"
+
+namespace tutti::bootstrap {
+
+Rendezvous rendezvousFromUniqueId(const tuttiUniqueId& id, int rank, const Deadline& deadline) {
+  UniqueIdInfo info = decodeUniqueId(id);
+  Rendezvous r;
+  if (rank == 0) r.server = takeServer(info);
+  r.store = std::make_shared<TcpStore>(info.addr, info.secret, deadline);
+  return r;
+}
+
+Rendezvous rendezvousFromLaunchInfo(const LaunchInfo& info, const Deadline& deadline) {
+  Rendezvous r;
+  if (auto dir = env::raw("TUTTI_STORE_FILE")) {
+    r.store = std::make_shared<FileStore>(*dir);
+    return r;
+  }
+  TUTTI_CHECK_ARG(!info.addr.empty(), "rendezvous: no address");
+  Secret secret = secretFromHex(info.secretHex, "TUTTI_SECRET");
+  SockAddr addr = SockAddr::parse(info.addr, "rendezvous address (TUTTI_ADDR or MASTER_ADDR)");
+  if (info.rank == 0) r.server = std::make_shared<TcpStoreServer>(addr, secret);
+  r.store = std::make_shared<TcpStore>(addr, secret, deadline);
+  return r;
+}
+
+}  // namespace tutti::bootstrap

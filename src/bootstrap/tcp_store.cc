@@ -1,0 +1,320 @@
+// TcpStore client: one blocking request at a time over a non-blocking socket; every wait
+// is a poll(2) on the socket and an abort eventfd, bounded by the deadline.
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "bootstrap/store_util.h"
+#include "bootstrap/tcp_store.h"
+#include "bootstrap/tcp_store_protocol.h"
+#include "common/error.h"
+#include "common/log.h"
+
+namespace tutti::bootstrap {
+
+namespace {
+
+std::string secondsText(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f", s);
+  return buf;
+}
+
+bool retryableConnectError(int err) {
+  switch (err) {
+    case ECONNREFUSED:
+    case ETIMEDOUT:
+    case ENETUNREACH:
+    case EHOSTUNREACH:
+    case ECONNRESET:
+    case ECONNABORTED:
+    case EAGAIN:
+    case EADDRNOTAVAIL:
+    case ENETDOWN:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+TcpStore::TcpStore(const std::string& serverHostPort, const Secret& secret,
+                   const Deadline& connectDeadline)
+    : TcpStore(SockAddr::parse(serverHostPort, "TcpStore server address"), secret,
+               connectDeadline) {}
+
+TcpStore::TcpStore(const SockAddr& server, const Secret& secret, const Deadline& connectDeadline)
+    : server_(server), secret_(secret), opTimeout_(env::getDouble("TUTTI_TIMEOUT")) {
+  abortFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (abortFd_ < 0) throwSystemError("TcpStore: eventfd");
+  try {
+    connect(connectDeadline);
+  } catch (...) {
+    ::close(abortFd_);
+    throw;
+  }
+}
+
+TcpStore::~TcpStore() {
+  disconnect();
+  ::close(abortFd_);
+}
+
+void TcpStore::disconnect() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+void TcpStore::abort() {
+  aborted_.store(true);
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t w = ::write(abortFd_, &one, sizeof(one));
+}
+
+void TcpStore::waitFd(short events, const Deadline& d, const std::string& what) {
+  for (;;) {
+    if (aborted_.load()) fail(tuttiRemoteError, "TcpStore ", what, ": store aborted");
+    pollfd fds[2] = {{fd_, events, 0}, {abortFd_, POLLIN, 0}};
+    int left = d.msLeft();
+    if (left <= 0)
+      fail(tuttiTimeout, "TcpStore ", what, ": no answer from the server at ", address(),
+           " within ", secondsText(d.totalSeconds()), " s");
+    int n = ::poll(fds, 2, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throwSystemError("TcpStore " + what + ": poll");
+    }
+    if (fds[1].revents) continue;  // aborted: reported at the top
+    if (fds[0].revents) return;
+  }
+}
+
+void TcpStore::connect(const Deadline& deadline) {
+  int backoffMs = 10;
+  int lastErr = 0;
+  for (;;) {
+    if (aborted_.load()) fail(tuttiRemoteError, "TcpStore connect to ", address(), ": aborted");
+    int fd = ::socket(server_.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) throwSystemError("TcpStore: socket");
+    fd_ = fd;
+    int err = 0;
+    if (::connect(fd, server_.sa(), server_.len) != 0) {
+      err = errno;
+      if (err == EINPROGRESS || err == EINTR) {
+        try {
+          waitFd(POLLOUT, deadline, "connect to " + address());
+        } catch (const Error& e) {
+          disconnect();
+          if (e.code() == tuttiTimeout) {
+            fail(tuttiTimeout, "TcpStore: cannot reach the store server at ", address(),
+                 " within ", secondsText(deadline.totalSeconds()), " s (connect pending)");
+          }
+          throw;
+        }
+        socklen_t len = sizeof(err);
+        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      }
+    }
+    if (err == 0) break;
+    disconnect();
+    lastErr = err;
+    if (!retryableConnectError(err)) {
+      throwSystemError("TcpStore: connect to the store server at " + address(), err);
+    }
+    if (deadline.expired()) {
+      fail(tuttiTimeout, "TcpStore: cannot reach the store server at ", address(), " within ",
+           secondsText(deadline.totalSeconds()), " s (last error: ", std::string(std::strerror(lastErr)), ")");
+    }
+    // Sleep with backoff, woken early by abort().
+    pollfd pfd{abortFd_, POLLIN, 0};
+    ::poll(&pfd, 1, std::min(backoffMs, deadline.msLeft()));
+    backoffMs = std::min(backoffMs * 2, 1000);
+  }
+  int one = 1;
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  try {
+    std::vector<uint8_t> hello;
+    proto::Writer w(hello);
+    w.bytes(proto::kMagic, sizeof(proto::kMagic));
+    w.u32(proto::kVersion);
+    w.bytes(secret_.data(), secret_.size());
+    sendAll(hello, deadline, "handshake with " + address());
+    uint8_t ack = 0;
+    try {
+      recvAll(&ack, 1, deadline, "handshake with " + address());
+    } catch (const Error& e) {
+      if (e.code() == tuttiRemoteError && !aborted_.load())
+        fail(tuttiRemoteError, "TcpStore: the store server at ", address(),
+             " refused the connection (wrong secret, or not a tutti store)");
+      throw;
+    }
+    if (ack != proto::kHelloOk)
+      fail(tuttiRemoteError, "TcpStore: unexpected handshake answer from ", address());
+  } catch (...) {
+    disconnect();
+    throw;
+  }
+}
+
+void TcpStore::sendAll(const std::vector<uint8_t>& data, const Deadline& d,
+                       const std::string& what) {
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t w = ::send(fd_, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    if (w > 0) {
+      off += static_cast<size_t>(w);
+      continue;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      waitFd(POLLOUT, d, what);
+      continue;
+    }
+    fail(tuttiRemoteError, "TcpStore ", what, ": connection to the store server at ", address(),
+         " lost (", std::string(std::strerror(errno)), ")");
+  }
+}
+
+void TcpStore::recvAll(void* p, size_t n, const Deadline& d, const std::string& what) {
+  auto* b = static_cast<uint8_t*>(p);
+  size_t off = 0;
+  while (off < n) {
+    ssize_t r = ::recv(fd_, b + off, n - off, 0);
+    if (r > 0) {
+      off += static_cast<size_t>(r);
+      continue;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      waitFd(POLLIN, d, what);
+      continue;
+    }
+    fail(tuttiRemoteError, "TcpStore ", what, ": the store server at ", address(),
+         " closed the connection", r < 0 ? std::string(" (") + std::strerror(errno) + ")" : "");
+  }
+}
+
+uint64_t TcpStore::recvU64(const Deadline& d, const std::string& what) {
+  uint8_t b[8];
+  recvAll(b, 8, d, what);
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(b[i]) << (8 * i);
+  return v;
+}
+
+void TcpStore::recvStatus(const Deadline& d, const std::string& what) {
+  uint8_t status = 0;
+  recvAll(&status, 1, d, what);
+  if (status == proto::kOk) return;
+  uint8_t lenBytes[4];
+  recvAll(lenBytes, 4, d, what);
+  uint32_t len = lenBytes[0] | lenBytes[1] << 8 | lenBytes[2] << 16 | uint32_t(lenBytes[3]) << 24;
+  std::string msg(std::min<uint32_t>(len, 1 << 20), '\0');
+  recvAll(msg.data(), msg.size(), d, what);
+  fail(tuttiInvalidUsage, msg);
+}
+
+template <typename F>
+auto TcpStore::withConnection(const Deadline& d, F&& f) -> decltype(f()) {
+  std::lock_guard lock(mu_);
+  if (aborted_.load()) fail(tuttiRemoteError, "TcpStore at ", address(), ": store aborted");
+  if (fd_ < 0) connect(d);
+  try {
+    return f();
+  } catch (const Error& e) {
+    // A server-side error (tuttiInvalidUsage) leaves the stream in sync; anything else
+    // (timeout, abort, lost connection) may not: drop the connection, a later call
+    // reconnects.
+    if (e.code() != tuttiInvalidUsage) disconnect();
+    throw;
+  }
+}
+
+void TcpStore::set(const std::string& key, std::span<const std::byte> value) {
+  Deadline d(opTimeout_);
+  withConnection(d, [&] {
+    std::vector<uint8_t> req;
+    proto::Writer w(req);
+    w.u8(proto::kSet);
+    w.key(key);
+    w.u64(value.size());
+    w.bytes(value.data(), value.size());
+    std::string what = "set(\"" + key + "\")";
+    sendAll(req, d, what);
+    recvStatus(d, what);
+  });
+}
+
+std::vector<std::byte> TcpStore::get(const std::string& key, const Deadline& deadline) {
+  return withConnection(deadline, [&] {
+    std::vector<uint8_t> req;
+    proto::Writer w(req);
+    w.u8(proto::kGet);
+    w.key(key);
+    std::string what = "get(\"" + key + "\")";
+    try {
+      sendAll(req, deadline, what);
+      recvStatus(deadline, what);
+      std::vector<std::byte> value(recvU64(deadline, what));
+      recvAll(value.data(), value.size(), deadline, what);
+      return value;
+    } catch (const Error& e) {
+      if (e.code() == tuttiTimeout)
+        throwGetTimeout("TcpStore(" + address() + ")", key, deadline.totalSeconds());
+      throw;
+    }
+  });
+}
+
+void TcpStore::wait(const std::vector<std::string>& keys, const Deadline& deadline) {
+  withConnection(deadline, [&] {
+    std::vector<uint8_t> req;
+    proto::Writer w(req);
+    w.u8(proto::kWait);
+    w.u32(static_cast<uint32_t>(keys.size()));
+    for (const auto& k : keys) w.key(k);
+    std::string what = "wait(" + std::to_string(keys.size()) + " keys" +
+                       (keys.empty() ? "" : ", first \"" + keys[0] + "\"") + ")";
+    sendAll(req, deadline, what);
+    recvStatus(deadline, what);
+  });
+}
+
+bool TcpStore::check(const std::vector<std::string>& keys) {
+  Deadline d(opTimeout_);
+  return withConnection(d, [&] {
+    std::vector<uint8_t> req;
+    proto::Writer w(req);
+    w.u8(proto::kCheck);
+    w.u32(static_cast<uint32_t>(keys.size()));
+    for (const auto& k : keys) w.key(k);
+    sendAll(req, d, "check");
+    recvStatus(d, "check");
+    uint8_t present = 0;
+    recvAll(&present, 1, d, "check");
+    return present != 0;
+  });
+}
+
+int64_t TcpStore::add(const std::string& key, int64_t delta) {
+  Deadline d(opTimeout_);
+  return withConnection(d, [&] {
+    std::vector<uint8_t> req;
+    proto::Writer w(req);
+    w.u8(proto::kAdd);
+    w.key(key);
+    w.u64(static_cast<uint64_t>(delta));
+    std::string what = "add(\"" + key + "\")";
+    sendAll(req, d, what);
+    recvStatus(d, what);
+    return static_cast<int64_t>(recvU64(d, what));
+  });
+}
+
+}  // namespace tutti::bootstrap

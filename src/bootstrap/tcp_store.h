@@ -1,0 +1,89 @@
+// TCP store: TcpStoreServer serves one key-value map from a background thread (poll(2) on
+// non-blocking sockets); TcpStore is a client and implements Store. Every connection first
+// presents the 128-bit secret; a wrong secret gets the connection closed (the server logs a
+// WARN and keeps serving the others). Wire format: tcp_store_protocol.h.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "bootstrap/secret.h"
+#include "bootstrap/sock_addr.h"
+#include "bootstrap/store.h"
+
+namespace tutti::bootstrap {
+
+class TcpStoreServer {
+ public:
+  // Binds and listens on bindAddr (port 0: an ephemeral port), then starts serving.
+  // A taken port throws tuttiSystemError naming the address.
+  TcpStoreServer(const SockAddr& bindAddr, const Secret& secret);
+  // bindHostPort: "host:port" (port may be 0).
+  TcpStoreServer(const std::string& bindHostPort, const Secret& secret);
+  // Stops the thread and closes every socket; clients then see the connection closed.
+  ~TcpStoreServer();
+  TcpStoreServer(const TcpStoreServer&) = delete;
+  TcpStoreServer& operator=(const TcpStoreServer&) = delete;
+
+  const SockAddr& sockAddr() const;  // the bound address, with the actual port
+  std::string address() const { return sockAddr().toString(); }
+  const Secret& secret() const;
+  // Live authenticated connections / connections refused so far (for tests).
+  size_t connectionCount() const;
+  uint64_t refusedCount() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+class TcpStore : public Store {
+ public:
+  // Connects to the server, retrying with backoff (10 ms doubling to 1 s) until
+  // connectDeadline; then tuttiTimeout naming the address. A refused secret throws
+  // tuttiRemoteError.
+  TcpStore(const SockAddr& server, const Secret& secret, const Deadline& connectDeadline);
+  TcpStore(const std::string& serverHostPort, const Secret& secret,
+           const Deadline& connectDeadline);
+  ~TcpStore() override;
+  TcpStore(const TcpStore&) = delete;
+  TcpStore& operator=(const TcpStore&) = delete;
+
+  void set(const std::string& key, std::span<const std::byte> value) override;
+  std::vector<std::byte> get(const std::string& key, const Deadline& deadline) override;
+  bool check(const std::vector<std::string>& keys) override;
+  int64_t add(const std::string& key, int64_t delta) override;
+  void abort() override;
+
+  // Waits until every key exists (one round trip, the server answers when they do).
+  void wait(const std::vector<std::string>& keys, const Deadline& deadline);
+  // Seconds set/check/add may take (default: TUTTI_TIMEOUT).
+  void setOpTimeout(double seconds) { opTimeout_ = seconds; }
+  std::string address() const { return server_.toString(); }
+
+ private:
+  void ensureConnected(const Deadline& deadline);
+  void connect(const Deadline& deadline);
+  void disconnect();
+  // Sends req and returns the reply payload reader state; on any failure the connection
+  // is dropped (a later call reconnects) and the error rethrown.
+  void sendAll(const std::vector<uint8_t>& data, const Deadline& d, const std::string& what);
+  void recvAll(void* p, size_t n, const Deadline& d, const std::string& what);
+  void recvStatus(const Deadline& d, const std::string& what);
+  uint64_t recvU64(const Deadline& d, const std::string& what);
+  // poll() on the socket and the abort eventfd; throws on timeout / abort.
+  void waitFd(short events, const Deadline& d, const std::string& what);
+  template <typename F>
+  auto withConnection(const Deadline& d, F&& f) -> decltype(f());
+
+  SockAddr server_;
+  Secret secret_;
+  double opTimeout_;
+  std::mutex mu_;  // one request at a time
+  int fd_ = -1;
+  int abortFd_ = -1;
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace tutti::bootstrap

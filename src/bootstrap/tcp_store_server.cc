@@ -1,0 +1,390 @@
+// TcpStoreServer: one thread, poll(2) over the listening socket, an eventfd (stop) and the
+// client connections, all non-blocking. Blocked GET/WAIT requests park their connection
+// until a SET/ADD makes them answerable; nothing spins.
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <thread>
+
+#include "bootstrap/store_util.h"
+#include "bootstrap/tcp_store.h"
+#include "bootstrap/tcp_store_protocol.h"
+#include "common/error.h"
+#include "common/log.h"
+
+namespace tutti::bootstrap {
+
+namespace {
+
+constexpr double kHandshakeSeconds = 10.0;
+
+struct Conn {
+  int fd = -1;
+  std::string peer;
+  bool authed = false;
+  bool closed = false;
+  std::chrono::steady_clock::time_point since;
+  std::vector<uint8_t> in;
+  size_t inPos = 0;
+  std::vector<uint8_t> out;
+  size_t outPos = 0;
+  // A parked GET (one key) or WAIT (several keys).
+  uint8_t pendingOp = 0;
+  std::vector<std::string> pendingKeys;
+};
+
+}  // namespace
+
+struct TcpStoreServer::Impl {
+  SockAddr addr;
+  Secret secret;
+  int listenFd = -1;
+  int stopFd = -1;
+  std::thread thread;
+  std::atomic<size_t> live{0};
+  std::atomic<uint64_t> refused{0};
+  // Owned by the server thread:
+  std::map<std::string, std::vector<uint8_t>> data;
+  std::vector<std::unique_ptr<Conn>> conns;
+
+  void run();
+  void acceptAll();
+  void readFrom(Conn& c);
+  void flush(Conn& c);
+  bool handshake(Conn& c);
+  // Serves buffered requests until one parks or the buffer runs dry; returns whether the
+  // map changed.
+  bool serve(Conn& c);
+  bool tryUnpark(Conn& c);
+  void replyOk(Conn& c) { c.out.push_back(proto::kOk); }
+  void replyError(Conn& c, const std::string& msg) {
+    proto::Writer w(c.out);
+    w.u8(proto::kError);
+    w.u32(static_cast<uint32_t>(msg.size()));
+    w.bytes(msg.data(), msg.size());
+  }
+  void replyValue(Conn& c, const std::vector<uint8_t>& v) {
+    proto::Writer w(c.out);
+    w.u8(proto::kOk);
+    w.u64(v.size());
+    w.bytes(v.data(), v.size());
+  }
+  void close(Conn& c, const char* why) {
+    if (c.closed) return;
+    TUTTI_TRACE(kBootstrap, "TcpStore server " << addr.toString() << ": closing connection from "
+                                               << c.peer << " (" << why << ")");
+    ::close(c.fd);
+    c.fd = -1;
+    c.closed = true;
+    if (c.authed) live.fetch_sub(1);
+  }
+  bool has(const std::string& k) const { return data.count(k) != 0; }
+};
+
+TcpStoreServer::TcpStoreServer(const std::string& bindHostPort, const Secret& secret)
+    : TcpStoreServer(SockAddr::parse(bindHostPort, "TcpStoreServer bind address", true),
+                     secret) {}
+
+TcpStoreServer::TcpStoreServer(const SockAddr& bindAddr, const Secret& secret)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->secret = secret;
+  int fd = ::socket(bindAddr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) throwSystemError("TcpStoreServer: socket for " + bindAddr.toString());
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (::bind(fd, bindAddr.sa(), bindAddr.len) != 0 || ::listen(fd, 1024) != 0) {
+    int err = errno;
+    ::close(fd);
+    throwSystemError("TcpStoreServer: cannot listen on " + bindAddr.toString() +
+                         (err == EADDRINUSE ? " (the port is taken; pick another one)" : ""),
+                     err);
+  }
+  impl_->listenFd = fd;
+  impl_->addr = SockAddr::local(fd);
+  impl_->stopFd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (impl_->stopFd < 0) {
+    int err = errno;
+    ::close(fd);
+    throwSystemError("TcpStoreServer: eventfd", err);
+  }
+  impl_->thread = std::thread([impl = impl_.get()] { impl->run(); });
+  TUTTI_INFO(kBootstrap, "TcpStore server listening on " << impl_->addr.toString());
+}
+
+TcpStoreServer::~TcpStoreServer() {
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t w = ::write(impl_->stopFd, &one, sizeof(one));
+  impl_->thread.join();
+  for (auto& c : impl_->conns) impl_->close(*c, "server shutting down");
+  ::close(impl_->listenFd);
+  ::close(impl_->stopFd);
+}
+
+const SockAddr& TcpStoreServer::sockAddr() const { return impl_->addr; }
+const Secret& TcpStoreServer::secret() const { return impl_->secret; }
+size_t TcpStoreServer::connectionCount() const { return impl_->live.load(); }
+uint64_t TcpStoreServer::refusedCount() const { return impl_->refused.load(); }
+
+void TcpStoreServer::Impl::run() {
+  std::vector<pollfd> fds;
+  for (;;) {
+    fds.clear();
+    fds.push_back({stopFd, POLLIN, 0});
+    fds.push_back({listenFd, POLLIN, 0});
+    for (auto& c : conns) {
+      short ev = POLLIN;
+      if (c->outPos < c->out.size()) ev |= POLLOUT;
+      fds.push_back({c->fd, ev, 0});
+    }
+    int n = ::poll(fds.data(), fds.size(), 1000);
+    if (n < 0 && errno != EINTR) {
+      TUTTI_WARN(kBootstrap, "TcpStore server " << addr.toString()
+                                                << ": poll failed: " << std::strerror(errno));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    if (n > 0 && fds[0].revents) return;
+    if (n > 0 && fds[1].revents) acceptAll();
+    bool changed = false;
+    for (size_t i = 0; n > 0 && i + 2 < fds.size(); ++i) {
+      Conn& c = *conns[i];
+      short re = fds[i + 2].revents;
+      if (re & POLLOUT) flush(c);
+      if (re & (POLLIN | POLLHUP | POLLERR)) {
+        readFrom(c);
+        if (!c.closed && !c.authed) handshake(c);
+        if (!c.closed && c.authed) changed |= serve(c);
+      }
+    }
+    // A SET/ADD may unpark waiters, whose further requests may change the map again.
+    while (changed) {
+      changed = false;
+      for (auto& c : conns) {
+        if (!c->closed && c->pendingOp && tryUnpark(*c)) changed |= serve(*c);
+      }
+    }
+    auto now = std::chrono::steady_clock::now();
+    for (auto& c : conns) {
+      if (!c->closed && c->outPos < c->out.size()) flush(*c);
+      if (!c->closed && !c->authed &&
+          std::chrono::duration<double>(now - c->since).count() > kHandshakeSeconds) {
+        TUTTI_WARN(kBootstrap, "TcpStore server " << addr.toString() << ": connection from "
+                                                  << c->peer << " sent no handshake within "
+                                                  << kHandshakeSeconds << " s; closed");
+        refused.fetch_add(1);
+        close(*c, "handshake timeout");
+      }
+    }
+    std::erase_if(conns, [](const auto& c) { return c->closed; });
+  }
+}
+
+void TcpStoreServer::Impl::acceptAll() {
+  for (;;) {
+    int fd = ::accept4(listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK)
+        TUTTI_WARN(kBootstrap, "TcpStore server " << addr.toString()
+                                                  << ": accept failed: " << std::strerror(errno));
+      return;
+    }
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    auto c = std::make_unique<Conn>();
+    c->fd = fd;
+    c->peer = SockAddr::peer(fd).toString();
+    c->since = std::chrono::steady_clock::now();
+    conns.push_back(std::move(c));
+  }
+}
+
+void TcpStoreServer::Impl::readFrom(Conn& c) {
+  uint8_t buf[65536];
+  for (;;) {
+    ssize_t r = ::recv(c.fd, buf, sizeof(buf), 0);
+    if (r > 0) {
+      if (c.inPos > 0 && c.inPos == c.in.size()) {
+        c.in.clear();
+        c.inPos = 0;
+      }
+      c.in.insert(c.in.end(), buf, buf + r);
+      continue;
+    }
+    if (r == 0) return close(c, "peer closed");
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+    return close(c, std::strerror(errno));
+  }
+}
+
+void TcpStoreServer::Impl::flush(Conn& c) {
+  while (c.outPos < c.out.size()) {
+    ssize_t w = ::send(c.fd, c.out.data() + c.outPos, c.out.size() - c.outPos, MSG_NOSIGNAL);
+    if (w > 0) {
+      c.outPos += static_cast<size_t>(w);
+      continue;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    return close(c, "send failed");
+  }
+  c.out.clear();
+  c.outPos = 0;
+}
+
+bool TcpStoreServer::Impl::handshake(Conn& c) {
+  if (c.in.size() - c.inPos < proto::kHelloBytes) return false;
+  const uint8_t* p = c.in.data() + c.inPos;
+  uint32_t version = 0;
+  for (int i = 0; i < 4; ++i) version |= static_cast<uint32_t>(p[8 + i]) << (8 * i);
+  Secret presented;
+  std::memcpy(presented.data(), p + 12, presented.size());
+  bool ok = secretEqual(presented, secret);  // constant time, evaluated in every case
+  const char* why = nullptr;
+  if (std::memcmp(p, proto::kMagic, sizeof(proto::kMagic)) != 0) {
+    why = "not a tutti store client (bad magic)";
+  } else if (version != proto::kVersion) {
+    why = "protocol version mismatch";
+  } else if (!ok) {
+    why = "wrong secret";
+  }
+  if (why) {
+    TUTTI_WARN(kBootstrap, "TcpStore server " << addr.toString()
+                                              << ": refused a connection from " << c.peer
+                                              << ": " << why);
+    refused.fetch_add(1);
+    close(c, why);
+    return false;
+  }
+  c.inPos += proto::kHelloBytes;
+  c.authed = true;
+  live.fetch_add(1);
+  c.out.push_back(proto::kHelloOk);
+  return true;
+}
+
+bool TcpStoreServer::Impl::tryUnpark(Conn& c) {
+  for (const auto& k : c.pendingKeys)
+    if (!has(k)) return false;
+  if (c.pendingOp == proto::kGet) {
+    replyValue(c, data[c.pendingKeys[0]]);
+  } else {
+    replyOk(c);
+  }
+  c.pendingOp = 0;
+  c.pendingKeys.clear();
+  return true;
+}
+
+bool TcpStoreServer::Impl::serve(Conn& c) {
+  bool changed = false;
+  while (!c.closed && !c.pendingOp && c.inPos < c.in.size()) {
+    proto::Reader r(c.in.data() + c.inPos, c.in.size() - c.inPos);
+    uint8_t op = 0;
+    r.u8(op);
+    bool complete = false;
+    switch (op) {
+      case proto::kSet: {
+        std::string key;
+        std::vector<uint8_t> value;
+        if (r.key(key) && r.value(value)) {
+          complete = true;
+          data[key] = std::move(value);
+          changed = true;
+          replyOk(c);
+        }
+        break;
+      }
+      case proto::kGet: {
+        std::string key;
+        if (r.key(key)) {
+          complete = true;
+          auto it = data.find(key);
+          if (it != data.end()) {
+            replyValue(c, it->second);
+          } else {
+            c.pendingOp = proto::kGet;
+            c.pendingKeys = {std::move(key)};
+          }
+        }
+        break;
+      }
+      case proto::kCheck:
+      case proto::kWait: {
+        uint32_t n = 0;
+        std::vector<std::string> keys;
+        bool all = r.count(n);
+        for (uint32_t i = 0; all && i < n; ++i) {
+          std::string k;
+          all = r.key(k);
+          keys.push_back(std::move(k));
+        }
+        if (all) {
+          complete = true;
+          bool present = true;
+          for (const auto& k : keys) present = present && has(k);
+          if (op == proto::kCheck) {
+            replyOk(c);
+            c.out.push_back(present ? 1 : 0);
+          } else if (present) {
+            replyOk(c);
+          } else {
+            c.pendingOp = proto::kWait;
+            c.pendingKeys = std::move(keys);
+          }
+        }
+        break;
+      }
+      case proto::kAdd: {
+        std::string key;
+        uint64_t delta = 0;
+        if (r.key(key) && r.u64(delta)) {
+          complete = true;
+          try {
+            auto& slot = data[key];
+            int64_t v = parseCounter(key, std::as_bytes(std::span(slot))) +
+                        static_cast<int64_t>(delta);
+            auto text = formatCounter(v);
+            auto* b = reinterpret_cast<const uint8_t*>(text.data());
+            slot.assign(b, b + text.size());
+            changed = true;
+            proto::Writer w(c.out);
+            w.u8(proto::kOk);
+            w.u64(static_cast<uint64_t>(v));
+          } catch (const Error& e) {
+            replyError(c, e.what());
+          }
+        }
+        break;
+      }
+      default:
+        TUTTI_WARN(kBootstrap, "TcpStore server " << addr.toString() << ": unknown request "
+                                                  << int(op) << " from " << c.peer
+                                                  << "; connection closed");
+        close(c, "protocol error");
+        return changed;
+    }
+    if (r.bad()) {
+      TUTTI_WARN(kBootstrap, "TcpStore server " << addr.toString() << ": oversized request from "
+                                                << c.peer << "; connection closed");
+      close(c, "protocol error");
+      return changed;
+    }
+    if (!complete) break;
+    c.inPos += r.pos();
+  }
+  if (c.inPos == c.in.size()) {
+    c.in.clear();
+    c.inPos = 0;
+  }
+  return changed;
+}
+
+}  // namespace tutti::bootstrap

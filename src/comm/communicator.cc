@@ -1,0 +1,372 @@
+#include "comm/communicator.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "bootstrap/host_id.h"
+#include "bootstrap/prefix_store.h"
+#include "comm/transport_registry.h"
+#include "common/dtype.h"
+#include "common/env.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "exec/executor.h"
+#include "reduce/reduce.h"
+#include "tuning/tuner.h"
+
+namespace tutti {
+
+namespace {
+
+std::vector<std::byte> encodePeer(const transport::PeerInfo& p) {
+  std::string s = p.hostId + '\n' + p.hostname + '\n' + std::to_string(p.pid);
+  auto bytes = std::as_bytes(std::span<const char>(s.data(), s.size()));
+  return {bytes.begin(), bytes.end()};
+}
+
+transport::PeerInfo decodePeer(int rank, const std::vector<std::byte>& v) {
+  std::string s(reinterpret_cast<const char*>(v.data()), v.size());
+  transport::PeerInfo p;
+  p.rank = rank;
+  size_t a = s.find('\n');
+  size_t b = s.find('\n', a + 1);
+  if (a == std::string::npos || b == std::string::npos)
+    fail(tuttiInternalError, "malformed peer record from rank ", rank);
+  p.hostId = s.substr(0, a);
+  p.hostname = s.substr(a + 1, b - a - 1);
+  p.pid = static_cast<pid_t>(std::stol(s.substr(b + 1)));
+  return p;
+}
+
+std::string localHostname() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+}  // namespace
+
+CommOptions commOptionsFromEnv() {
+  CommOptions o;
+  o.timeoutSec = env::getDouble("TUTTI_TIMEOUT");
+  o.deterministic = env::getBool("TUTTI_DETERMINISTIC");
+  o.algo = env::getString("TUTTI_ALGO");
+  o.transport = env::getString("TUTTI_TRANSPORT");
+  return o;
+}
+
+Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string prefix,
+                           int rank, int nranks, CommOptions options)
+    : baseStore_(std::move(store)),
+      prefix_(std::move(prefix)),
+      rank_(rank),
+      nranks_(nranks),
+      options_(std::move(options)) {
+  TUTTI_CHECK_ARG(nranks >= 1, "nranks must be >= 1 (got ", nranks, ")");
+  TUTTI_CHECK_ARG(rank >= 0 && rank < nranks, "rank ", rank, " out of range [0, ", nranks, ")");
+  log::setThreadRank(rank_);
+  abortFd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (abortFd_ < 0) throwSystemError("eventfd for communicator abort");
+  try {
+    store_ = std::make_shared<bootstrap::PrefixStore>(baseStore_, prefix_ + "/");
+    bootstrap_ = std::make_unique<bootstrap::Bootstrap>(store_, rank_, nranks_, "bs");
+    Deadline deadline(options_.timeoutSec);
+
+    transport::PeerInfo me{rank_, bootstrap::localHostId(), localHostname(), getpid()};
+    auto all = bootstrap_->allGather("peers", encodePeer(me), deadline);
+    peers_.resize(nranks_);
+    std::map<std::string, int> hostIndex;
+    hostOf_.resize(nranks_);
+    for (int r = 0; r < nranks_; ++r) {
+      peers_[r] = decodePeer(r, all[r]);
+      auto it = hostIndex.emplace(peers_[r].hostId, static_cast<int>(hostIndex.size())).first;
+      hostOf_[r] = it->second;
+    }
+    transports_ = makeTransports(options_.transport);
+    transport::Context ctx{rank_, nranks_, peers_, store_.get(), &aborted_};
+    for (auto& t : transports_) t->setup(ctx);
+    connections_.resize(nranks_);
+    connectionPtrs_.assign(nranks_, nullptr);
+    // Everyone has set up its transports (listening sockets published) before anyone
+    // connects.
+    bootstrap_->barrier("setup", deadline);
+    TUTTI_INFO(kInit, "communicator " << options_.name << " rank " << rank_ << "/" << nranks_
+                                      << " ready, " << hostIndex.size() << " host(s)");
+  } catch (...) {
+    ::close(abortFd_);
+    throw;
+  }
+}
+
+Communicator::~Communicator() {
+  connections_.clear();
+  transports_.clear();
+  if (abortFd_ >= 0) ::close(abortFd_);
+}
+
+void Communicator::abort() {
+  if (aborted_.exchange(true)) return;
+  uint64_t one = 1;
+  ssize_t rc = ::write(abortFd_, &one, sizeof(one));
+  (void)rc;
+  if (bootstrap_) bootstrap_->abort();
+}
+
+std::string Communicator::describePeer(int peer) const {
+  std::ostringstream os;
+  os << "rank " << peer;
+  if (peer >= 0 && static_cast<size_t>(peer) < peers_.size())
+    os << " (host " << peers_[peer].hostname << ", pid " << peers_[peer].pid << ")";
+  return os.str();
+}
+
+transport::Transport* Communicator::transportFor(int peer) {
+  for (auto& t : transports_)
+    if (t->canConnect(peers_[rank_], peers_[peer])) return t.get();
+  fail(tuttiUnsupported, "no transport can connect rank ", rank_, " to ", describePeer(peer),
+       (options_.transport.empty() ? std::string() : " (TUTTI_TRANSPORT=" + options_.transport + ")"));
+}
+
+void Communicator::connect(std::span<const int> peers) {
+  std::map<transport::Transport*, std::vector<int>> todo;
+  for (int p : peers) {
+    if (p == rank_ || connections_[p]) continue;
+    todo[transportFor(p)].push_back(p);
+  }
+  for (auto& [t, list] : todo) {
+    Deadline deadline(options_.timeoutSec);
+    auto conns = t->connect(list, deadline);
+    TUTTI_ASSERT(conns.size() == list.size());
+    for (size_t i = 0; i < list.size(); ++i) {
+      TUTTI_INFO(kTransport, "rank " << rank_ << " -> " << describePeer(list[i]) << " via "
+                                     << t->name());
+      connectionPtrs_[list[i]] = conns[i].get();
+      connections_[list[i]] = std::move(conns[i]);
+    }
+  }
+}
+
+std::string Communicator::transportsInUse() const {
+  std::set<std::string> names;
+  for (const auto& c : connections_)
+    if (c) names.insert(c->transportName());
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ",") + n;
+  return out.empty() ? "none" : out;
+}
+
+void Communicator::execute(const exec::Schedule& schedule, std::span<std::byte* const> buffers) {
+  if (aborted_) fail(tuttiInvalidUsage, "communicator was aborted");
+  auto peers = exec::peersOf(schedule);
+  connect(peers);
+  exec::ExecOptions o;
+  o.rank = rank_;
+  o.timeoutSec = options_.timeoutSec;
+  o.spinUs = static_cast<double>(env::getInt("TUTTI_SPIN_US"));
+  o.aborted = &aborted_;
+  o.abortFd = abortFd_;
+  o.describePeer = [this](int p) { return describePeer(p); };
+  exec::execute(schedule, buffers, connectionPtrs_, o);
+}
+
+algo::CollArgs Communicator::baseArgs(algo::Coll coll, size_t count,
+                                      tuttiDataType_t dtype) const {
+  algo::CollArgs a;
+  a.coll = coll;
+  a.count = count;
+  a.dtype = dtype;
+  a.rank = rank_;
+  a.nranks = nranks_;
+  a.deterministic = options_.deterministic;
+  bool multiHost = std::any_of(hostOf_.begin(), hostOf_.end(), [](int h) { return h != 0; });
+  if (multiHost) {
+    a.hostOf = hostOf_;
+    // Ranks of one host next to each other around the ring: the ring crosses each host
+    // boundary once.
+    std::vector<int> order(nranks_);
+    for (int r = 0; r < nranks_; ++r) order[r] = r;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int x, int y) { return hostOf_[x] < hostOf_[y]; });
+    a.ringOrder = order;
+  }
+  return a;
+}
+
+const algo::AlgorithmInfo& Communicator::chooseAlgorithm(const algo::CollArgs& args) {
+  std::string spec = env::getString("TUTTI_ALGO");
+  if (!options_.algo.empty()) spec = options_.algo;
+  std::string forced = tuning::forcedAlgorithm(spec, args.coll);
+  if (!forced.empty()) {
+    const algo::AlgorithmInfo* info = algo::find(args.coll, forced);
+    bool perCollective = spec.find(':') != std::string::npos;
+    if (info == nullptr && perCollective) {
+      std::string names;
+      for (const auto& a : algo::registry())
+        if (a.coll == args.coll) names += std::string(names.empty() ? "" : ", ") + a.name;
+      fail(tuttiInvalidArgument, "TUTTI_ALGO: no ", algo::collName(args.coll), " algorithm '",
+           forced, "' (available: ", names, ")");
+    }
+    if (info != nullptr) {
+      if (!info->applicable(args))
+        fail(tuttiInvalidArgument, "algorithm '", forced, "' does not apply to this ",
+             algo::collName(args.coll), " (", nranks_, " ranks, ", args.count, " elements)");
+      return *info;
+    }
+  }
+  std::string key = std::to_string(static_cast<int>(args.coll)) + "/" +
+                    std::to_string(args.count) + "/" + std::to_string(args.dtype) + "/" +
+                    std::to_string(args.op) + "/" + std::to_string(args.root) + "/" + spec;
+  if (auto it = choiceCache_.find(key); it != choiceCache_.end()) return *it->second;
+  tuning::CostModel model;
+  auto candidates = tuning::rankCandidates(args, model);
+  if (candidates.empty())
+    fail(tuttiInternalError, "no algorithm applies to ", algo::collName(args.coll));
+  if (log::enabled(log::Level::kInfo, log::Subsys::kTuning)) {
+    std::ostringstream os;
+    for (const auto& c : candidates) os << " " << c.info->name << "=" << c.predictedSec * 1e6 << "us";
+    TUTTI_INFO(kTuning, algo::collName(args.coll) << " count " << args.count << " -> "
+                                                  << candidates[0].info->name << " (predicted:"
+                                                  << os.str() << ")");
+  }
+  if (choiceCache_.size() > 4096) choiceCache_.clear();
+  choiceCache_[key] = candidates[0].info;
+  return *candidates[0].info;
+}
+
+void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
+                              size_t avgElems, size_t avgOffsetElems, bool applyAvg) {
+  log::setThreadRank(rank_);
+  const algo::AlgorithmInfo& info = chooseAlgorithm(args);
+  exec::Schedule schedule = info.build(args);
+  lastAlgorithm_ = info.name;
+  if (scratch_.size() < schedule.scratchBytes) scratch_.resize(schedule.scratchBytes);
+  std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),
+                           static_cast<std::byte*>(recv), scratch_.data()};
+  execute(schedule, buffers);
+  if (applyAvg && avgElems > 0) {
+    size_t es = dtypeSize(args.dtype);
+    reduce::divide(static_cast<std::byte*>(recv) + avgOffsetElems * es, avgElems, args.dtype,
+                   nranks_);
+  }
+}
+
+namespace {
+tuttiRedOp_t baseOp(tuttiRedOp_t op) { return op == tuttiAvg ? tuttiSum : op; }
+}  // namespace
+
+void Communicator::allReduce(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
+                             tuttiRedOp_t op) {
+  algo::CollArgs a = baseArgs(algo::Coll::kAllReduce, count, dtype);
+  a.op = baseOp(op);
+  collective(a, send, recv, count, 0, op == tuttiAvg);
+}
+
+void Communicator::broadcast(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
+                             int root) {
+  algo::CollArgs a = baseArgs(algo::Coll::kBroadcast, count, dtype);
+  a.root = root;
+  collective(a, send, recv, 0, 0, false);
+}
+
+void Communicator::reduce(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
+                          tuttiRedOp_t op, int root) {
+  algo::CollArgs a = baseArgs(algo::Coll::kReduce, count, dtype);
+  a.op = baseOp(op);
+  a.root = root;
+  collective(a, send, recv, rank_ == root ? count : 0, 0, op == tuttiAvg);
+}
+
+void Communicator::allGather(const void* send, void* recv, size_t sendcount,
+                             tuttiDataType_t dtype) {
+  collective(baseArgs(algo::Coll::kAllGather, sendcount, dtype), send, recv, 0, 0, false);
+}
+
+void Communicator::reduceScatter(const void* send, void* recv, size_t recvcount,
+                                 tuttiDataType_t dtype, tuttiRedOp_t op) {
+  algo::CollArgs a = baseArgs(algo::Coll::kReduceScatter, recvcount, dtype);
+  a.op = baseOp(op);
+  collective(a, send, recv, recvcount, 0, op == tuttiAvg);
+}
+
+void Communicator::allToAll(const void* send, void* recv, size_t count, tuttiDataType_t dtype) {
+  collective(baseArgs(algo::Coll::kAllToAll, count, dtype), send, recv, 0, 0, false);
+}
+
+void Communicator::barrier() {
+  // A one-byte all-reduce: every rank hears (indirectly) from every other.
+  uint8_t in = 0, out = 0;
+  algo::CollArgs a = baseArgs(algo::Coll::kAllReduce, 1, tuttiUint8);
+  a.op = tuttiMax;
+  collective(a, &in, &out, 0, 0, false);
+}
+
+void Communicator::runP2p(std::span<const P2pOp> ops) {
+  log::setThreadRank(rank_);
+  exec::Schedule s;
+  s.algorithm = "p2p";
+  s.dtype = tuttiUint8;
+  exec::Round& r = s.newRound();
+  std::vector<std::byte*> buffers(3 + ops.size(), nullptr);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const P2pOp& op = ops[i];
+    buffers[3 + i] = op.buffer;
+    exec::Slice slice{static_cast<exec::Buf>(3 + i), 0, op.bytes};
+    if (op.peer == rank_) continue;  // self: matched below
+    r.ops.push_back(op.isSend ? exec::Schedule::send(op.peer, slice)
+                              : exec::Schedule::recv(op.peer, slice));
+  }
+  // Sends to self are matched in order with receives from self.
+  std::vector<const P2pOp*> selfSends, selfRecvs;
+  for (const P2pOp& op : ops)
+    if (op.peer == rank_) (op.isSend ? selfSends : selfRecvs).push_back(&op);
+  if (selfSends.size() != selfRecvs.size())
+    fail(tuttiInvalidUsage, "rank ", rank_, ": ", selfSends.size(), " send(s) to self but ",
+         selfRecvs.size(), " receive(s) from self in the group");
+  for (size_t i = 0; i < selfSends.size(); ++i) {
+    if (selfSends[i]->bytes != selfRecvs[i]->bytes)
+      fail(tuttiInvalidUsage, "rank ", rank_, ": send to self of ", selfSends[i]->bytes,
+           " B does not match the receive from self of ", selfRecvs[i]->bytes, " B");
+    if (selfSends[i]->bytes > 0 && selfRecvs[i]->buffer != selfSends[i]->buffer)
+      std::memcpy(selfRecvs[i]->buffer, selfSends[i]->buffer, selfSends[i]->bytes);
+  }
+  lastAlgorithm_ = "p2p";
+  if (!r.ops.empty()) execute(s, buffers);
+}
+
+std::unique_ptr<Communicator> Communicator::split(int color, int key, CommOptions options) {
+  int seq = splitCount_++;
+  std::string tag = "split" + std::to_string(seq);
+  std::string mine = std::to_string(color) + " " + std::to_string(key);
+  auto bytes = std::as_bytes(std::span<const char>(mine.data(), mine.size()));
+  Deadline deadline(options_.timeoutSec);
+  auto all = bootstrap_->allGather(tag, {bytes.begin(), bytes.end()}, deadline);
+  if (color == TUTTI_SPLIT_NOCOLOR) return nullptr;
+  struct Member {
+    int key, rank;
+  };
+  std::vector<Member> members;
+  for (int r = 0; r < nranks_; ++r) {
+    std::string s(reinterpret_cast<const char*>(all[r].data()), all[r].size());
+    int c = 0, k = 0;
+    if (sscanf(s.c_str(), "%d %d", &c, &k) != 2) fail(tuttiInternalError, "bad split record");
+    if (c == color) members.push_back({k, r});
+  }
+  std::stable_sort(members.begin(), members.end(),
+                   [](const Member& a, const Member& b) {
+                     return a.key != b.key ? a.key < b.key : a.rank < b.rank;
+                   });
+  int newRank = 0;
+  for (size_t i = 0; i < members.size(); ++i)
+    if (members[i].rank == rank_) newRank = static_cast<int>(i);
+  std::string childPrefix = prefix_ + "/" + tag + "c" + std::to_string(color);
+  return std::make_unique<Communicator>(baseStore_, childPrefix, newRank,
+                                        static_cast<int>(members.size()), std::move(options));
+}
+
+}  // namespace tutti

@@ -1,0 +1,108 @@
+// Communicator: a group of ranks, their bootstrap, transports and (lazily made) connections.
+// It turns collective calls into schedules (through the tuner and the algorithm registry),
+// connects the peers a schedule needs, and runs the schedule with the executor.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/store.h"
+#include "exec/schedule.h"
+#include "transports/transport.h"
+
+namespace tutti {
+
+struct CommOptions {
+  double timeoutSec = 60.0;
+  bool deterministic = false;
+  std::string algo;       // TUTTI_ALGO syntax; empty = automatic
+  std::string transport;  // force one transport; empty = by priority
+  std::string name;
+};
+
+// Reads TUTTI_TIMEOUT / TUTTI_DETERMINISTIC / TUTTI_ALGO / TUTTI_TRANSPORT.
+CommOptions commOptionsFromEnv();
+
+// One point-to-point operation recorded in a group.
+struct P2pOp {
+  bool isSend;
+  int peer;
+  std::byte* buffer;
+  size_t bytes;
+};
+
+class Communicator {
+ public:
+  // Collective over all ranks: exchanges peer information and sets up the transports.
+  Communicator(std::shared_ptr<bootstrap::Store> store, std::string prefix, int rank, int nranks,
+               CommOptions options);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return nranks_; }
+  const CommOptions& options() const { return options_; }
+
+  // Collectives (host buffers). For in-place calls pass the aliasing NCCL defines.
+  void allReduce(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
+                 tuttiRedOp_t op);
+  void broadcast(const void* send, void* recv, size_t count, tuttiDataType_t dtype, int root);
+  void reduce(const void* send, void* recv, size_t count, tuttiDataType_t dtype, tuttiRedOp_t op,
+              int root);
+  void allGather(const void* send, void* recv, size_t sendcount, tuttiDataType_t dtype);
+  void reduceScatter(const void* send, void* recv, size_t recvcount, tuttiDataType_t dtype,
+                     tuttiRedOp_t op);
+  void allToAll(const void* send, void* recv, size_t count, tuttiDataType_t dtype);
+  void barrier();
+  // Runs point-to-point operations together (a group, or a single call).
+  void runP2p(std::span<const P2pOp> ops);
+
+  std::unique_ptr<Communicator> split(int color, int key, CommOptions options);
+
+  // Non-blocking, any thread.
+  void abort();
+  bool aborted() const { return aborted_.load(); }
+
+  const std::string& lastAlgorithm() const { return lastAlgorithm_; }
+  std::string transportsInUse() const;
+  std::string describePeer(int peer) const;
+
+ private:
+  void collective(algo::CollArgs args, const void* send, void* recv, size_t outputAvgElems,
+                  size_t outputAvgOffsetElems, bool applyAvg);
+  const algo::AlgorithmInfo& chooseAlgorithm(const algo::CollArgs& args);
+  void connect(std::span<const int> peers);
+  void execute(const exec::Schedule& schedule, std::span<std::byte* const> buffers);
+  transport::Transport* transportFor(int peer);
+  algo::CollArgs baseArgs(algo::Coll coll, size_t count, tuttiDataType_t dtype) const;
+
+  std::shared_ptr<bootstrap::Store> baseStore_;
+  std::shared_ptr<bootstrap::Store> store_;  // prefixed
+  std::string prefix_;
+  int rank_;
+  int nranks_;
+  CommOptions options_;
+  std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
+  std::vector<transport::PeerInfo> peers_;
+  std::vector<int> hostOf_;  // host index of each rank
+  std::vector<std::unique_ptr<transport::Transport>> transports_;
+  std::vector<std::unique_ptr<transport::Connection>> connections_;  // by peer
+  std::vector<transport::Connection*> connectionPtrs_;
+  std::vector<std::byte> scratch_;
+  std::atomic<bool> aborted_{false};
+  int abortFd_ = -1;
+  int splitCount_ = 0;
+  std::string lastAlgorithm_ = "none";
+  // Automatic choices by (collective, count, dtype, op, root, TUTTI_ALGO).
+  std::map<std::string, const algo::AlgorithmInfo*> choiceCache_;
+};
+
+}  // namespace tutti

@@ -1,0 +1,75 @@
+// Gradient compression codecs: a payload ("wire") is produced by encode() on one rank and
+// consumed by decodeAccumulate() on every rank. Decoding all ranks' payloads in rank order
+// into the same accumulator gives bitwise identical results on every rank (decode is a fixed
+// sequence of float32 operations per payload).
+//
+// Wire formats (byte exact, little-endian) are in docs/compression.md:
+//   none : d float32 values                                     -> 4d bytes
+//   topk : k pairs (uint32 index, float32 value), ascending index -> 8k bytes (k implicit)
+//   qsgd : ceil(d/B) float32 bucket norms, then the level stream -> 4*ceil(d/B) +
+//          ceil(d * ceil(log2(2s+1)) / 8) bytes (fixed width), or Elias-gamma coded.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "compress/rng.h"
+
+namespace tutti::compress {
+
+class Codec {
+ public:
+  virtual ~Codec() = default;
+
+  // "none", "topk" or "qsgd", plus the parameters, e.g. "qsgd:s=4,b=512,norm=l2".
+  virtual std::string describe() const = 0;
+
+  // Upper bound of encode()'s result for d elements.
+  virtual size_t maxEncodedBytes(size_t d) const = 0;
+
+  // True when every encode of d elements writes exactly maxEncodedBytes(d) bytes, so that
+  // payload sizes are known to all ranks in advance (an all-gather needs no size exchange).
+  virtual bool fixedSize() const = 0;
+
+  // Compresses `in` into `out` (at least maxEncodedBytes(in.size()) bytes); returns the
+  // payload size. Randomised codecs draw only from `step` (reproducible).
+  virtual size_t encode(std::span<const float> in, std::span<std::byte> out,
+                        const StepInfo& step) const = 0;
+
+  // acc[i] += decoded[i] for the payload `wire` (exactly the bytes encode() returned) of a
+  // vector with acc.size() elements. Throws tuttiInvalidArgument on a malformed payload.
+  virtual void decodeAccumulate(std::span<const std::byte> wire, std::span<float> acc) const = 0;
+
+  // acc = decoded (overwrites; same arithmetic as decodeAccumulate into zeros).
+  void decode(std::span<const std::byte> wire, std::span<float> out) const;
+};
+
+enum class Norm { kL2, kMax };
+
+struct TopKOptions {
+  size_t k = 0;         // number of elements to send; if 0, ratio is used
+  double ratio = 0;     // k = max(1, floor(ratio * d)) when k == 0; in (0, 1]
+  bool approximate = false;  // threshold from a sample: count within [0.8k, 1.3k]
+};
+
+struct QsgdOptions {
+  uint32_t s = 4;      // levels per sign, >= 1 (at most 32767)
+  size_t bucket = 512;  // bucket size B >= 1 (one norm per bucket)
+  Norm norm = Norm::kL2;
+  bool eliasGamma = false;  // variable-length levels instead of fixed width
+};
+
+std::unique_ptr<Codec> makeNone();
+std::unique_ptr<Codec> makeTopK(const TopKOptions& opt);
+std::unique_ptr<Codec> makeQsgd(const QsgdOptions& opt);
+
+// Parses "none", "topk:k=6", "topk:ratio=0.01[,approx]", "topk:0.01" (ratio),
+// "qsgd:s=4,b=512,norm=l2|max[,gamma]", "qsgd:4". Throws tuttiInvalidArgument naming the
+// spec on anything malformed.
+std::unique_ptr<Codec> makeCodec(std::string_view spec);
+
+}  // namespace tutti::compress

@@ -1,0 +1,117 @@
+// Exact (nth_element on magnitude keys) and sampled-threshold top-k selection.
+#include "compress/topk_select.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.h"
+#include "compress/rng.h"
+
+namespace tutti::compress {
+namespace {
+
+// Collects, in index order, every element with key > t plus the first `ties` with key == t.
+void collect(std::span<const float> x, uint32_t t, size_t ties, std::vector<uint32_t>& out) {
+  const size_t n = x.size();
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t key = magnitudeKey(x[i]);
+    if (key > t) {
+      out.push_back(static_cast<uint32_t>(i));
+    } else if (key == t && ties > 0) {
+      out.push_back(static_cast<uint32_t>(i));
+      --ties;
+    }
+  }
+}
+
+size_t countAbove(std::span<const float> x, uint32_t t) {
+  size_t c = 0;
+  for (float v : x) c += magnitudeKey(v) >= t;
+  return c;
+}
+
+// k-th largest key (1-based k) of keys (reordered in place).
+uint32_t kthLargest(std::vector<uint32_t>& keys, size_t k) {
+  auto nth = keys.begin() + static_cast<std::ptrdiff_t>(k - 1);
+  std::nth_element(keys.begin(), nth, keys.end(), std::greater<uint32_t>());
+  return *nth;
+}
+
+}  // namespace
+
+void selectTopKExact(std::span<const float> x, size_t k, std::vector<uint32_t>& out) {
+  out.clear();
+  const size_t n = x.size();
+  TUTTI_CHECK_ARG(n <= 0xffffffffull, "top-k: ", n, " elements exceed the 32-bit index space");
+  k = std::min(k, n);
+  if (k == 0) return;
+  out.reserve(k);
+  if (k == n) {
+    for (size_t i = 0; i < n; ++i) out.push_back(static_cast<uint32_t>(i));
+    return;
+  }
+  thread_local std::vector<uint32_t> keys;
+  keys.resize(n);
+  for (size_t i = 0; i < n; ++i) keys[i] = magnitudeKey(x[i]);
+  const uint32_t t = kthLargest(keys, k);
+  // Elements strictly above t number fewer than k; the rest are ties at t, by index.
+  size_t above = 0;
+  for (size_t i = 0; i < k; ++i) above += keys[i] > t;  // nth_element: keys[0..k) >= t
+  collect(x, t, k - above, out);
+}
+
+void selectTopKApprox(std::span<const float> x, size_t k, uint64_t seed,
+                      std::vector<uint32_t>& out) {
+  const size_t n = x.size();
+  k = std::min(k, n);
+  // Sample so that the threshold sits at rank >= 512 of the sample.
+  const double want = std::max(65536.0, std::ceil(512.0 * static_cast<double>(n) /
+                                                  static_cast<double>(std::max<size_t>(k, 1))));
+  if (k == 0 || want * 2 > static_cast<double>(n)) return selectTopKExact(x, k, out);
+  const size_t m = static_cast<size_t>(want);
+  const size_t lo = (8 * k + 9) / 10;  // ceil(0.8k)
+  const size_t hi = (13 * k) / 10;     // floor(1.3k)
+
+  thread_local std::vector<uint32_t> sample;
+  sample.resize(m);
+  const uint64_t base = mix64(seed ^ 0x7a3c5e1f00d5eedull);
+  for (size_t j = 0; j < m; ++j) {
+    const uint64_t pos = ((draw(base, j) >> 32) * static_cast<uint64_t>(n)) >> 32;
+    sample[j] = magnitudeKey(x[pos]);
+  }
+  // Expected count at sample rank r is about r * n / m.
+  size_t r = std::max<size_t>(1, static_cast<size_t>(std::llround(static_cast<double>(k) *
+                                                                  static_cast<double>(m) /
+                                                                  static_cast<double>(n))));
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const uint32_t t = kthLargest(sample, std::min(r, m));
+    const size_t c = countAbove(x, t);
+    if (c >= lo && c <= hi) {
+      out.clear();
+      out.reserve(c);
+      collect(x, t, c, out);  // every key >= t
+      return;
+    }
+    if (c > hi) {
+      // Too many: exact top-k among the candidates (keys >= t), still in index order.
+      thread_local std::vector<uint32_t> cand;
+      cand.clear();
+      for (size_t i = 0; i < n; ++i) {
+        const uint32_t key = magnitudeKey(x[i]);
+        if (key >= t) cand.push_back(key);
+      }
+      const uint32_t tk = kthLargest(cand, k);
+      size_t above = 0;
+      for (size_t i = 0; i < k; ++i) above += cand[i] > tk;
+      out.clear();
+      out.reserve(k);
+      collect(x, tk, k - above, out);
+      return;
+    }
+    // Too few: move the sample rank up in proportion and retry once.
+    r = std::min(m, r * k / std::max<size_t>(c, 1) + 1);
+  }
+  selectTopKExact(x, k, out);
+}
+
+}  // namespace tutti::compress

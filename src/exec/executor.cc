@@ -1,0 +1,287 @@
+#include "exec/executor.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <sstream>
+
+#include "common/clock.h"
+#include "common/dtype.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "reduce/reduce.h"
+
+namespace tutti::exec {
+
+namespace {
+
+std::byte* addressOf(std::span<std::byte* const> buffers, const Slice& s) {
+  size_t index = static_cast<size_t>(s.buf);
+  TUTTI_ASSERT(index < buffers.size());
+  if (s.bytes == 0) return buffers[index];  // may be null for empty buffers
+  TUTTI_ASSERT(buffers[index] != nullptr);
+  return buffers[index] + s.offset;
+}
+
+// Reduces incoming bytes into dst = src (op) incoming as they arrive. Transports may split
+// a message at any byte; partial elements are carried to the next call.
+class ReducingSink {
+ public:
+  ReducingSink(std::byte* dst, const std::byte* src, size_t bytes, tuttiDataType_t dtype,
+               tuttiRedOp_t op)
+      : dst_(dst), src_(src), bytes_(bytes), dtype_(dtype), op_(op), esize_(dtypeSize(dtype)) {}
+
+  void consume(size_t offset, std::span<const std::byte> data) {
+    TUTTI_ASSERT(offset == done_ + carried_);
+    size_t pos = 0;
+    if (carried_ > 0) {  // complete the partial element first
+      size_t need = esize_ - carried_;
+      size_t take = std::min(need, data.size());
+      std::memcpy(carry_ + carried_, data.data(), take);
+      carried_ += take;
+      pos += take;
+      if (carried_ < esize_) return;
+      reduce::reduce(dst_ + done_, src_ + done_, carry_, 1, dtype_, op_);
+      done_ += esize_;
+      carried_ = 0;
+    }
+    size_t whole = (data.size() - pos) / esize_;
+    if (whole > 0) {
+      reduce::reduce(dst_ + done_, src_ + done_, data.data() + pos, whole, dtype_, op_);
+      done_ += whole * esize_;
+      pos += whole * esize_;
+    }
+    size_t rest = data.size() - pos;
+    if (rest > 0) {
+      std::memcpy(carry_, data.data() + pos, rest);
+      carried_ = rest;
+    }
+  }
+
+ private:
+  std::byte* dst_;
+  const std::byte* src_;
+  size_t bytes_;
+  tuttiDataType_t dtype_;
+  tuttiRedOp_t op_;
+  size_t esize_;
+  size_t done_ = 0;
+  size_t carried_ = 0;
+  std::byte carry_[16];
+};
+
+struct Transfer {
+  const Op* op;
+  std::unique_ptr<ReducingSink> sink;
+};
+
+struct PeerQueues {
+  std::deque<const Op*> sends;
+  std::deque<const Op*> recvs;
+  const Op* activeSend = nullptr;
+  const Op* activeRecv = nullptr;
+  std::unique_ptr<ReducingSink> sink;
+  size_t sendDone = 0;
+  size_t recvDone = 0;
+};
+
+class RoundRunner {
+ public:
+  RoundRunner(const Schedule& s, std::span<std::byte* const> buffers,
+              std::span<transport::Connection* const> conns, const ExecOptions& o)
+      : schedule_(s), buffers_(buffers), conns_(conns), options_(o) {}
+
+  void run(const Round& round) {
+    for (const Op& op : round.ops) {
+      switch (op.type) {
+        case OpType::kCopy: runCopy(op); break;
+        case OpType::kReduce: runReduce(op); break;
+        case OpType::kSend: queueOf(op.peer).sends.push_back(&op); break;
+        case OpType::kRecv:
+        case OpType::kRecvReduce: queueOf(op.peer).recvs.push_back(&op); break;
+      }
+    }
+    if (queues_.empty()) return;
+    driveTransfers();
+    queues_.clear();
+  }
+
+ private:
+  PeerQueues& queueOf(int peer) {
+    TUTTI_ASSERT(peer >= 0 && static_cast<size_t>(peer) < conns_.size() &&
+                 conns_[peer] != nullptr);
+    return queues_[peer];
+  }
+
+  void runCopy(const Op& op) {
+    TUTTI_ASSERT(op.src.bytes == op.dst.bytes);
+    if (op.dst.bytes == 0) return;
+    std::byte* dst = addressOf(buffers_, op.dst);
+    const std::byte* src = addressOf(buffers_, op.src);
+    if (dst != src) std::memmove(dst, src, op.dst.bytes);
+  }
+
+  void runReduce(const Op& op) {
+    size_t esize = dtypeSize(schedule_.dtype);
+    TUTTI_ASSERT(op.src.bytes == op.dst.bytes && op.src2.bytes == op.dst.bytes);
+    if (op.dst.bytes == 0) return;
+    reduce::reduce(addressOf(buffers_, op.dst), addressOf(buffers_, op.src),
+                   addressOf(buffers_, op.src2), op.dst.bytes / esize, schedule_.dtype,
+                   schedule_.op);
+  }
+
+  void startNext(int peer, PeerQueues& q) {
+    transport::Connection& c = *conns_[peer];
+    if (q.activeSend == nullptr && !q.sends.empty()) {
+      q.activeSend = q.sends.front();
+      q.sends.pop_front();
+      q.sendDone = 0;
+      const Slice& s = q.activeSend->src;
+      c.startSend({addressOf(buffers_, s), s.bytes});
+    }
+    if (q.activeRecv == nullptr && !q.recvs.empty()) {
+      q.activeRecv = q.recvs.front();
+      q.recvs.pop_front();
+      q.recvDone = 0;
+      const Op& op = *q.activeRecv;
+      transport::RecvTarget target;
+      target.bytes = op.dst.bytes;
+      if (op.type == OpType::kRecv) {
+        target.direct = addressOf(buffers_, op.dst);
+        std::byte* base = target.direct;
+        target.consume = [base](size_t off, std::span<const std::byte> d) {
+          std::memcpy(base + off, d.data(), d.size());
+        };
+      } else {
+        TUTTI_ASSERT(op.src.bytes == op.dst.bytes);
+        q.sink = std::make_unique<ReducingSink>(addressOf(buffers_, op.dst),
+                                                addressOf(buffers_, op.src), op.dst.bytes,
+                                                schedule_.dtype, schedule_.op);
+        ReducingSink* sink = q.sink.get();
+        target.consume = [sink](size_t off, std::span<const std::byte> d) {
+          sink->consume(off, d);
+        };
+      }
+      c.startRecv(std::move(target));
+    }
+  }
+
+  // Advances every peer once; returns true if anything moved.
+  bool progressAll(bool& allDone) {
+    bool moved = false;
+    allDone = true;
+    for (auto& [peer, q] : queues_) {
+      transport::Connection& c = *conns_[peer];
+      for (;;) {
+        startNext(peer, q);
+        bool finishedOne = false;
+        if (q.activeSend != nullptr) {
+          size_t done = c.progressSend();
+          if (done != q.sendDone) moved = true;
+          q.sendDone = done;
+          if (done == q.activeSend->src.bytes) {
+            q.activeSend = nullptr;
+            finishedOne = true;
+            moved = true;
+          }
+        }
+        if (q.activeRecv != nullptr) {
+          size_t done = c.progressRecv();
+          if (done != q.recvDone) moved = true;
+          q.recvDone = done;
+          if (done == q.activeRecv->dst.bytes) {
+            q.activeRecv = nullptr;
+            q.sink.reset();
+            finishedOne = true;
+            moved = true;
+          }
+        }
+        if (!finishedOne) break;
+      }
+      if (q.activeSend || q.activeRecv || !q.sends.empty() || !q.recvs.empty()) allDone = false;
+    }
+    return moved;
+  }
+
+  std::string pendingPeers() {
+    std::ostringstream os;
+    bool first = true;
+    for (auto& [peer, q] : queues_) {
+      if (!(q.activeSend || q.activeRecv || !q.sends.empty() || !q.recvs.empty())) continue;
+      os << (first ? "" : ", ")
+         << (options_.describePeer ? options_.describePeer(peer) : "rank " + std::to_string(peer));
+      if (q.activeRecv) os << " (receive " << q.recvDone << "/" << q.activeRecv->dst.bytes << " B)";
+      if (q.activeSend) os << " (send " << q.sendDone << "/" << q.activeSend->src.bytes << " B)";
+      first = false;
+    }
+    return os.str();
+  }
+
+  void checkAbort() {
+    if (options_.aborted && options_.aborted->load(std::memory_order_relaxed))
+      fail(tuttiRemoteError, "rank ", options_.rank, ": communicator aborted while waiting for ",
+           pendingPeers());
+  }
+
+  void sleepOnce(double msLeft) {
+    fds_.clear();
+    bool canSleep = true;
+    for (auto& [peer, q] : queues_) {
+      if (!(q.activeSend || q.activeRecv)) continue;
+      if (!conns_[peer]->prepareToSleep()) canSleep = false;
+      conns_[peer]->collectWaitFds(fds_);
+    }
+    if (canSleep) {
+      pollfds_.clear();
+      for (int fd : fds_) pollfds_.push_back({fd, POLLIN, 0});
+      if (options_.abortFd >= 0) pollfds_.push_back({options_.abortFd, POLLIN, 0});
+      int ms = static_cast<int>(std::clamp(msLeft, 1.0, 1000.0));
+      int rc = ::poll(pollfds_.data(), pollfds_.size(), ms);
+      if (rc < 0 && errno != EINTR) throwSystemError("poll in executor");
+    }
+    for (auto& [peer, q] : queues_) {
+      if (!(q.activeSend || q.activeRecv)) continue;
+      conns_[peer]->afterSleep();
+    }
+  }
+
+  void driveTransfers() {
+    double lastProgress = nowSeconds();
+    double spinSec = options_.spinUs * 1e-6;
+    for (;;) {
+      bool allDone = false;
+      if (progressAll(allDone)) lastProgress = nowSeconds();
+      if (allDone) return;
+      checkAbort();
+      double now = nowSeconds();
+      double idle = now - lastProgress;
+      if (idle > options_.timeoutSec)
+        fail(tuttiTimeout, "rank ", options_.rank, ": no progress for ", options_.timeoutSec,
+             " s (TUTTI_TIMEOUT) waiting for ", pendingPeers());
+      if (idle < spinSec) continue;
+      sleepOnce((options_.timeoutSec - idle) * 1000.0);
+    }
+  }
+
+  const Schedule& schedule_;
+  std::span<std::byte* const> buffers_;
+  std::span<transport::Connection* const> conns_;
+  const ExecOptions& options_;
+  std::map<int, PeerQueues> queues_;
+  std::vector<int> fds_;
+  std::vector<pollfd> pollfds_;
+};
+
+}  // namespace
+
+void execute(const Schedule& schedule, std::span<std::byte* const> buffers,
+             std::span<transport::Connection* const> connections, const ExecOptions& options) {
+  RoundRunner runner(schedule, buffers, connections, options);
+  for (const Round& round : schedule.rounds) runner.run(round);
+}
+
+}  // namespace tutti::exec

@@ -1,0 +1,34 @@
+// The schedule executor: runs one rank's Schedule over the communicator's connections.
+// Transfers of a round progress concurrently; receives reduce while bytes arrive (the
+// transport hands over views of its staging memory), which is NCCL's fused recv+reduce;
+// idle ranks spin briefly (TUTTI_SPIN_US) and then sleep on the transports' wait fds.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "exec/schedule.h"
+#include "transports/transport.h"
+
+namespace tutti::exec {
+
+struct ExecOptions {
+  int rank = 0;
+  double timeoutSec = 60.0;  // no progress for this long -> tuttiTimeout naming the peers
+  double spinUs = 50.0;
+  const std::atomic<bool>* aborted = nullptr;
+  int abortFd = -1;  // readable when the communicator is aborted (woken from sleep)
+  // Describes a peer for error messages ("rank 3 (host h, pid 42)").
+  std::function<std::string(int peer)> describePeer;
+};
+
+// buffers[b] is the base address of buffer index b (Buf::kInput, kOutput, kScratch, then
+// extra user buffers used by grouped point-to-point operations).
+// connections[peer] must be non-null for every peer the schedule uses.
+void execute(const Schedule& schedule, std::span<std::byte* const> buffers,
+             std::span<transport::Connection* const> connections, const ExecOptions& options);
+
+}  // namespace tutti::exec

@@ -1,0 +1,27 @@
+// Internal: per-ISA kernel tables behind reduce::reduce(). Each ISA file fills a table of
+// elementwise kernels indexed [dtype][op]; a null entry falls back to the scalar kernel.
+// The ISA files are compiled with their own -m flags and must not define functions with
+// external linkage other than the table getters below (so that no AVX code can be picked by
+// the linker for a baseline caller).
+#pragma once
+
+#include <cstddef>
+
+#include "tutti/tutti.h"
+
+namespace tutti::reduce::detail {
+
+using Kernel = void (*)(void* dst, const void* a, const void* b, size_t count);
+
+// Sum, Prod, Max, Min (tuttiAvg is not a kernel).
+constexpr int kNumKernelOps = 4;
+
+struct KernelTable {
+  Kernel k[tuttiNumTypes][kNumKernelOps];
+};
+
+const KernelTable& scalarKernels();
+const KernelTable& avx2Kernels();    // requires avx2, fma, f16c
+const KernelTable& avx512Kernels();  // requires avx512f, avx512bw
+
+}  // namespace tutti::reduce::detail

@@ -1,0 +1,137 @@
+#include "bootstrap/env_init.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <initializer_list>
+#include <utility>
+
+#include "common/error.h"
+
+namespace tutti::bootstrap {
+namespace {
+
+const char* kAll[] = {"TUTTI_RANK", "TUTTI_WORLD_SIZE", "TUTTI_LOCAL_RANK", "TUTTI_ADDR",
+                      "TUTTI_SECRET", "TUTTI_STORE_FILE", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+                      "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK",
+                      "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_PROCID",
+                      "SLURM_NTASKS", "SLURM_LOCALID", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID",
+                      "SLURM_STEP_ID", "OMPI_MCA_ess_base_jobid"};
+
+class EnvInit : public ::testing::Test {
+ protected:
+  void SetUp() override { clear(); }
+  void TearDown() override { clear(); }
+  static void clear() {
+    for (const char* n : kAll) ::unsetenv(n);
+  }
+  static void set(std::initializer_list<std::pair<const char*, const char*>> vars) {
+    for (auto [k, v] : vars) ::setenv(k, v, 1);
+  }
+  static void expectInvalid(const std::string& needle) {
+    try {
+      launchInfoFromEnv();
+      ADD_FAILURE() << "expected an error mentioning " << needle;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), tuttiInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
+};
+
+TEST_F(EnvInit, Tuttirun) {
+  std::string secret(32, 'a');
+  set({{"TUTTI_RANK", "3"}, {"TUTTI_WORLD_SIZE", "8"}, {"TUTTI_LOCAL_RANK", "1"},
+       {"TUTTI_ADDR", "127.0.0.1:4000"}, {"TUTTI_SECRET", secret.c_str()}});
+  LaunchInfo i = launchInfoFromEnv();
+  EXPECT_EQ(i.source, "tuttirun");
+  EXPECT_EQ(i.rank, 3);
+  EXPECT_EQ(i.nranks, 8);
+  EXPECT_EQ(i.localRank, 1);
+  EXPECT_EQ(i.addr, "127.0.0.1:4000");
+  EXPECT_EQ(i.secretHex, secret);
+}
+
+TEST_F(EnvInit, Torchrun) {
+  set({{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "0"}, {"MASTER_ADDR", "node1"},
+       {"MASTER_PORT", "29500"}});
+  LaunchInfo i = launchInfoFromEnv();
+  EXPECT_EQ(i.source, "torchrun");
+  EXPECT_EQ(i.rank, 2);
+  EXPECT_EQ(i.nranks, 4);
+  EXPECT_EQ(i.localRank, 0);
+  EXPECT_EQ(i.addr, "node1:29500");
+  EXPECT_EQ(i.secretHex.size(), 32u);
+  // Same job, same derived secret; another job id, another secret.
+  EXPECT_EQ(launchInfoFromEnv().secretHex, i.secretHex);
+  set({{"TORCHELASTIC_RUN_ID", "job42"}});
+  EXPECT_NE(launchInfoFromEnv().secretHex, i.secretHex);
+}
+
+TEST_F(EnvInit, TorchrunIPv6MasterAddr) {
+  set({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "::1"}, {"MASTER_PORT", "29500"}});
+  EXPECT_EQ(launchInfoFromEnv().addr, "[::1]:29500");
+}
+
+TEST_F(EnvInit, OpenMpiWithTuttiAddr) {
+  set({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"TUTTI_ADDR", "10.0.0.1:5555"},
+       {"MASTER_ADDR", "ignored"}, {"MASTER_PORT", "1"}});
+  LaunchInfo i = launchInfoFromEnv();
+  EXPECT_EQ(i.source, "openmpi");
+  EXPECT_EQ(i.rank, 1);
+  EXPECT_EQ(i.localRank, 1);
+  EXPECT_EQ(i.addr, "10.0.0.1:5555");
+}
+
+TEST_F(EnvInit, Slurm) {
+  set({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "6"}, {"SLURM_LOCALID", "2"},
+       {"MASTER_ADDR", "10.0.0.9"}, {"MASTER_PORT", "6000"}});
+  LaunchInfo i = launchInfoFromEnv();
+  EXPECT_EQ(i.source, "slurm");
+  EXPECT_EQ(i.rank, 5);
+  EXPECT_EQ(i.nranks, 6);
+  EXPECT_EQ(i.localRank, 2);
+  EXPECT_EQ(i.addr, "10.0.0.9:6000");
+}
+
+TEST_F(EnvInit, StoreFileNeedsNoAddress) {
+  set({{"TUTTI_RANK", "0"}, {"TUTTI_WORLD_SIZE", "1"}, {"TUTTI_STORE_FILE", "/tmp/x"}});
+  EXPECT_EQ(launchInfoFromEnv().addr, "");
+}
+
+TEST_F(EnvInit, Malformed) {
+  expectInvalid("no launcher variables");
+  set({{"TUTTI_RANK", "abc"}, {"TUTTI_WORLD_SIZE", "4"}, {"TUTTI_ADDR", "h:1"}});
+  expectInvalid("TUTTI_RANK='abc'");
+  set({{"TUTTI_RANK", "4"}});
+  expectInvalid("TUTTI_RANK=4 is out of range for TUTTI_WORLD_SIZE=4");
+  set({{"TUTTI_RANK", "-1"}});
+  expectInvalid("TUTTI_RANK=-1");
+  set({{"TUTTI_RANK", "0"}, {"TUTTI_WORLD_SIZE", "0"}});
+  expectInvalid("TUTTI_WORLD_SIZE=0");
+  set({{"TUTTI_WORLD_SIZE", "4"}, {"TUTTI_LOCAL_RANK", "x1"}});
+  expectInvalid("TUTTI_LOCAL_RANK='x1'");
+  ::unsetenv("TUTTI_LOCAL_RANK");
+  set({{"TUTTI_ADDR", "nohostport"}});
+  expectInvalid("TUTTI_ADDR='nohostport'");
+  set({{"TUTTI_ADDR", "h:99999"}});
+  expectInvalid("TUTTI_ADDR");
+  set({{"TUTTI_ADDR", "h:1"}, {"TUTTI_SECRET", "1234"}});
+  expectInvalid("TUTTI_SECRET");
+  clear();
+  set({{"RANK", "1"}, {"WORLD_SIZE", "2"}});
+  expectInvalid("no rendezvous address for RANK=1");
+  set({{"MASTER_ADDR", "h"}});
+  expectInvalid("MASTER_PORT");
+  set({{"MASTER_PORT", "port"}});
+  expectInvalid("MASTER_PORT");
+  clear();
+  set({{"SLURM_PROCID", "1"}});
+  expectInvalid("SLURM_NTASKS is not set");
+  set({{"SLURM_NTASKS", "2x"}});
+  expectInvalid("SLURM_NTASKS='2x'");
+}
+
+}  // namespace
+}  // namespace tutti::bootstrap

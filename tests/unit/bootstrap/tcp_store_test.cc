@@ -1,0 +1,166 @@
+// TcpStore specifics: the secret, a taken port, an unreachable server, server shutdown.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "bootstrap/tcp_store.h"
+#include "common/error.h"
+#include "harness/threads_harness.h"
+
+namespace tutti::bootstrap {
+namespace {
+
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int countOpenFds() {
+  int n = 0;
+  for (int fd = 0; fd < 4096; ++fd) n += (::fcntl(fd, F_GETFD) != -1);
+  return n;
+}
+
+TEST(TcpStore, WrongSecretIsRefusedWhileOthersFormTheGroup) {
+  Secret secret = randomSecret();
+  TcpStoreServer server("127.0.0.1:0", secret);
+  constexpr int kRanks = 6;
+  Secret wrong = secret;
+  wrong[15] ^= 1;
+  std::atomic<int> refusedSeen{0};
+  tutti::test::runThreads(kRanks + 2, [&](int r) {
+    if (r >= kRanks) {  // two intruders with a secret one bit off
+      try {
+        TcpStore bad(server.sockAddr(), wrong, Deadline(5));
+        ADD_FAILURE() << "a wrong secret was accepted";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), tuttiRemoteError);
+        EXPECT_NE(std::string(e.what()).find(server.address()), std::string::npos) << e.what();
+        refusedSeen++;
+      }
+      return;
+    }
+    TcpStore store(server.sockAddr(), secret, Deadline(5));
+    store.setString("rank" + std::to_string(r), std::to_string(r * r));
+    store.add("arrived", 1);
+    for (int p = 0; p < kRanks; ++p)
+      EXPECT_EQ(store.getString("rank" + std::to_string(p), Deadline(5)), std::to_string(p * p));
+  });
+  EXPECT_EQ(refusedSeen.load(), 2);
+  EXPECT_EQ(server.refusedCount(), 2u);
+  TcpStore check(server.sockAddr(), secret, Deadline(5));
+  EXPECT_EQ(check.add("arrived", 0), kRanks);
+}
+
+TEST(TcpStore, GarbageClientIsDroppedAndServerKeepsServing) {
+  Secret secret = randomSecret();
+  TcpStoreServer server("127.0.0.1:0", secret);
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_EQ(::connect(fd, server.sockAddr().sa(), server.sockAddr().len), 0);
+  const char junk[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_GT(::send(fd, junk, sizeof(junk), MSG_NOSIGNAL), 0);
+  char buf[8];
+  EXPECT_EQ(::recv(fd, buf, sizeof(buf), 0), 0);  // closed by the server, no answer
+  ::close(fd);
+  TcpStore ok(server.sockAddr(), secret, Deadline(5));
+  ok.setString("k", "v");
+  EXPECT_EQ(ok.getString("k", Deadline(5)), "v");
+  EXPECT_EQ(server.refusedCount(), 1u);
+}
+
+TEST(TcpStore, TakenPortNamesTheAddress) {
+  TcpStoreServer first("127.0.0.1:0", randomSecret());
+  std::string addr = first.address();
+  try {
+    TcpStoreServer second(addr, randomSecret());
+    FAIL() << "bound a taken port";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), tuttiSystemError);
+    std::string msg = e.what();
+    EXPECT_NE(msg.find(addr), std::string::npos) << msg;
+    EXPECT_NE(msg.find("in use"), std::string::npos) << msg;
+  }
+}
+
+TEST(TcpStore, UnreachableServerTimesOutNamingTheAddress) {
+  // A port that was just free: nothing listens there.
+  std::string addr;
+  { addr = TcpStoreServer("127.0.0.1:0", randomSecret()).address(); }
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    TcpStore store(addr, randomSecret(), Deadline(0.5));
+    FAIL() << "connected to nothing";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), tuttiTimeout);
+    EXPECT_NE(std::string(e.what()).find(addr), std::string::npos) << e.what();
+  }
+  EXPECT_GE(since(t0), 0.45);
+  EXPECT_LT(since(t0), 2.5);
+}
+
+TEST(TcpStore, ClientRetriesUntilTheServerAppears) {
+  std::string addr;
+  { addr = TcpStoreServer("127.0.0.1:0", randomSecret()).address(); }
+  Secret secret = randomSecret();
+  std::unique_ptr<TcpStoreServer> server;
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    server = std::make_unique<TcpStoreServer>(addr, secret);
+  });
+  TcpStore store(addr, secret, Deadline(10));
+  late.join();
+  store.setString("x", "y");
+  EXPECT_EQ(store.getString("x", Deadline(2)), "y");
+}
+
+TEST(TcpStore, ServerShutdownFailsWaitingClients) {
+  Secret secret = randomSecret();
+  auto server = std::make_unique<TcpStoreServer>("127.0.0.1:0", secret);
+  TcpStore store(server->sockAddr(), secret, Deadline(5));
+  tuttiResult_t code = tuttiSuccess;
+  std::thread waiter([&] {
+    try {
+      store.get("never", Deadline(20));
+    } catch (const Error& e) {
+      code = e.code();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto t0 = std::chrono::steady_clock::now();
+  server.reset();
+  waiter.join();
+  EXPECT_EQ(code, tuttiRemoteError);
+  EXPECT_LT(since(t0), 2.0);
+}
+
+TEST(TcpStore, WaitForSeveralKeysAndNoLeakedFds) {
+  int before = countOpenFds();
+  {
+    Secret secret = randomSecret();
+    TcpStoreServer server("127.0.0.1:0", secret);
+    TcpStore a(server.sockAddr(), secret, Deadline(5));
+    TcpStore b(server.sockAddr(), secret, Deadline(5));
+    std::thread setter([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      a.setString("k1", "1");
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      a.setString("k2", "2");
+    });
+    b.wait({"k1", "k2"}, Deadline(5));
+    EXPECT_TRUE(b.check({"k1", "k2"}));
+    setter.join();
+    EXPECT_THROW(b.wait({"k3"}, Deadline(0.1)), Error);
+    // Reconnects after the timeout.
+    EXPECT_EQ(b.getString("k2", Deadline(1)), "2");
+    for (int i = 0; i < 100 && server.connectionCount() != 2; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(server.connectionCount(), 2u);
+  }
+  EXPECT_EQ(countOpenFds(), before);
+}
+
+}  // namespace
+}  // namespace tutti::bootstrap

@@ -1,0 +1,172 @@
+// tcp transport with ranks as forked processes rendezvousing through a FileStore.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "bootstrap/file_store.h"
+#include "common/error.h"
+#include "tcp_test_util.h"
+
+namespace tutti::transport {
+namespace {
+
+constexpr size_t kMiB = size_t{1} << 20;
+
+std::string freshDir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("tutti-tcp-" + name + "-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// Forks a child that runs fn and exits 0, or prints the error and exits 1.
+pid_t forkRank(const std::function<void()>& fn) {
+  fflush(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) throwSystemError("fork");
+  if (pid == 0) {
+    int rc = 0;
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child %d: %s\n", getpid(), e.what());
+      rc = 1;
+    }
+    fflush(nullptr);
+    _exit(rc);
+  }
+  return pid;
+}
+
+int waitExit(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST(TcpMultiproc, ConformanceAcrossThreeProcesses) {
+  std::string dir = freshDir("conf");
+  auto peers = tcptest::makePeers(3);
+  auto body = [&](int r) {
+    bootstrap::FileStore store(dir);
+    auto tr = tcptest::connectRank(r, peers, store);
+    conformance::runAll(tr.view(r, 3), 64 * kMiB);
+  };
+  pid_t c1 = forkRank([&] { body(1); });
+  pid_t c2 = forkRank([&] { body(2); });
+  EXPECT_NO_THROW(body(0));
+  EXPECT_EQ(waitExit(c1), 0);
+  EXPECT_EQ(waitExit(c2), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// Rank 1 (a child) is killed with SIGKILL in the middle of a 256 MiB transfer; rank 0 must
+// fail within a few seconds with tuttiRemoteError naming rank 1, and leak no fds.
+void killDuringTransfer(bool parentSends) {
+  std::string dir = freshDir(parentSends ? "kill-send" : "kill-recv");
+  auto peers = tcptest::makePeers(2);
+  pid_t child = forkRank([&] {
+    bootstrap::FileStore store(dir);
+    auto tr = tcptest::connectRank(1, peers, store);
+    std::vector<std::byte> buf(256 * kMiB);
+    if (parentSends) {
+      conformance::drive({conformance::recvOp(tr.conns[0].get(), buf)});
+    } else {
+      conformance::drive({conformance::sendOp(tr.conns[0].get(), buf)});
+    }
+    pause();  // killed before it gets here, normally
+  });
+
+  int fdsBefore = tcptest::countOpenFds();
+  std::vector<std::byte> buf(256 * kMiB, std::byte{1});
+  double detectSec = -1;
+  std::string message;
+  tuttiResult_t code = tuttiSuccess;
+  {
+    bootstrap::FileStore store(dir);
+    auto tr = tcptest::connectRank(0, peers, store);
+    Connection* c = tr.conns[1].get();
+    RecvTarget target;
+    target.direct = buf.data();
+    target.bytes = buf.size();
+    if (parentSends) {
+      c->startSend(buf);
+    } else {
+      c->startRecv(target);
+    }
+    auto progress = [&] { return parentSends ? c->progressSend() : c->progressRecv(); };
+    auto start = std::chrono::steady_clock::now();
+    while (progress() < 16 * kMiB) {
+      ASSERT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+      std::vector<int> fds;
+      c->collectWaitFds(fds);
+      if (c->prepareToSleep()) {
+        pollfd p{fds[0], POLLIN, 0};
+        ::poll(&p, 1, 100);
+      }
+      c->afterSleep();
+    }
+    ASSERT_LT(progress(), buf.size()) << "transfer finished before the kill";
+    ASSERT_EQ(kill(child, SIGKILL), 0);
+    auto killed = std::chrono::steady_clock::now();
+    try {
+      for (;;) {
+        progress();
+        std::vector<int> fds;
+        c->collectWaitFds(fds);
+        if (c->prepareToSleep()) {
+          pollfd p{fds[0], POLLIN, 0};
+          ::poll(&p, 1, 100);
+        }
+        c->afterSleep();
+        if (std::chrono::steady_clock::now() - killed > std::chrono::seconds(20)) break;
+      }
+    } catch (const Error& e) {
+      code = e.code();
+      message = e.what();
+      detectSec = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+    }
+  }
+  EXPECT_EQ(waitExit(child), 128 + SIGKILL);
+  std::printf("%s: error after %.3f s: %s\n", parentSends ? "sender" : "receiver", detectSec,
+              message.c_str());
+  EXPECT_EQ(code, tuttiRemoteError) << message;
+  EXPECT_GE(detectSec, 0);
+  EXPECT_LT(detectSec, 5);
+  EXPECT_NE(message.find("rank 1"), std::string::npos) << message;
+  EXPECT_EQ(tcptest::countOpenFds(), fdsBefore) << "fds leaked";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TcpMultiproc, KilledReceiverIsReportedToSender) { killDuringTransfer(true); }
+TEST(TcpMultiproc, KilledSenderIsReportedToReceiver) { killDuringTransfer(false); }
+
+TEST(TcpMultiproc, LoopbackBandwidthBetweenProcesses) {
+  std::string dir = freshDir("bw");
+  auto peers = tcptest::makePeers(2);
+  pid_t child = forkRank([&] {
+    bootstrap::FileStore store(dir);
+    auto tr = tcptest::connectRank(1, peers, store);
+    tcptest::timedTransfer(*tr.conns[0], true, 256 * kMiB, 1, 0);
+  });
+  double sec = 0;
+  {
+    bootstrap::FileStore store(dir);
+    auto tr = tcptest::connectRank(0, peers, store);
+    sec = tcptest::timedTransfer(*tr.conns[1], false, 256 * kMiB, 1, 0);
+  }
+  EXPECT_EQ(waitExit(child), 0);
+  double gbs = 256.0 * kMiB / sec / 1e9;
+  std::printf("tcp loopback 256 MiB between processes (2 sockets): %.3f s, %.2f GB/s\n", sec, gbs);
+  EXPECT_GT(gbs, 0.05);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tutti::transport

@@ -1,0 +1,165 @@
+// tutti-topo: prints the topology tutti detects (or loads with --file): a GPU/NIC matrix in
+// the style of `nvidia-smi topo -m`, NUMA affinities, each GPU's nearest NIC, the ring and
+// tree built for --ranks N, and warnings. --json prints the same as a JSON document.
+#include <cstdio>
+#include <cstring>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "topology/json.h"
+#include "topology/load.h"
+#include "topology/paths.h"
+#include "topology/rings.h"
+
+namespace topo = tutti::topo;
+
+namespace {
+
+void usage(std::ostream& os) {
+  os << "usage: tutti-topo [--file FILE] [--json] [--ranks N]\n"
+        "  --file FILE  load an hwloc XML (v1/v2) or NCCL topology XML file instead of\n"
+        "               probing this machine (TUTTI_TOPO_FILE does the same)\n"
+        "  --json       print a JSON document (gpus, nics, nvlink, paths, numa_nodes, ...)\n"
+        "  --ranks N    show the ring and tree built for N ranks (default: one per GPU)\n";
+}
+
+std::string nicLabel(const topo::Topology& t, int i) {
+  const auto& n = t.nics[i];
+  std::string s = n.names.empty() ? "?" : n.names[0];
+  for (size_t k = 1; k < n.names.size(); ++k) s += "," + n.names[k];
+  return s;
+}
+
+void printText(const topo::Topology& t, int ranks) {
+  std::cout << "Topology: " << t.origin;
+  if (!t.hostName.empty()) std::cout << " (host " << t.hostName << ")";
+  if (!t.arch.empty()) std::cout << " [" << t.arch << "]";
+  std::cout << "\nPackages: " << t.packages.size() << ", NUMA nodes: " << t.numaNodes.size()
+            << ", cores: " << t.totalCores() << "\n";
+  for (const auto& n : t.numaNodes) {
+    std::cout << "  NUMA " << n.osIndex << ": package "
+              << (n.package >= 0 ? t.packages[n.package].osIndex : -1) << ", " << n.cores
+              << " cores, " << n.pus << " PUs, " << (n.memoryBytes >> 20) << " MiB";
+    if (!n.cpuset.empty()) std::cout << ", cpuset " << n.cpuset;
+    std::cout << "\n";
+  }
+  std::vector<topo::DeviceRef> devs;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < t.gpus.size(); ++i) {
+    devs.push_back({0, topo::DevKind::kGpu, int(i)});
+    names.push_back("GPU" + std::to_string(i));
+  }
+  for (size_t i = 0; i < t.nics.size(); ++i) {
+    devs.push_back({0, topo::DevKind::kNic, int(i)});
+    names.push_back("NIC" + std::to_string(i));
+  }
+  if (!devs.empty()) {
+    std::cout << "\n" << std::setw(8) << "";
+    for (const auto& n : names) std::cout << std::setw(7) << n;
+    std::cout << "  NUMA\n";
+    for (size_t i = 0; i < devs.size(); ++i) {
+      std::cout << std::setw(8) << std::left << names[i] << std::right;
+      for (size_t j = 0; j < devs.size(); ++j) {
+        std::cout << std::setw(7)
+                  << (i == j ? "X" : topo::pathBetween(t, devs[i], devs[j]).label());
+      }
+      int numa = devs[i].kind == topo::DevKind::kGpu ? t.numaOfPci(t.gpus[devs[i].index].pci)
+                                                     : t.nics[devs[i].index].numa;
+      std::cout << "  " << (numa >= 0 ? std::to_string(t.numaNodes[numa].osIndex) : "N/A") << "\n";
+    }
+    std::cout << "\nLegend: X self, NV# NVLink (# links), PIX one PCIe switch, PXB several PCIe "
+                 "switches, PHB host bridge, NODE same NUMA node, SYS across NUMA/sockets\n\n";
+    for (size_t i = 0; i < t.gpus.size(); ++i) {
+      const auto& g = t.gpus[i];
+      std::cout << "  GPU" << i << ": " << t.gpuBusId(int(i)) << " "
+                << (g.vendor == topo::GpuVendor::kAmd ? "AMD" : "NVIDIA")
+                << (g.model.empty() ? "" : " " + g.model);
+      int nic = topo::nearestNic(t, int(i));
+      if (nic >= 0) {
+        auto p =
+            topo::pathBetween(t, {0, topo::DevKind::kGpu, int(i)}, {0, topo::DevKind::kNic, nic});
+        std::cout << ", nearest NIC" << nic << " (" << p.label() << ")";
+      }
+      std::cout << "\n";
+    }
+    for (size_t i = 0; i < t.nics.size(); ++i) {
+      const auto& n = t.nics[i];
+      std::cout << "  NIC" << i << ": " << (n.pci >= 0 ? t.pci[n.pci].busId : "-") << " "
+                << nicLabel(t, int(i)) << " " << topo::nicKindName(n.kind);
+      if (n.speedMbps) std::cout << " " << *n.speedMbps / 1000 << " Gb/s";
+      if (n.ports > 1) std::cout << " x" << n.ports << " ports";
+      std::cout << "\n";
+    }
+  }
+  if (!t.nvSwitches.empty()) std::cout << "  NVSwitches: " << t.nvSwitches.size() << "\n";
+  if (ranks <= 0)
+    ranks = t.gpus.empty() ? static_cast<int>(t.numaNodes.size()) : int(t.gpus.size());
+  if (ranks >= 2) {
+    auto rdevs = topo::devicesForRanks(t, ranks);
+    auto ring = topo::bestRing(t, rdevs);
+    auto s = topo::scoreRing(t, rdevs, ring);
+    std::cout << "\nRing for " << ranks << " ranks:";
+    for (int r : ring) std::cout << " " << r;
+    std::cout << "\n  bottleneck " << s.bottleneckMBps / 1000.0 << " GB/s, " << s.slowEdges
+              << " SYS/NET edges, " << s.socketChanges << " socket/host changes, total "
+              << s.totalMBps / 1000.0 << " GB/s\n";
+    auto tree = topo::binaryTree(ring);
+    std::cout << "Tree: root " << tree.root << ", depth " << tree.depth << "\n ";
+    for (size_t r = 0; r < tree.parent.size(); ++r) {
+      std::cout << " " << r << "->" << tree.parent[r];
+    }
+    std::cout << "  (rank->parent)\n";
+  }
+  auto warnings = topo::topologyWarnings(t);
+  if (!warnings.empty()) {
+    std::cout << "\nWarnings:\n";
+    for (const auto& w : warnings) std::cout << "  - " << w << "\n";
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string file;
+  bool json = false;
+  int ranks = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--file" && i + 1 < argc) {
+      file = argv[++i];
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--ranks" && i + 1 < argc) {
+      char* end = nullptr;
+      long v = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || v < 1 || v > 1 << 20) {
+        std::cerr << "tutti-topo: --ranks needs a positive integer, got '" << argv[i] << "'\n";
+        return 2;
+      }
+      ranks = static_cast<int>(v);
+    } else if (a == "--help" || a == "-h") {
+      usage(std::cout);
+      return 0;
+    } else {
+      std::cerr << "tutti-topo: unknown argument '" << a << "'\n";
+      usage(std::cerr);
+      return 2;
+    }
+  }
+  try {
+    topo::Topology t = file.empty() ? topo::discoverTopology() : topo::loadTopologyFile(file);
+    if (json) {
+      std::cout << topo::topologyJson(t, ranks);
+    } else {
+      printText(t, ranks);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "tutti-topo: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

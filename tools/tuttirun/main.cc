@@ -1,0 +1,87 @@
+// tuttirun -np N [-x VAR=val]... [--tag-output] [--timeout S] cmd args...
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "launcher.h"
+
+namespace {
+
+void usage(FILE* f) {
+  std::fprintf(f,
+               "usage: tuttirun -np N [-x VAR=val]... [--tag-output] [--timeout S] cmd [args...]\n"
+               "  -np N, -n N      number of ranks to start on this host\n"
+               "  -x VAR=val       set VAR in every rank (-x VAR passes the current value)\n"
+               "  --tag-output     prefix every output line with [rank]\n"
+               "  --timeout S      stop the job after S seconds (exit code 124)\n"
+               "Each rank gets TUTTI_RANK, TUTTI_WORLD_SIZE, TUTTI_LOCAL_RANK, TUTTI_ADDR "
+               "(rank 0 serves the TCP store there) and TUTTI_SECRET.\n");
+}
+
+[[noreturn]] void bad(const std::string& msg) {
+  std::fprintf(stderr, "tuttirun: %s\n", msg.c_str());
+  usage(stderr);
+  std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tutti::tuttirun::Options o;
+  int i = 1;
+  auto value = [&](const char* flag) -> std::string {
+    if (i + 1 >= argc) bad(std::string(flag) + " needs a value");
+    return argv[++i];
+  };
+  for (; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-np" || a == "-n" || a == "--np") {
+      std::string v = value(a.c_str());
+      char* end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n <= 0 || n > 4096)
+        bad("-np '" + v + "': expected a rank count 1..4096");
+      o.nranks = static_cast<int>(n);
+    } else if (a == "-x") {
+      std::string v = value("-x");
+      size_t eq = v.find('=');
+      std::string name = v.substr(0, eq);
+      if (name.empty()) bad("-x '" + v + "': expected VAR=value");
+      if (eq == std::string::npos) {
+        const char* cur = std::getenv(name.c_str());
+        if (cur) o.env.emplace_back(name, cur);
+      } else {
+        o.env.emplace_back(name, v.substr(eq + 1));
+      }
+    } else if (a == "--tag-output") {
+      o.tagOutput = true;
+    } else if (a == "--timeout") {
+      std::string v = value("--timeout");
+      char* end = nullptr;
+      o.timeoutSec = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || o.timeoutSec <= 0)
+        bad("--timeout '" + v + "': expected seconds > 0");
+    } else if (a == "-h" || a == "--help") {
+      usage(stdout);
+      return 0;
+    } else if (a == "--") {
+      ++i;
+      break;
+    } else if (!a.empty() && a[0] == '-') {
+      bad("unknown option " + a);
+    } else {
+      break;
+    }
+  }
+  for (; i < argc; ++i) o.command.push_back(argv[i]);
+  if (o.nranks <= 0) bad("-np N is required");
+  if (o.command.empty()) bad("no command given");
+  try {
+    return tutti::tuttirun::runJob(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tuttirun: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,237 @@
+#include "shm_os.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <utility>
+
+#include "common/env.h"
+#include "common/error.h"
+
+namespace tutti::transport::shm {
+
+const char* modeName(SegmentMode mode) { return mode == SegmentMode::kMemfd ? "memfd" : "file"; }
+
+Fd& Fd::operator=(Fd&& o) noexcept {
+  if (this != &o) {
+    reset();
+    fd_ = o.release();
+  }
+  return *this;
+}
+
+void Fd::reset() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+namespace {
+
+std::string roomAdvice(const std::string& dir) {
+  std::ostringstream os;
+  os << "raise it (docker run --shm-size=1g, or mount -o remount,size=... " << dir
+     << "), set TUTTI_SHM_FIFO_BYTES smaller (now " << env::getInt("TUTTI_SHM_FIFO_BYTES")
+     << "), or point TUTTI_SHM_DIR at a larger tmpfs";
+  return os.str();
+}
+
+[[noreturn]] void failRoom(const std::string& where, size_t need, uint64_t freeBytes,
+                           const std::string& what, const std::string& dir) {
+  fail(tuttiSystemError, "shm: not enough shared memory in ", where, ": ", what, " need ", need,
+       " bytes but only ", freeBytes, " bytes are free (short by ",
+       need > freeBytes ? need - freeBytes : 0, " bytes); ", roomAdvice(dir));
+}
+
+uint64_t freeBytes(const struct statvfs& st) {
+  return static_cast<uint64_t>(st.f_bavail) * static_cast<uint64_t>(st.f_frsize);
+}
+
+}  // namespace
+
+void checkRoom(const std::string& dir, size_t bytes, const std::string& what) {
+  struct statvfs st {};
+  if (::statvfs(dir.c_str(), &st) != 0)
+    throwSystemError("shm: statvfs(" + dir + ") (TUTTI_SHM_DIR)");
+  if (st.f_blocks == 0) return;  // no limit reported
+  if (freeBytes(st) < bytes) failRoom(dir, bytes, freeBytes(st), what, dir);
+}
+
+Segment::Segment(Segment&& o) noexcept { *this = std::move(o); }
+
+Segment& Segment::operator=(Segment&& o) noexcept {
+  if (this != &o) {
+    destroy();
+    fd_ = std::move(o.fd_);
+    addr_ = std::exchange(o.addr_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+    path_ = std::move(o.path_);
+    named_ = std::exchange(o.named_, false);
+  }
+  return *this;
+}
+
+Segment::~Segment() { destroy(); }
+
+void Segment::destroy() {
+  if (addr_) ::munmap(addr_, bytes_);
+  addr_ = nullptr;
+  release();
+}
+
+void Segment::release() {
+  if (named_) ::unlink(path_.c_str());
+  named_ = false;
+  fd_.reset();
+}
+
+Segment Segment::create(SegmentMode mode, size_t bytes, const std::string& dir,
+                        const std::string& name) {
+  Segment s;
+  s.bytes_ = bytes;
+  if (mode == SegmentMode::kMemfd) {
+    int fd = static_cast<int>(::syscall(SYS_memfd_create, name.c_str(), MFD_CLOEXEC));
+    if (fd < 0) throwSystemError("shm: memfd_create(" + name + ")");
+    s.fd_ = Fd(fd);
+    s.path_ = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(fd);
+    struct statvfs st {};
+    if (::fstatvfs(fd, &st) == 0 && st.f_blocks != 0 && freeBytes(st) < bytes)
+      failRoom("the memfd filesystem", bytes, freeBytes(st), "segment " + name, dir);
+  } else {
+    s.path_ = dir + "/" + name;
+    int fd = ::open(s.path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) throwSystemError("shm: creating " + s.path_ + " (TUTTI_SHM_DIR)");
+    s.fd_ = Fd(fd);
+    s.named_ = true;
+  }
+  // Allocate every page now: a full tmpfs is then an error here, never a SIGBUS later.
+  // fallocate(2) first: on tmpfs it reserves the pages or fails with ENOSPC at once.
+  // posix_fallocate only where fallocate is unsupported (its fallback writes every block).
+  int err = ::fallocate(s.fd_.get(), 0, 0, static_cast<off_t>(bytes)) == 0 ? 0 : errno;
+  if (err == EOPNOTSUPP) err = ::posix_fallocate(s.fd_.get(), 0, static_cast<off_t>(bytes));
+  if (err == ENOSPC || err == ENOMEM) {
+    struct statvfs st {};
+    uint64_t avail = ::fstatvfs(s.fd_.get(), &st) == 0 ? freeBytes(st) : 0;
+    failRoom(mode == SegmentMode::kMemfd ? std::string("memory (memfd)") : dir, bytes, avail,
+             "segment " + name, dir);
+  }
+  if (err != 0)
+    throwSystemError("shm: posix_fallocate(" + s.path_ + ", " + std::to_string(bytes) + ")", err);
+  void* addr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, s.fd_.get(), 0);
+  if (addr == MAP_FAILED) throwSystemError("shm: mmap(" + s.path_ + ")");
+  s.addr_ = addr;
+  return s;
+}
+
+Segment Segment::open(const std::string& path, size_t bytes) {
+  Segment s;
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) throwSystemError("shm: open(" + path + ")");
+  s.fd_ = Fd(fd);
+  s.path_ = path;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throwSystemError("shm: fstat(" + path + ")");
+  if (static_cast<size_t>(st.st_size) < bytes)
+    fail(tuttiInternalError, "shm: segment ", path, " has ", st.st_size, " bytes, expected ",
+         bytes);
+  void* addr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (addr == MAP_FAILED) throwSystemError("shm: mmap(" + path + ")");
+  s.addr_ = addr;
+  s.bytes_ = bytes;
+  s.fd_.reset();  // the mapping keeps the memory
+  return s;
+}
+
+Doorbell Doorbell::create(SegmentMode mode, const std::string& dir, const std::string& name) {
+  Doorbell d;
+  if (mode == SegmentMode::kMemfd) {
+    int p[2];
+    if (::pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0) throwSystemError("shm: pipe2 (doorbell)");
+    d.read_ = Fd(p[0]);
+    d.write_ = Fd(p[1]);
+    d.path_ = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(p[1]);
+  } else {
+    d.path_ = dir + "/" + name;
+    if (::mkfifo(d.path_.c_str(), 0600) != 0)
+      throwSystemError("shm: mkfifo(" + d.path_ + ") (doorbell)");
+    d.named_ = true;
+    int fd = ::open(d.path_.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+      ::unlink(d.path_.c_str());
+      throwSystemError("shm: open(" + d.path_ + ") (doorbell)");
+    }
+    d.read_ = Fd(fd);  // O_RDWR: also our own writer
+  }
+  return d;
+}
+
+void Doorbell::drain() {
+  char buf[256];
+  while (::read(read_.get(), buf, sizeof(buf)) > 0) {
+  }
+}
+
+void Doorbell::release() {
+  if (named_) ::unlink(path_.c_str());
+  named_ = false;
+}
+
+Bell Bell::open(const std::string& path) {
+  Bell b;
+  int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throwSystemError("shm: open(" + path + ") (peer doorbell)");
+  b.fd_ = Fd(fd);
+  return b;
+}
+
+void Bell::ring() const {
+  char c = 1;
+  // EAGAIN: the pipe is full, so the peer will wake anyway.
+  [[maybe_unused]] ssize_t r = ::write(fd_.get(), &c, 1);
+}
+
+PeerProcess::PeerProcess(pid_t pid) : pid_(pid) {
+#ifdef SYS_pidfd_open
+  int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd >= 0) {
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    pidfd_ = Fd(fd);
+  }
+#endif
+}
+
+bool PeerProcess::exited() const {
+  if (pidfd_.valid()) {
+    struct pollfd p {
+      pidfd_.get(), POLLIN, 0
+    };
+    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+  }
+  if (::kill(pid_, 0) != 0 && errno == ESRCH) return true;
+  std::ifstream f("/proc/" + std::to_string(pid_) + "/stat");
+  std::string line;
+  if (!std::getline(f, line)) return true;
+  auto pos = line.rfind(')');
+  return pos != std::string::npos && pos + 2 < line.size() &&
+         (line[pos + 2] == 'Z' || line[pos + 2] == 'X');
+}
+
+std::string uniqueName(const std::string& stem) {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}();
+  std::ostringstream os;
+  os << "tutti-" << stem << "-" << ::getpid() << "-" << std::hex << salt << "-" << counter++;
+  return os.str();
+}
+
+}  // namespace tutti::transport::shm

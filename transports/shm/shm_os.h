@@ -1,0 +1,119 @@
+// Operating-system pieces of the shm transport: owned fds, shared segments (memfd or a named
+// tmpfs file) with a free-space check and fallocate, doorbells (a pipe or a named FIFO the
+// peer can open by path), and a watch on the peer process (pidfd).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tutti::transport::shm {
+
+enum class SegmentMode { kMemfd, kFile };
+const char* modeName(SegmentMode mode);
+
+// An owned file descriptor (closed on destruction; -1 = none).
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(o.release()) {}
+  Fd& operator=(Fd&& o) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+  void reset();
+
+ private:
+  int fd_ = -1;
+};
+
+// Fails with a clear message unless the filesystem holding `dir` has `bytes` free.
+// `what` says what the bytes are for (e.g. "3 FIFO segments of 4198400 bytes").
+void checkRoom(const std::string& dir, size_t bytes, const std::string& what);
+
+// A shared memory segment mapped read-write. Created by one side (memfd or named file, fully
+// allocated so that touching it can never SIGBUS), opened by the peer through path().
+class Segment {
+ public:
+  Segment() = default;
+  Segment(Segment&& o) noexcept;
+  Segment& operator=(Segment&& o) noexcept;
+  ~Segment();
+
+  static Segment create(SegmentMode mode, size_t bytes, const std::string& dir,
+                        const std::string& name);
+  static Segment open(const std::string& path, size_t bytes);
+
+  std::byte* data() const { return static_cast<std::byte*>(addr_); }
+  size_t size() const { return bytes_; }
+  // Where the peer opens it: /proc/<pid>/fd/<n> (memfd) or the file's path.
+  const std::string& path() const { return path_; }
+  // After the peer mapped it: the fd and the name are no longer needed.
+  void release();
+
+ private:
+  void destroy();
+  Fd fd_;
+  void* addr_ = nullptr;
+  size_t bytes_ = 0;
+  std::string path_;
+  bool named_ = false;  // path_ is a file to unlink
+};
+
+// The local end of a doorbell: readable when the peer rang. Kept with a write end of our
+// own so that a peer closing its end never makes it permanently readable.
+class Doorbell {
+ public:
+  static Doorbell create(SegmentMode mode, const std::string& dir, const std::string& name);
+  int waitFd() const { return read_.get(); }
+  const std::string& path() const { return path_; }  // what the peer opens for writing
+  void drain();
+  void release();  // unlinks a named FIFO once the peer opened it
+
+ private:
+  Fd read_;
+  Fd write_;
+  std::string path_;
+  bool named_ = false;
+};
+
+// The peer's end of a doorbell.
+class Bell {
+ public:
+  Bell() = default;
+  static Bell open(const std::string& path);
+  void ring() const;
+
+ private:
+  Fd fd_;
+};
+
+// Watches a peer process: a pidfd (readable once it exits) or, without pidfd_open,
+// kill(pid, 0) + /proc/<pid>/stat.
+class PeerProcess {
+ public:
+  PeerProcess() = default;
+  explicit PeerProcess(pid_t pid);
+  pid_t pid() const { return pid_; }
+  int waitFd() const { return pidfd_.get(); }  // -1 without pidfd
+  bool exited() const;
+
+ private:
+  pid_t pid_ = 0;
+  Fd pidfd_;
+};
+
+// A unique suffix for named objects of this process.
+std::string uniqueName(const std::string& stem);
+
+}  // namespace tutti::transport::shm

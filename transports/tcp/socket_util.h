@@ -1,0 +1,62 @@
+// Small socket helpers for the tcp transport: an owning fd, socket options, addresses.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <string>
+#include <utility>
+
+namespace tutti::transport::tcp {
+
+// Owns one file descriptor; closes it on destruction.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void reset();
+
+ private:
+  int fd_ = -1;
+};
+
+// A socket address (IPv4 or IPv6) and its text form "a.b.c.d:port" / "[v6]:port".
+struct SockAddr {
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  const sockaddr* sa() const { return reinterpret_cast<const sockaddr*>(&ss); }
+  sockaddr* sa() { return reinterpret_cast<sockaddr*>(&ss); }
+  int family() const { return ss.ss_family; }
+  int port() const;
+  void setPort(int port);
+  std::string str() const;  // with port
+  std::string host() const;  // without port
+};
+
+// Parses "a.b.c.d:port" or "[v6]:port"; throws tuttiInvalidArgument naming `what`.
+SockAddr parseSockAddr(const std::string& text, const std::string& what);
+
+// Local / remote address of a connected socket ("?" when unknown).
+std::string localAddrOf(int fd);
+std::string peerAddrOf(int fd);
+
+// Non-blocking stream socket of the given family with CLOEXEC.
+Fd makeStreamSocket(int family);
+void setNonBlocking(int fd);
+// TCP_NODELAY, and the buffer sizes when bytes > 0 (0: kernel autotuning).
+void tuneDataSocket(int fd, int bufBytes);
+
+}  // namespace tutti::transport::tcp
