@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -29,6 +30,12 @@ std::mutex& registryMutex() {
 std::map<std::string, std::shared_ptr<TcpStoreServer>>& registry() {
   static auto* r = new std::map<std::string, std::shared_ptr<TcpStoreServer>>;  // never freed:
   return *r;  // servers of unused ids live until exit without destructor-order issues
+}
+
+// The process that filled the registry.
+pid_t& registryPid() {
+  static pid_t pid = getpid();
+  return pid;
 }
 
 SockAddr fromIfaddr(const sockaddr* sa) {
@@ -143,6 +150,7 @@ tuttiUniqueId makeUniqueId() {
   info.addr = server->sockAddr();
   {
     std::lock_guard lock(registryMutex());
+    if (registry().empty()) registryPid() = getpid();
     registry()[secretToHex(info.secret)] = std::move(server);
   }
   TUTTI_INFO(kBootstrap, "unique id: store server at " << info.addr.toString());
@@ -151,6 +159,9 @@ tuttiUniqueId makeUniqueId() {
 
 std::shared_ptr<TcpStoreServer> takeServer(const UniqueIdInfo& info) {
   std::lock_guard lock(registryMutex());
+  // After fork(2) the registry is a copy whose server threads do not exist in this
+  // process: never hand those out (the server keeps running in the parent).
+  if (registryPid() != getpid()) return nullptr;
   auto it = registry().find(secretToHex(info.secret));
   if (it == registry().end()) return nullptr;
   auto server = std::move(it->second);

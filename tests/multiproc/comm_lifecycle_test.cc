@@ -1,0 +1,251 @@
+// Communicator lifecycle over real processes: init/destroy at many sizes, split, init twice,
+// a missing rank, malformed environments, abort of a blocked init.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm_test_util.h"
+#include "harness/fork_harness.h"
+#include "tutti/tutti.h"
+
+namespace tutti::test {
+namespace {
+
+class InitDestroy : public ::testing::TestWithParam<int> {};
+
+TEST_P(InitDestroy, EveryRankSeesItsRankAndSize) {
+  int n = GetParam();
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(n, [&](int rank) {
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+    int r = -1, size = -1;
+    TUTTI_ASSERT_OK(tuttiCommUserRank(comm, &r), comm);
+    TUTTI_ASSERT_OK(tuttiCommCount(comm, &size), comm);
+    EXPECT_EQ(r, rank);
+    EXPECT_EQ(size, n);
+    // The communicator works: an all-reduce of ranks.
+    int mine = rank + 1, sum = 0;
+    TUTTI_ASSERT_OK(tuttiAllReduce(&mine, &sum, 1, tuttiInt32, tuttiSum, comm, nullptr), comm);
+    EXPECT_EQ(sum, n * (n + 1) / 2);
+    TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+  });
+  EXPECT_TRUE(result.allOk()) << result.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, InitDestroy, ::testing::Values(1, 2, 3, 4, 7, 8, 16));
+
+TEST(CommSplit, ColorsAndKeyOrdering) {
+  const int n = 6;
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(n, [&](int rank) {
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+    // Colors: even / odd ranks; rank 5 opts out. Keys reverse the order.
+    int color = rank == 5 ? TUTTI_SPLIT_NOCOLOR : rank % 2;
+    int key = n - rank;
+    tuttiComm_t sub = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommSplit(comm, color, key, &sub, nullptr), comm);
+    if (rank == 5) {
+      EXPECT_EQ(sub, nullptr);
+    } else {
+      ASSERT_NE(sub, nullptr);
+      int subRank = -1, subSize = -1;
+      TUTTI_ASSERT_OK(tuttiCommUserRank(sub, &subRank), sub);
+      TUTTI_ASSERT_OK(tuttiCommCount(sub, &subSize), sub);
+      // even: ranks 0,2,4 with keys 6,4,2 -> order 4,2,0; odd: 1,3 with keys 5,3 -> 3,1.
+      std::vector<int> members = color == 0 ? std::vector<int>{4, 2, 0} : std::vector<int>{3, 1};
+      EXPECT_EQ(subSize, static_cast<int>(members.size()));
+      int expected = -1;
+      for (size_t i = 0; i < members.size(); ++i)
+        if (members[i] == rank) expected = static_cast<int>(i);
+      EXPECT_EQ(subRank, expected);
+      // The sub-communicator works and only spans its color.
+      int mine = rank, sum = 0;
+      TUTTI_ASSERT_OK(tuttiAllReduce(&mine, &sum, 1, tuttiInt32, tuttiSum, sub, nullptr), sub);
+      EXPECT_EQ(sum, color == 0 ? 6 : 4);
+      TUTTI_ASSERT_OK(tuttiCommDestroy(sub), nullptr);
+    }
+    // The parent still works after the split.
+    int one = 1, total = 0;
+    TUTTI_ASSERT_OK(tuttiAllReduce(&one, &total, 1, tuttiInt32, tuttiSum, comm, nullptr), comm);
+    EXPECT_EQ(total, n);
+    TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+  });
+  EXPECT_TRUE(result.allOk()) << result.describe();
+}
+
+TEST(CommInit, TwiceInOneProcess) {
+  const int n = 3;
+  tuttiUniqueId id1 = makeId();
+  tuttiUniqueId id2 = makeId();
+  auto result = runRanks(n, [&](int rank) {
+    tuttiComm_t a = nullptr, b = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&a, n, id1, rank), nullptr);
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&b, n, id2, (rank + 1) % n), nullptr);
+    int x = rank, ya = 0, yb = 0;
+    TUTTI_ASSERT_OK(tuttiAllReduce(&x, &ya, 1, tuttiInt32, tuttiMax, a, nullptr), a);
+    TUTTI_ASSERT_OK(tuttiAllReduce(&x, &yb, 1, tuttiInt32, tuttiSum, b, nullptr), b);
+    EXPECT_EQ(ya, n - 1);
+    EXPECT_EQ(yb, n * (n - 1) / 2);
+    TUTTI_ASSERT_OK(tuttiCommDestroy(a), nullptr);
+    TUTTI_ASSERT_OK(tuttiCommDestroy(b), nullptr);
+  });
+  EXPECT_TRUE(result.allOk()) << result.describe();
+}
+
+TEST(CommInit, MissingRankTimesOutNamingIt) {
+  const int n = 4;
+  tuttiUniqueId id = makeId();
+  // Rank 2 never starts; the others must fail with tuttiTimeout naming it.
+  setenv("TUTTI_TIMEOUT", "3", 1);
+  auto result = runRanks(n, [&](int rank) {
+    if (rank == 2) return;
+    auto start = std::chrono::steady_clock::now();
+    tuttiComm_t comm = nullptr;
+    tuttiResult_t r = tuttiCommInitRank(&comm, n, id, rank);
+    double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(r, tuttiTimeout) << tuttiGetLastError(nullptr);
+    std::string msg = tuttiGetLastError(nullptr);
+    EXPECT_NE(msg.find("2"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("rank"), std::string::npos) << msg;
+    EXPECT_LT(secs, 3 + 2.0);
+  });
+  unsetenv("TUTTI_TIMEOUT");
+  EXPECT_TRUE(result.allOk()) << result.describe();
+}
+
+TEST(CommInit, MalformedEnvironmentIsAClearError) {
+  struct Case {
+    const char* rank;
+    const char* size;
+    const char* addr;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"abc", "4", "127.0.0.1:29500", "TUTTI_RANK"},
+      {"4", "4", "127.0.0.1:29500", "TUTTI_RANK"},
+      {"-1", "4", "127.0.0.1:29500", "TUTTI_RANK"},
+      {"0", "x", "127.0.0.1:29500", "TUTTI_WORLD_SIZE"},
+      {"1", "2", "not-an-address", "TUTTI_ADDR"},
+  };
+  for (const Case& c : cases) {
+    auto result = runRanks(1, [&](int) {
+      setenv("TUTTI_RANK", c.rank, 1);
+      setenv("TUTTI_WORLD_SIZE", c.size, 1);
+      setenv("TUTTI_ADDR", c.addr, 1);
+      setenv("TUTTI_SECRET", "0123456789abcdef0123456789abcdef", 1);
+      setenv("TUTTI_TIMEOUT", "2", 1);
+      tuttiComm_t comm = nullptr;
+      tuttiResult_t r = tuttiCommInitFromEnv(&comm, nullptr);
+      EXPECT_NE(r, tuttiSuccess);
+      EXPECT_EQ(comm, nullptr);
+      std::string msg = tuttiGetLastError(nullptr);
+      EXPECT_NE(msg.find(c.expect), std::string::npos) << msg;
+    });
+    EXPECT_TRUE(result.allOk()) << c.rank << "/" << c.size << "/" << c.addr << ": "
+                                << result.describe();
+  }
+}
+
+TEST(CommInit, UnreachableAddressFailsWithinTimeout) {
+  auto result = runRanks(1, [&](int) {
+    // Rank 1 of 2: connects to a port where nobody listens.
+    setenv("TUTTI_RANK", "1", 1);
+    setenv("TUTTI_WORLD_SIZE", "2", 1);
+    setenv("TUTTI_ADDR", "127.0.0.1:9", 1);
+    setenv("TUTTI_SECRET", "0123456789abcdef0123456789abcdef", 1);
+    setenv("TUTTI_TIMEOUT", "2", 1);
+    auto start = std::chrono::steady_clock::now();
+    tuttiComm_t comm = nullptr;
+    tuttiResult_t r = tuttiCommInitFromEnv(&comm, nullptr);
+    double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_TRUE(r == tuttiTimeout || r == tuttiRemoteError) << tuttiGetErrorString(r);
+    std::string msg = tuttiGetLastError(nullptr);
+    EXPECT_NE(msg.find("127.0.0.1:9"), std::string::npos) << msg;
+    EXPECT_LT(secs, 4.5);
+  });
+  EXPECT_TRUE(result.allOk()) << result.describe();
+}
+
+TEST(CommInit, AbortFromAnotherThreadUnblocksInit) {
+  // Rank 0 of 2 inits non-blocking; rank 1 never comes; abort must end the init promptly.
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(1, [&](int) {
+    tuttiConfig_t config = TUTTI_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    config.timeoutMs = 60000;
+    tuttiComm_t comm = nullptr;
+    tuttiResult_t r = tuttiCommInitRankConfig(&comm, 2, id, 0, &config);
+    ASSERT_EQ(r, tuttiInProgress) << tuttiGetLastError(nullptr);
+    ASSERT_NE(comm, nullptr);
+    tuttiResult_t state = tuttiSuccess;
+    ASSERT_EQ(tuttiCommGetAsyncError(comm, &state), tuttiSuccess);
+    EXPECT_EQ(state, tuttiInProgress);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    auto start = std::chrono::steady_clock::now();
+    std::thread aborter([comm] { tuttiCommAbort(comm); });
+    aborter.join();
+    for (int i = 0; i < 500; ++i) {
+      tuttiCommGetAsyncError(comm, &state);
+      if (state != tuttiInProgress) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_NE(state, tuttiInProgress);
+    EXPECT_NE(state, tuttiSuccess);
+    EXPECT_LT(secs, 3.0);
+    EXPECT_EQ(tuttiCommDestroy(comm), tuttiSuccess);
+  });
+  EXPECT_TRUE(result.allOk()) << result.describe();
+}
+
+TEST(CommApi, BadArgumentsAreRejectedWithMessages) {
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(1, [&](int) {
+    tuttiComm_t comm = nullptr;
+    EXPECT_EQ(tuttiCommInitRank(&comm, 1, id, 1), tuttiInvalidArgument);
+    EXPECT_NE(std::string(tuttiGetLastError(nullptr)).find("rank 1"), std::string::npos);
+    EXPECT_EQ(tuttiCommInitRank(nullptr, 1, id, 0), tuttiInvalidArgument);
+    tuttiUniqueId garbage;
+    memset(&garbage, 0x5a, sizeof(garbage));
+    EXPECT_EQ(tuttiCommInitRank(&comm, 1, garbage, 0), tuttiInvalidArgument);
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 1, id, 0), nullptr);
+    float x = 1, y = 0;
+    EXPECT_EQ(tuttiAllReduce(&x, &y, 1, static_cast<tuttiDataType_t>(42), tuttiSum, comm,
+                             nullptr),
+              tuttiInvalidArgument);
+    EXPECT_NE(std::string(tuttiGetLastError(comm)).find("datatype"), std::string::npos);
+    EXPECT_EQ(tuttiAllReduce(&x, &y, 1, tuttiFloat32, static_cast<tuttiRedOp_t>(9), comm,
+                             nullptr),
+              tuttiInvalidArgument);
+    EXPECT_EQ(tuttiAllReduce(nullptr, &y, 1, tuttiFloat32, tuttiSum, comm, nullptr),
+              tuttiInvalidArgument);
+    EXPECT_EQ(tuttiBroadcast(&x, &y, 1, tuttiFloat32, 3, comm, nullptr), tuttiInvalidArgument);
+    EXPECT_EQ(tuttiSend(&x, 1, tuttiFloat32, 1, comm, nullptr), tuttiInvalidArgument);
+    EXPECT_EQ(tuttiAllReduce(&x, &y, 1, tuttiFloat32, tuttiSum, nullptr, nullptr),
+              tuttiInvalidArgument);
+    EXPECT_EQ(tuttiGroupEnd(), tuttiInvalidUsage);
+    // Zero-count calls are valid no-ops.
+    TUTTI_ASSERT_OK(tuttiAllReduce(nullptr, nullptr, 0, tuttiFloat32, tuttiSum, comm, nullptr),
+                    comm);
+    int v = 0;
+    TUTTI_ASSERT_OK(tuttiGetVersion(&v), nullptr);
+    EXPECT_EQ(v, TUTTI_VERSION_CODE);
+    TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+  });
+  EXPECT_TRUE(result.allOk()) << result.describe();
+}
+
+}  // namespace
+}  // namespace tutti::test
