@@ -27,8 +27,7 @@ Schedule allGatherRing(const CollArgs& a) {
 
 Schedule allGatherRd(const CollArgs& a) {
   Ctx c(a);
-  TUTTI_CHECK_ARG(patterns::isPow2(c.n), "allgather rd needs a power-of-two rank count, got ",
-                  c.n);
+  TUTTI_CHECK_ARG(patterns::isPow2(c.n), "allgather rd needs a power-of-two rank count, got ", c.n);
   Schedule s = gatherStart(a, "rd", c);
   size_t cnt = a.count;
   size_t t = 0;

@@ -1,8 +1,8 @@
 // All-reduce "naive" (everyone sends everything to everyone) and "ps" (parameter server:
 // reduce at rank 0, then rank 0 sends the result to all). Both reduce in rank order, so they
 // are deterministic by construction.
-#include "builders.h"
 #include "builder.h"
+#include "builders.h"
 
 namespace tutti::algo::detail {
 

@@ -23,8 +23,8 @@ size_t maxChildren(const patterns::Tree& t) {
 
 // Emits one tree's all-reduce of elements [off, off+cnt); returns scratch bytes used from
 // tmpOff on.
-size_t treeAllReduce(Schedule& s, const Ctx& c, const patterns::Tree& tree, size_t off,
-                     size_t cnt, size_t tmpOff) {
+size_t treeAllReduce(Schedule& s, const Ctx& c, const patterns::Tree& tree, size_t off, size_t cnt,
+                     size_t tmpOff) {
   const patterns::TreeNode& node = tree.nodes[c.r];
   size_t nch = patterns::numChunks(cnt * c.es, kChunkBytes, kMaxChunks);
   size_t D = tree.maxDepth(), d = tree.depthOf(c.r);

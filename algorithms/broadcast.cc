@@ -45,8 +45,10 @@ Schedule broadcastBinomial(const CollArgs& a) {
   patterns::Tree tree = patterns::binomialTree(c.n, a.root);
   int v = (c.r - a.root + c.n) % c.n;
   auto stepOf = [&](int vv) { return patterns::log2Floor(vv); };  // step that reaches vv
-  if (v == 0) copy(at(s, 0), c.in(0, m), c.out(0, m));
-  else recv(at(s, stepOf(v)), tree.nodes[c.r].parent, c.out(0, m));
+  if (v == 0)
+    copy(at(s, 0), c.in(0, m), c.out(0, m));
+  else
+    recv(at(s, stepOf(v)), tree.nodes[c.r].parent, c.out(0, m));
   for (int kid : tree.nodes[c.r].children) {
     int kv = (kid - a.root + c.n) % c.n;
     send(at(s, stepOf(kv - v)), kid, v == 0 ? c.in(0, m) : c.out(0, m));

@@ -87,8 +87,8 @@ size_t ringAllGather(Schedule& s, size_t t0, std::span<const int> group, int pos
   return t0 + (g > 1 ? g - 1 : 0);
 }
 
-size_t ringReduceScatter(Schedule& s, size_t t0, const Ctx& c, std::span<const int> group,
-                         int pos, size_t off, size_t cnt, Buf src) {
+size_t ringReduceScatter(Schedule& s, size_t t0, const Ctx& c, std::span<const int> group, int pos,
+                         size_t off, size_t cnt, Buf src) {
   int g = static_cast<int>(group.size());
   int next = group[(pos + 1) % g], prev = group[(pos + g - 1) % g];
   auto blk = [&](int k) {
@@ -107,8 +107,7 @@ size_t ringReduceScatter(Schedule& s, size_t t0, const Ctx& c, std::span<const i
 }
 
 size_t detReduceToOwners(Schedule& s, size_t t0, const Ctx& c,
-                         const std::function<Range(int)>& blocks, Slice dst,
-                         size_t scratchOffset) {
+                         const std::function<Range(int)>& blocks, Slice dst, size_t scratchOffset) {
   Range mine = blocks(c.r);
   size_t slot = mine.count * c.es;
   std::vector<Slice> x(c.n);
@@ -152,8 +151,12 @@ Schedule detReduceScatter(const CollArgs& a, const char* name) {
     trim(s);
     return s;
   }
-  detReduceToOwners(s, 0, c, [&](int j) { return Range{j * a.count, a.count}; },
-                    c.out(0, a.count), 0);
+  detReduceToOwners(
+      s, 0, c,
+      [&](int j) {
+        return Range{j * a.count, a.count};
+      },
+      c.out(0, a.count), 0);
   trim(s);
   return s;
 }

@@ -55,7 +55,7 @@ Round& at(Schedule& s, size_t t);
 void trim(Schedule& s);
 // Grows scratch to at least bytes.
 void needScratch(Schedule& s, size_t bytes);
-// Shifts a slice by an element offset... (slices are bytes)
+// A byte sub-range of a slice.
 inline Slice sub(Slice s, size_t byteOff, size_t bytes) {
   return Slice{s.buf, s.offset + byteOff, bytes};
 }
@@ -81,16 +81,15 @@ size_t ringAllGather(Schedule& s, size_t t0, std::span<const int> group, int pos
 // Ring reduce-scatter of elements [off, off+cnt) over group: blocks blockRange(cnt, g, k);
 // contributions read from buffer src at the same offsets, partial sums accumulated in
 // kOutput. Afterwards position p holds block (p + 1) % g fully reduced in kOutput.
-size_t ringReduceScatter(Schedule& s, size_t t0, const Ctx& c, std::span<const int> group,
-                         int pos, size_t off, size_t cnt, Buf src);
+size_t ringReduceScatter(Schedule& s, size_t t0, const Ctx& c, std::span<const int> group, int pos,
+                         size_t off, size_t cnt, Buf src);
 
 // Deterministic reduction (rank order) of blocks to owners: block j of count elements
 // (blocks(j)) is reduced by rank j into dst (dstOf for this rank), contributions read from
 // kInput. Uses rounds t0 (exchange) and t0+1 (local reduce). Returns t0 + 1: transfers may
 // still be added to round t0 + 1 (they run after its local ops).
 size_t detReduceToOwners(Schedule& s, size_t t0, const Ctx& c,
-                         const std::function<Range(int)>& blocks, Slice dst,
-                         size_t scratchOffset);
+                         const std::function<Range(int)>& blocks, Slice dst, size_t scratchOffset);
 
 // Deterministic builders used by every reduction algorithm when CollArgs::deterministic.
 Schedule detAllReduce(const CollArgs& a, const char* name);

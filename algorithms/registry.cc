@@ -19,8 +19,8 @@ using namespace detail;
 
 const std::array kRegistry = {
     AlgorithmInfo{Coll::kAllReduce, "naive",
-                  "every rank sends its buffer to every other and reduces in rank order",
-                  always, allReduceNaive},
+                  "every rank sends its buffer to every other and reduces in rank order", always,
+                  allReduceNaive},
     AlgorithmInfo{Coll::kAllReduce, "ps",
                   "parameter server: reduce at rank 0 in rank order, then rank 0 sends to all",
                   always, allReducePs},
@@ -47,10 +47,10 @@ const std::array kRegistry = {
                   allGatherRing},
     AlgorithmInfo{Coll::kAllGather, "rd", "recursive doubling (power-of-two rank counts)",
                   pow2Ranks, allGatherRd},
-    AlgorithmInfo{Coll::kAllGather, "bruck", "Bruck: ceil(log2 n) steps for any rank count",
-                  always, allGatherBruck},
-    AlgorithmInfo{Coll::kReduceScatter, "ring",
-                  "ring reduce-scatter along the ring order", always, reduceScatterRing},
+    AlgorithmInfo{Coll::kAllGather, "bruck", "Bruck: ceil(log2 n) steps for any rank count", always,
+                  allGatherBruck},
+    AlgorithmInfo{Coll::kReduceScatter, "ring", "ring reduce-scatter along the ring order", always,
+                  reduceScatterRing},
     AlgorithmInfo{Coll::kReduceScatter, "rhalving",
                   "recursive halving (non-power-of-two ranks folded first)", always,
                   reduceScatterRhalving},
@@ -70,12 +70,18 @@ const std::array kRegistry = {
 
 const char* collName(Coll c) {
   switch (c) {
-    case Coll::kAllReduce: return "allreduce";
-    case Coll::kAllGather: return "allgather";
-    case Coll::kReduceScatter: return "reducescatter";
-    case Coll::kBroadcast: return "broadcast";
-    case Coll::kReduce: return "reduce";
-    case Coll::kAllToAll: return "alltoall";
+    case Coll::kAllReduce:
+      return "allreduce";
+    case Coll::kAllGather:
+      return "allgather";
+    case Coll::kReduceScatter:
+      return "reducescatter";
+    case Coll::kBroadcast:
+      return "broadcast";
+    case Coll::kReduce:
+      return "reduce";
+    case Coll::kAllToAll:
+      return "alltoall";
   }
   return "?";
 }

@@ -14,12 +14,12 @@ std::vector<int> ringOrderOrIdentity(std::span<const int> order, int n) {
     for (int i = 0; i < n; ++i) out[i] = i;
     return out;
   }
-  TUTTI_CHECK_ARG(static_cast<int>(out.size()) == n, "ring order has ", out.size(),
-                  " entries for ", n, " ranks");
+  TUTTI_CHECK_ARG(static_cast<int>(out.size()) == n, "ring order has ", out.size(), " entries for ",
+                  n, " ranks");
   std::vector<char> seen(n, 0);
   for (int r : out) {
-    TUTTI_CHECK_ARG(r >= 0 && r < n && !seen[r], "ring order is not a permutation of 0..",
-                    n - 1, " (bad or repeated entry ", r, ")");
+    TUTTI_CHECK_ARG(r >= 0 && r < n && !seen[r], "ring order is not a permutation of 0..", n - 1,
+                    " (bad or repeated entry ", r, ")");
     seen[r] = 1;
   }
   return out;
@@ -108,8 +108,8 @@ DoubleTree doubleBinaryTree(int n) {
 }
 
 Tree binomialTree(int n, int root) {
-  TUTTI_CHECK_ARG(n >= 1 && root >= 0 && root < n, "binomial tree: bad root ", root, " for ",
-                  n, " ranks");
+  TUTTI_CHECK_ARG(n >= 1 && root >= 0 && root < n, "binomial tree: bad root ", root, " for ", n,
+                  " ranks");
   Tree t;
   t.root = root;
   t.nodes.resize(n);
@@ -141,8 +141,8 @@ int log2Floor(int n) {
 }
 
 Fold foldPow2(int n, int rank) {
-  TUTTI_CHECK_ARG(n >= 1 && rank >= 0 && rank < n, "fold: rank ", rank, " out of range for ",
-                  n, " ranks");
+  TUTTI_CHECK_ARG(n >= 1 && rank >= 0 && rank < n, "fold: rank ", rank, " out of range for ", n,
+                  " ranks");
   Fold f;
   f.pof2 = largestPow2AtMost(n);
   f.rem = n - f.pof2;

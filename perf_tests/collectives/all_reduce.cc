@@ -28,8 +28,17 @@ tuttiResult_t run(const void* s, void* r, size_t count, tuttiDataType_t t, tutti
 
 int main(int argc, char** argv) {
   const tutti_perf::Collective coll{
-      "all_reduce_perf", "allreduce", true, false, true,
+      "all_reduce_perf",
+      "allreduce",
+      true,
+      false,
+      true,
       {"naive", "ps", "ring", "tree", "dbtree", "butterfly", "rabenseifner", "hier"},
-      layout, algFactor, busFactor, fillInput, fillExpected, run};
+      layout,
+      algFactor,
+      busFactor,
+      fillInput,
+      fillExpected,
+      run};
   return tutti_perf::perfMain(coll, argc, argv);
 }

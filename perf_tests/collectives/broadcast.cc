@@ -20,15 +20,15 @@ bool fillExpected(const Pattern& p, int, int root, const Layout& l, void* exp) {
   tutti_perf::fillInput(p, root, exp, l.recvCount, 0);
   return true;
 }
-tuttiResult_t run(const void* s, void* r, size_t count, tuttiDataType_t t, tuttiRedOp_t,
-                  int root, tuttiComm_t comm, tuttiStream_t stream) {
+tuttiResult_t run(const void* s, void* r, size_t count, tuttiDataType_t t, tuttiRedOp_t, int root,
+                  tuttiComm_t comm, tuttiStream_t stream) {
   return tuttiBroadcast(s, r, count, t, root, comm, stream);
 }
 }  // namespace
 
 int main(int argc, char** argv) {
-  const tutti_perf::Collective coll{"broadcast_perf", "broadcast", false, true, true,
-                                    {"chain", "binomial"}, layout, algFactor, busFactor,
-                                    fillInput, fillExpected, run};
+  const tutti_perf::Collective coll{
+      "broadcast_perf", "broadcast", false,     true,      true,         {"chain", "binomial"},
+      layout,           algFactor,   busFactor, fillInput, fillExpected, run};
   return tutti_perf::perfMain(coll, argc, argv);
 }

@@ -15,8 +15,8 @@
 typedef struct {
   size_t minBytes, maxBytes, stepBytes, stepFactor;
   int iters, warmup, check, average;
-  const char* algo; /* driver-specific (gloo: ring, bcube, hd) */
-  int rank, size;   /* gloo: -R/-S (MPI: from MPI) */
+  const char* algo;  /* driver-specific (gloo: ring, bcube, hd) */
+  int rank, size;    /* gloo: -R/-S (MPI: from MPI) */
   const char* store; /* gloo: -F file store directory */
 } cmp_opts;
 
@@ -27,9 +27,15 @@ static double cmp_parse_size(const char* v) {
   if (n == 1) return size;
   if (n != 2) return -1;
   switch (lit[0]) {
-    case 'G': case 'g': return size * 1024.0 * 1024 * 1024;
-    case 'M': case 'm': return size * 1024.0 * 1024;
-    case 'K': case 'k': return size * 1024.0;
+    case 'G':
+    case 'g':
+      return size * 1024.0 * 1024 * 1024;
+    case 'M':
+    case 'm':
+      return size * 1024.0 * 1024;
+    case 'K':
+    case 'k':
+      return size * 1024.0;
   }
   return -1;
 }
@@ -50,18 +56,42 @@ static int cmp_parse(int argc, char** argv, cmp_opts* o) {
   o->store = NULL;
   while ((c = getopt(argc, argv, "b:e:i:f:n:w:c:a:A:R:S:F:h")) != -1) {
     switch (c) {
-      case 'b': o->minBytes = (size_t)cmp_parse_size(optarg); break;
-      case 'e': o->maxBytes = (size_t)cmp_parse_size(optarg); break;
-      case 'i': o->stepBytes = strtoul(optarg, NULL, 0); break;
-      case 'f': o->stepFactor = strtoul(optarg, NULL, 0); break;
-      case 'n': o->iters = atoi(optarg); break;
-      case 'w': o->warmup = atoi(optarg); break;
-      case 'c': o->check = atoi(optarg); break;
-      case 'a': o->average = atoi(optarg); break;
-      case 'A': o->algo = optarg; break;
-      case 'R': o->rank = atoi(optarg); break;
-      case 'S': o->size = atoi(optarg); break;
-      case 'F': o->store = optarg; break;
+      case 'b':
+        o->minBytes = (size_t)cmp_parse_size(optarg);
+        break;
+      case 'e':
+        o->maxBytes = (size_t)cmp_parse_size(optarg);
+        break;
+      case 'i':
+        o->stepBytes = strtoul(optarg, NULL, 0);
+        break;
+      case 'f':
+        o->stepFactor = strtoul(optarg, NULL, 0);
+        break;
+      case 'n':
+        o->iters = atoi(optarg);
+        break;
+      case 'w':
+        o->warmup = atoi(optarg);
+        break;
+      case 'c':
+        o->check = atoi(optarg);
+        break;
+      case 'a':
+        o->average = atoi(optarg);
+        break;
+      case 'A':
+        o->algo = optarg;
+        break;
+      case 'R':
+        o->rank = atoi(optarg);
+        break;
+      case 'S':
+        o->size = atoi(optarg);
+        break;
+      case 'F':
+        o->store = optarg;
+        break;
       default:
         fprintf(stderr,
                 "usage: %s [-b min] [-e max] [-f factor | -i step] [-n iters] [-w warmup] "
@@ -101,21 +131,28 @@ static long cmp_wrong(const float* got, size_t count, uint64_t seed, int nranks)
 static void cmp_float_str(double value, int width, char* out, size_t n) {
   int power = 0;
   for (uint64_t v = 1; value >= (double)v && power < 20; v *= 10) power++;
-  if (power < width - 2) snprintf(out, n, "%*.2f", width, value);
-  else if (power < width - 1) snprintf(out, n, "%*.1f", width, value);
-  else if (power < width + 1) snprintf(out, n, "%*.0f", width, value);
-  else snprintf(out, n, "%*.1e", width, value);
+  if (power < width - 2)
+    snprintf(out, n, "%*.2f", width, value);
+  else if (power < width - 1)
+    snprintf(out, n, "%*.1f", width, value);
+  else if (power < width + 1)
+    snprintf(out, n, "%*.0f", width, value);
+  else
+    snprintf(out, n, "%*.1e", width, value);
 }
 
 static void cmp_header(const char* program, const char* library, const cmp_opts* o, int nranks) {
   printf("# %s: %s, float32 sum, %d ranks\n", program, library, nranks);
-  printf("# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d "
-         "agg iters: 1 validation: %d graph: 0\n",
-         o->minBytes, o->maxBytes, o->stepFactor > 1 ? o->stepFactor : o->stepBytes,
-         o->stepFactor > 1 ? "factor" : "bytes", o->warmup, o->iters, o->check);
+  printf(
+      "# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d "
+      "agg iters: 1 validation: %d graph: 0\n",
+      o->minBytes, o->maxBytes, o->stepFactor > 1 ? o->stepFactor : o->stepBytes,
+      o->stepFactor > 1 ? "factor" : "bytes", o->warmup, o->iters, o->check);
   printf("#\n");
-  printf("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n",
-         "", "", "", "", "");
+  printf(
+      "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          "
+      "\n",
+      "", "", "", "", "");
   printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size", "count",
          "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
          "#wrong");
@@ -135,8 +172,10 @@ static double cmp_result(double sec, size_t count, int nranks, long wrong, int c
   cmp_float_str(sec * 1e6, 7, t, sizeof t);
   cmp_float_str(algbw, 6, a, sizeof a);
   cmp_float_str(busbw, 6, b, sizeof b);
-  if (checked) printf("  %7s  %6s  %6s  %6g", t, a, b, (double)wrong);
-  else printf("  %7s  %6s  %6s    N/A", t, a, b);
+  if (checked)
+    printf("  %7s  %6s  %6s  %6g", t, a, b, (double)wrong);
+  else
+    printf("  %7s  %6s  %6s    N/A", t, a, b);
   return busbw;
 }
 

@@ -119,8 +119,7 @@ int main(int argc, char** argv) {
 
   std::vector<float> send(o.maxBytes / sizeof(float) + 1), recv(o.maxBytes / sizeof(float) + 1);
   if (o.rank == 0) {
-    cmp_header("gloo_allreduce_perf", ("gloo tcp loopback, algorithm " + algo).c_str(), &o,
-               o.size);
+    cmp_header("gloo_allreduce_perf", ("gloo tcp loopback, algorithm " + algo).c_str(), &o, o.size);
   }
   for (int w = 0; w < o.warmup; ++w) {
     allreduce(g, send.data(), recv.data(), o.maxBytes / sizeof(float), 1);
@@ -138,8 +137,7 @@ int main(int argc, char** argv) {
     if (o.rank == 0) printf("\n");
     if (size == 0 && o.stepFactor > 1) break;
   }
-  const int total =
-      static_cast<int>(reduceTime(g, static_cast<double>(errors), 1, 1));
+  const int total = static_cast<int>(reduceTime(g, static_cast<double>(errors), 1, 1));
   if (o.rank == 0) cmp_footer("gloo_allreduce_perf", total, nbw ? bwsum / nbw : 0);
   barrier(g);
   return total ? 1 : 0;

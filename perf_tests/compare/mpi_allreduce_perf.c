@@ -11,7 +11,10 @@ static double reduce_time(double sec, int average, int rank, int nranks) {
     MPI_Bcast(&out, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   } else {
     MPI_Allreduce(&sec, &out, 1, MPI_DOUBLE,
-                  average == 2 ? MPI_MIN : average == 3 ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD);
+                  average == 2   ? MPI_MIN
+                  : average == 3 ? MPI_MAX
+                                 : MPI_SUM,
+                  MPI_COMM_WORLD);
     if (average == 1) out /= nranks;
   }
   (void)rank;

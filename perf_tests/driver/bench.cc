@@ -40,8 +40,8 @@ Pointers pointersFor(const Bench& b, const Layout& l, size_t ws, bool inPlace, s
   return {send, recv};
 }
 
-tuttiResult_t startColl(Bench& b, const Layout& l, tuttiDataType_t type, tuttiRedOp_t op,
-                        int root, bool inPlace, int iter) {
+tuttiResult_t startColl(Bench& b, const Layout& l, tuttiDataType_t type, tuttiRedOp_t op, int root,
+                        bool inPlace, int iter) {
   const size_t ws = typeSize(type);
   // Move the buffers at each iteration (as nccl-tests) to avoid cache effects.
   const size_t total = std::max(l.sendCount, l.recvCount) * ws;
@@ -130,8 +130,8 @@ int64_t allreduceSum(Bench& b, int64_t v) {
   return out;
 }
 
-Measurement benchTime(Bench& b, const Layout& l, tuttiDataType_t type, tuttiRedOp_t op,
-                      int root, bool inPlace, const std::string& algo, bool mayFail) {
+Measurement benchTime(Bench& b, const Layout& l, tuttiDataType_t type, tuttiRedOp_t op, int root,
+                      bool inPlace, const std::string& algo, bool mayFail) {
   Measurement m;
   const size_t ws = typeSize(type);
   if (b.opt.check) initData(b, l, type, op, root, inPlace, 99);

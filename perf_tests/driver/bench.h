@@ -33,8 +33,8 @@ struct Bench {
 };
 
 struct Measurement {
-  bool ran = false;      // false: the library rejected the call (unsupported algorithm, ...)
-  std::string why;       // when !ran
+  bool ran = false;  // false: the library rejected the call (unsupported algorithm, ...)
+  std::string why;   // when !ran
   double timeUs = 0;
   double algBw = 0;      // GB/s
   double busBw = 0;      // GB/s
@@ -45,8 +45,8 @@ struct Measurement {
 
 // `algo`: "" keeps the environment's TUTTI_ALGO, else TUTTI_ALGO=<algoKey>:<algo> around the
 // measured calls only. `mayFail`: a rejected first call gives !ran instead of exiting.
-Measurement benchTime(Bench& b, const Layout& l, tuttiDataType_t type, tuttiRedOp_t op,
-                      int root, bool inPlace, const std::string& algo, bool mayFail);
+Measurement benchTime(Bench& b, const Layout& l, tuttiDataType_t type, tuttiRedOp_t op, int root,
+                      bool inPlace, const std::string& algo, bool mayFail);
 
 // Sets TUTTI_ALGO=<algoKey>:<algo>; an empty `algo` restores the variable found at start.
 void setAlgoEnv(const Bench& b, const std::string& algo);
@@ -60,9 +60,9 @@ void barrier(Bench& b);
 [[noreturn]] void failCall(const Bench* b, const char* call, tuttiResult_t r, const char* file,
                            int line);
 
-#define PERF_CHECK(b, call)                                              \
-  do {                                                                   \
-    const tuttiResult_t r_ = (call);                                     \
+#define PERF_CHECK(b, call)                                                           \
+  do {                                                                                \
+    const tuttiResult_t r_ = (call);                                                  \
     if (r_ != tuttiSuccess) ::tutti_perf::failCall(b, #call, r_, __FILE__, __LINE__); \
   } while (0)
 

@@ -39,16 +39,17 @@ struct Run {
   double ceiling = 0;  // GB/s, --limit
   double bwSum = 0;
   int bwCount = 0;
+  bool otherAlgo = false;  // the library reported another algorithm than requested
 };
 
-#define PRINT(...)                        \
-  do {                                    \
-    if (run.main) printf(__VA_ARGS__);    \
+#define PRINT(...)                     \
+  do {                                 \
+    if (run.main) printf(__VA_ARGS__); \
   } while (0)
 
 int localRankFromEnv() {
-  for (const char* v : {"TUTTI_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK",
-                        "SLURM_LOCALID"}) {
+  for (const char* v :
+       {"TUTTI_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK", "SLURM_LOCALID"}) {
     if (const char* s = getenv(v)) return atoi(s);
   }
   return 0;
@@ -177,16 +178,17 @@ void printHeader(Run& run, const std::vector<std::string>& rankLines) {
   PRINT("# Using devices\n");
   for (const auto& line : rankLines) PRINT("%s\n", line.c_str());
   const char* env = getenv("TUTTI_ALGO");
-  PRINT("# tutti: nranks %d memory %s transports %s algorithm %s\n", run.b.nranks,
-        o.memory.c_str(), run.transports.empty() ? "-" : run.transports.c_str(),
-        !run.sweep.empty() ? "sweep (-A)"
+  PRINT("# tutti: nranks %d memory %s transports %s algorithm %s\n", run.b.nranks, o.memory.c_str(),
+        run.transports.empty() ? "-" : run.transports.c_str(),
+        !run.sweep.empty()    ? "sweep (-A)"
         : !run.forced.empty() ? run.forced.c_str()
-        : env ? env
-              : "automatic");
+        : env                 ? env
+                              : "automatic");
   if (o.limit) {
     if (run.ceiling > 0) {
-      PRINT("# Ceiling: %.2f GB/s (%s); %%ceil = busbw / ceiling\n", run.ceiling,
-            o.linkGbps > 0 ? "--link-gbps / 8" : "single-thread memcpy, 256 MiB, best of 5, rank 0");
+      PRINT(
+          "# Ceiling: %.2f GB/s (%s); %%ceil = busbw / ceiling\n", run.ceiling,
+          o.linkGbps > 0 ? "--link-gbps / 8" : "single-thread memcpy, 256 MiB, best of 5, rank 0");
     } else {
       PRINT("# Ceiling: unknown for a job across hosts: give --link-gbps <Gbit/s>\n");
     }
@@ -206,8 +208,10 @@ void printTableHeader(Run& run) {
     if (o.showAlgo) {
       extra2 += "  algo          transports";
     }
-    PRINT("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n",
-          "", "", "", "", "");
+    PRINT(
+        "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place         "
+        " \n",
+        "", "", "", "", "");
     PRINT("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s%s\n", "size",
           "count", "type", "redop", "root", timeStr, "algbw", "busbw", "#wrong", timeStr, "algbw",
           "busbw", "#wrong", extra2.c_str());
@@ -225,8 +229,8 @@ void printTableHeader(Run& run) {
     snprintf(buf, sizeof(buf), "  %*s", w, "(GB/s)");
     units += buf;
   }
-  PRINT("# %10s  %12s  %8s  %6s  %6s  out-of-place busbw by algorithm (TUTTI_ALGO=%s:<algo>)\n",
-        "", "", "", "", "", run.b.coll->algoKey);
+  PRINT("# %10s  %12s  %8s  %6s  %6s  out-of-place busbw by algorithm (TUTTI_ALGO=%s:<algo>)\n", "",
+        "", "", "", "", run.b.coll->algoKey);
   PRINT("# %10s  %12s  %8s  %6s  %6s%s  %7s  %-12s  %6s\n", "size", "count", "type", "redop",
         "root", names.c_str(), "auto", "auto-algo", "#wrong");
   PRINT("# %10s  %12s  %8s  %6s  %6s%s  %7s  %-12s  %6s\n", "(B)", "(elements)", "", "", "",
@@ -267,8 +271,8 @@ void csvRow(Run& run, const Layout& l, tuttiDataType_t type, const char* opStr, 
   const size_t ws = typeSize(type);
   fprintf(run.csv, "%s,%d,%zu,%zu,%s,%s,%d,%s,%s,%s,%s,", run.b.coll->program, run.b.nranks,
           std::max(l.sendCount, l.recvCount) * ws, l.paramCount, typeName(type), opStr, root,
-          placement, csvEscape(algo.empty() ? "auto" : algo).c_str(),
-          csvEscape(m.algoUsed).c_str(), csvEscape(run.transports).c_str());
+          placement, csvEscape(algo.empty() ? "auto" : algo).c_str(), csvEscape(m.algoUsed).c_str(),
+          csvEscape(run.transports).c_str());
   if (m.ran) {
     fprintf(run.csv, "%.3f,%.6f,%.6f,", m.timeUs, m.algBw, m.busBw);
     if (m.checked) {
@@ -301,8 +305,8 @@ std::string resultColumns(const Measurement& m) {
 }
 
 // One line of the table: nccl-tests' size count type redop root + out-of-place + in-place.
-void testSize(Run& run, const Layout& l, tuttiDataType_t type, tuttiRedOp_t op,
-              const char* opStr, int root) {
+void testSize(Run& run, const Layout& l, tuttiDataType_t type, tuttiRedOp_t op, const char* opStr,
+              int root) {
   Bench& b = run.b;
   const size_t ws = typeSize(type);
   const int printedRoot = b.coll->hasRoot ? root : -1;
@@ -357,7 +361,9 @@ void testSize(Run& run, const Layout& l, tuttiDataType_t type, tuttiRedOp_t op,
       const Measurement m = benchTime(b, l, type, op, root, false, a, true);
       const int w = std::max<int>(7, static_cast<int>(a.size()));
       if (m.ran) {
-        PRINT("  %*s", w, formatFloat(m.busBw, w).c_str());
+        const bool other = !m.algoUsed.empty() && m.algoUsed != a;
+        run.otherAlgo |= other;
+        PRINT("  %*s%s", w, formatFloat(m.busBw, w).c_str(), other ? "*" : "");
         wrong += m.wrong;
         anyChecked |= m.checked;
       } else {
@@ -397,8 +403,8 @@ void timeTest(Run& run, tuttiDataType_t type, tuttiRedOp_t op, const char* opStr
     setAlgoEnv(b, run.forced);
     for (int i = 0; i < o.warmupIters; ++i) {
       const auto* send = b.sendBase;
-      PERF_CHECK(&b, b.coll->run(send, b.recvBase, l.paramCount, type, op, root, b.comm,
-                                 b.mem->stream()));
+      PERF_CHECK(
+          &b, b.coll->run(send, b.recvBase, l.paramCount, type, op, root, b.comm, b.mem->stream()));
     }
     b.mem->synchronize();
     setAlgoEnv(b, "");
@@ -465,8 +471,8 @@ int perfMain(const Collective& coll, int argc, char** argv) {
   PERF_CHECK(&b, tuttiCommCount(b.comm, &b.nranks));
   run.main = b.rank == 0;
   if (o.root >= b.nranks) {
-    if (run.main) fprintf(stderr, "%s: invalid root %d for %d ranks\n", coll.program, o.root,
-                          b.nranks);
+    if (run.main)
+      fprintf(stderr, "%s: invalid root %d for %d ranks\n", coll.program, o.root, b.nranks);
     tuttiCommDestroy(b.comm);
     return EXIT_FAILURE;
   }
@@ -528,7 +534,8 @@ int perfMain(const Collective& coll, int argc, char** argv) {
   }
 
   const std::vector<tuttiDataType_t> types =
-      o.type == -1 ? allTypes() : std::vector<tuttiDataType_t>{static_cast<tuttiDataType_t>(o.type)};
+      o.type == -1 ? allTypes()
+                   : std::vector<tuttiDataType_t>{static_cast<tuttiDataType_t>(o.type)};
   const std::vector<tuttiRedOp_t> ops =
       (coll.hasOp && o.op == -1) ? allOps()
                                  : std::vector<tuttiRedOp_t>{static_cast<tuttiRedOp_t>(o.op)};
@@ -547,11 +554,16 @@ int perfMain(const Collective& coll, int argc, char** argv) {
   const int errors = static_cast<int>(allreduceSum(b, b.errors));
   const double avgBw = run.bwCount ? run.bwSum / run.bwCount : 0.0;
   if (run.json.active()) run.json.endList();
+  if (run.otherAlgo) {
+    PRINT("# *: tuttiCommLastAlgorithm named another algorithm than the one requested\n");
+  }
   PRINT("# %-20s : %d %s\n", "Out of bounds values", errors, errors ? "FAILED" : "OK");
   PRINT("# %-20s : %g %s\n", "Avg bus bandwidth", avgBw, "");
   PRINT("#\n");
   PRINT("# Collective test concluded: %s\n", coll.program);
-  const char* lastError = tuttiGetLastError(nullptr);
+  // The library's last error explains a failure; after a clean run it may only name an
+  // algorithm a sweep tried and the library declined, so it is printed only on failure.
+  const char* lastError = errors ? tuttiGetLastError(nullptr) : nullptr;
   if (lastError && *lastError) {
     PRINT("# error: %s\n", lastError);
   } else {
@@ -582,6 +594,10 @@ int perfMain(const Collective& coll, int argc, char** argv) {
     j.close();
   }
   if (run.csv) fclose(run.csv);
+  // Rank 0 has printed everything before any rank exits: a launcher that stops the job when
+  // one rank exits non-zero (tuttirun, mpirun) must not cut the footer off.
+  fflush(stdout);
+  barrier(b);
 
   b.mem->free(b.sendBase);
   b.mem->free(b.recvBase);

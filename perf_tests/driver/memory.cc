@@ -88,8 +88,7 @@ class CudaMemory : public Memory {
     cudaDeviceProp prop;
     if (cudaGetDeviceProperties(&prop, device_) != cudaSuccess) return "cuda device";
     char buf[64];
-    snprintf(buf, sizeof(buf), "%04x:%02x:%02x", prop.pciDomainID, prop.pciBusID,
-             prop.pciDeviceID);
+    snprintf(buf, sizeof(buf), "%04x:%02x:%02x", prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
     return std::string(prop.name) + " [" + buf + "]";
   }
   int deviceIndex() const override { return device_; }
@@ -132,8 +131,7 @@ double measureMemcpyGBps(size_t bytes) {
   for (int rep = 0; rep < 5; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
     std::memcpy(b.data(), a.data(), bytes);
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (s > 0) best = std::max(best, static_cast<double>(bytes) / 1e9 / s);
     a[rep] = b[bytes - 1 - rep];  // keep the copies observable
   }

@@ -24,7 +24,7 @@ class Memory {
   virtual void toHost(void* hostDst, const void* src, size_t bytes) = 0;
   virtual void zero(void* p, size_t bytes) = 0;
   virtual tuttiStream_t stream() = 0;
-  virtual void synchronize() = 0;  // waits for the work queued on stream()
+  virtual void synchronize() = 0;                     // waits for the work queued on stream()
   virtual std::string deviceDescription() const = 0;  // for the "#  Rank" lines
   virtual int deviceIndex() const = 0;
 };

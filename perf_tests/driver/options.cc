@@ -20,12 +20,19 @@ double parseSize(const char* value) {
   if (n == 2) {
     switch (lit[0]) {
       case 'G':
-      case 'g': units = 1024.0 * 1024 * 1024; break;
+      case 'g':
+        units = 1024.0 * 1024 * 1024;
+        break;
       case 'M':
-      case 'm': units = 1024.0 * 1024; break;
+      case 'm':
+        units = 1024.0 * 1024;
+        break;
       case 'K':
-      case 'k': units = 1024.0; break;
-      default: return -1.0;
+      case 'k':
+        units = 1024.0;
+        break;
+      default:
+        return -1.0;
     }
   } else if (n != 1) {
     return -1.0;
@@ -131,8 +138,12 @@ int parseOptions(int argc, char** argv, Options* o, bool hasOp, bool hasRoot) {
     if (c == -1) break;
     double parsed;
     switch (c) {
-      case 't': o->nThreads = static_cast<int>(strtol(optarg, nullptr, 0)); break;
-      case 'g': o->nGpus = static_cast<int>(strtol(optarg, nullptr, 0)); break;
+      case 't':
+        o->nThreads = static_cast<int>(strtol(optarg, nullptr, 0));
+        break;
+      case 'g':
+        o->nGpus = static_cast<int>(strtol(optarg, nullptr, 0));
+        break;
       case 'b':
         if ((parsed = parseSize(optarg)) < 0) {
           fprintf(stderr, "invalid size specified for 'minbytes'\n");
@@ -147,14 +158,30 @@ int parseOptions(int argc, char** argv, Options* o, bool hasOp, bool hasRoot) {
         }
         o->maxBytes = static_cast<size_t>(parsed);
         break;
-      case 'i': o->stepBytes = strtoul(optarg, nullptr, 0); break;
-      case 'f': o->stepFactor = strtoul(optarg, nullptr, 0); break;
-      case 'n': o->iters = static_cast<int>(strtol(optarg, nullptr, 0)); break;
-      case 'm': o->aggIters = static_cast<int>(strtol(optarg, nullptr, 0)); break;
-      case 'w': o->warmupIters = static_cast<int>(strtol(optarg, nullptr, 0)); break;
-      case 'N': o->runCycles = static_cast<int>(strtol(optarg, nullptr, 0)); break;
-      case 'p': o->parallelInit = static_cast<int>(strtol(optarg, nullptr, 0)); break;
-      case 'c': o->check = static_cast<int>(strtol(optarg, nullptr, 0)); break;
+      case 'i':
+        o->stepBytes = strtoul(optarg, nullptr, 0);
+        break;
+      case 'f':
+        o->stepFactor = strtoul(optarg, nullptr, 0);
+        break;
+      case 'n':
+        o->iters = static_cast<int>(strtol(optarg, nullptr, 0));
+        break;
+      case 'm':
+        o->aggIters = static_cast<int>(strtol(optarg, nullptr, 0));
+        break;
+      case 'w':
+        o->warmupIters = static_cast<int>(strtol(optarg, nullptr, 0));
+        break;
+      case 'N':
+        o->runCycles = static_cast<int>(strtol(optarg, nullptr, 0));
+        break;
+      case 'p':
+        o->parallelInit = static_cast<int>(strtol(optarg, nullptr, 0));
+        break;
+      case 'c':
+        o->check = static_cast<int>(strtol(optarg, nullptr, 0));
+        break;
       case 'o': {
         tuttiRedOp_t op;
         if (strcmp(optarg, "all") == 0) {
@@ -182,25 +209,53 @@ int parseOptions(int argc, char** argv, Options* o, bool hasOp, bool hasRoot) {
       case 'r':
         o->root = strcmp(optarg, "all") == 0 ? -1 : static_cast<int>(strtol(optarg, nullptr, 0));
         break;
-      case 'z': o->blocking = static_cast<int>(strtol(optarg, nullptr, 0)); break;
-      case 'y': o->streamNull = static_cast<int>(strtol(optarg, nullptr, 0)); break;
-      case 'T': o->timeoutSec = static_cast<int>(strtol(optarg, nullptr, 0)); break;
+      case 'z':
+        o->blocking = static_cast<int>(strtol(optarg, nullptr, 0));
+        break;
+      case 'y':
+        o->streamNull = static_cast<int>(strtol(optarg, nullptr, 0));
+        break;
+      case 'T':
+        o->timeoutSec = static_cast<int>(strtol(optarg, nullptr, 0));
+        break;
       case 'G':
         o->cudaGraph = static_cast<int>(strtol(optarg, nullptr, 0));
         if (o->cudaGraph) printf("Option -G (CUDA graph) not supported by tutti. Ignoring\n");
         o->cudaGraph = 0;
         break;
-      case 'C': o->reportCputime = static_cast<int>(strtol(optarg, nullptr, 0)); break;
-      case 'a': o->average = static_cast<int>(strtol(optarg, nullptr, 0)); break;
-      case 'u': o->unalign = static_cast<int>(strtol(optarg, nullptr, 0)); break;
-      case 'J': o->jsonFile = optarg; break;
-      case 'A': o->algo = optarg; break;
-      case kAlgos: o->algoList = splitList(optarg); break;
-      case kMemory: o->memory = optarg; break;
-      case kCsv: o->csvFile = optarg; break;
-      case kLimit: o->limit = static_cast<int>(strtol(optarg, nullptr, 0)); break;
-      case kLinkGbps: o->linkGbps = strtod(optarg, nullptr); break;
-      case kShowAlgo: o->showAlgo = static_cast<int>(strtol(optarg, nullptr, 0)); break;
+      case 'C':
+        o->reportCputime = static_cast<int>(strtol(optarg, nullptr, 0));
+        break;
+      case 'a':
+        o->average = static_cast<int>(strtol(optarg, nullptr, 0));
+        break;
+      case 'u':
+        o->unalign = static_cast<int>(strtol(optarg, nullptr, 0));
+        break;
+      case 'J':
+        o->jsonFile = optarg;
+        break;
+      case 'A':
+        o->algo = optarg;
+        break;
+      case kAlgos:
+        o->algoList = splitList(optarg);
+        break;
+      case kMemory:
+        o->memory = optarg;
+        break;
+      case kCsv:
+        o->csvFile = optarg;
+        break;
+      case kLimit:
+        o->limit = static_cast<int>(strtol(optarg, nullptr, 0));
+        break;
+      case kLinkGbps:
+        o->linkGbps = strtod(optarg, nullptr);
+        break;
+      case kShowAlgo:
+        o->showAlgo = static_cast<int>(strtol(optarg, nullptr, 0));
+        break;
       case 'h':
         usage(prog);
         return 0;
@@ -227,8 +282,8 @@ int parseOptions(int argc, char** argv, Options* o, bool hasOp, bool hasRoot) {
             prog);
     return 1;
   }
-  if (o->iters < 1 || o->aggIters < 1 || o->warmupIters < 0 || o->check < 0 ||
-      o->runCycles < 0 || o->unalign < 0 || o->average < 0 || o->average > 3) {
+  if (o->iters < 1 || o->aggIters < 1 || o->warmupIters < 0 || o->check < 0 || o->runCycles < 0 ||
+      o->unalign < 0 || o->average < 0 || o->average > 3) {
     fprintf(stderr, "%s: invalid -n/-m/-w/-c/-N/-u/-a value\n", prog);
     return 1;
   }

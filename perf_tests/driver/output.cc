@@ -1,9 +1,10 @@
 #include "driver/output.h"
 
-#include <cerrno>
-#include <cmath>
 #include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
 
 namespace tutti_perf {
 
@@ -95,10 +96,18 @@ void JsonWriter::str(const std::string& s) {
   fputc('"', f_);
   for (unsigned char c : s) {
     switch (c) {
-      case '"': fputs("\\\"", f_); break;
-      case '\\': fputs("\\\\", f_); break;
-      case '\n': fputs("\\n", f_); break;
-      case '\t': fputs("\\t", f_); break;
+      case '"':
+        fputs("\\\"", f_);
+        break;
+      case '\\':
+        fputs("\\\\", f_);
+        break;
+      case '\n':
+        fputs("\\n", f_);
+        break;
+      case '\t':
+        fputs("\\t", f_);
+        break;
       default:
         if (c < 0x20) {
           fprintf(f_, "\\u%04x", c);

@@ -1,60 +1,81 @@
 #include "driver/types.h"
 
-#include <cstring>
 #include <strings.h>
+
+#include <cstring>
 
 namespace tutti_perf {
 
 const std::vector<tuttiDataType_t>& allTypes() {
   static const std::vector<tuttiDataType_t> kTypes = {
-      tuttiInt8,    tuttiUint8,   tuttiInt32,   tuttiUint32,  tuttiInt64,
-      tuttiUint64,  tuttiFloat16, tuttiFloat32, tuttiFloat64, tuttiBfloat16};
+      tuttiInt8,   tuttiUint8,   tuttiInt32,   tuttiUint32,  tuttiInt64,
+      tuttiUint64, tuttiFloat16, tuttiFloat32, tuttiFloat64, tuttiBfloat16};
   return kTypes;
 }
 
 const std::vector<tuttiRedOp_t>& allOps() {
-  static const std::vector<tuttiRedOp_t> kOps = {tuttiSum, tuttiProd, tuttiMax, tuttiMin,
-                                                 tuttiAvg};
+  static const std::vector<tuttiRedOp_t> kOps = {tuttiSum, tuttiProd, tuttiMax, tuttiMin, tuttiAvg};
   return kOps;
 }
 
 const char* typeName(tuttiDataType_t t) {
   switch (t) {
-    case tuttiInt8: return "int8";
-    case tuttiUint8: return "uint8";
-    case tuttiInt32: return "int32";
-    case tuttiUint32: return "uint32";
-    case tuttiInt64: return "int64";
-    case tuttiUint64: return "uint64";
-    case tuttiFloat16: return "half";
-    case tuttiFloat32: return "float";
-    case tuttiFloat64: return "double";
-    case tuttiBfloat16: return "bfloat16";
-    default: return "?";
+    case tuttiInt8:
+      return "int8";
+    case tuttiUint8:
+      return "uint8";
+    case tuttiInt32:
+      return "int32";
+    case tuttiUint32:
+      return "uint32";
+    case tuttiInt64:
+      return "int64";
+    case tuttiUint64:
+      return "uint64";
+    case tuttiFloat16:
+      return "half";
+    case tuttiFloat32:
+      return "float";
+    case tuttiFloat64:
+      return "double";
+    case tuttiBfloat16:
+      return "bfloat16";
+    default:
+      return "?";
   }
 }
 
 const char* opName(tuttiRedOp_t op) {
   switch (op) {
-    case tuttiSum: return "sum";
-    case tuttiProd: return "prod";
-    case tuttiMax: return "max";
-    case tuttiMin: return "min";
-    case tuttiAvg: return "avg";
-    default: return "?";
+    case tuttiSum:
+      return "sum";
+    case tuttiProd:
+      return "prod";
+    case tuttiMax:
+      return "max";
+    case tuttiMin:
+      return "min";
+    case tuttiAvg:
+      return "avg";
+    default:
+      return "?";
   }
 }
 
 size_t typeSize(tuttiDataType_t t) {
   switch (t) {
     case tuttiInt8:
-    case tuttiUint8: return 1;
+    case tuttiUint8:
+      return 1;
     case tuttiFloat16:
-    case tuttiBfloat16: return 2;
+    case tuttiBfloat16:
+      return 2;
     case tuttiInt32:
     case tuttiUint32:
-    case tuttiFloat32: return 4;
-    default: return 8;
+    case tuttiFloat32:
+      return 4;
+    default:
+      return 8;
   }
 }
 
@@ -70,12 +91,12 @@ bool parseType(const std::string& s, tuttiDataType_t* out) {
   static const struct {
     const char* name;
     tuttiDataType_t t;
-  } kNames[] = {{"int8", tuttiInt8},       {"char", tuttiInt8},        {"uint8", tuttiUint8},
-                {"int32", tuttiInt32},     {"int", tuttiInt32},        {"uint32", tuttiUint32},
-                {"int64", tuttiInt64},     {"uint64", tuttiUint64},    {"half", tuttiFloat16},
-                {"float16", tuttiFloat16}, {"fp16", tuttiFloat16},     {"float", tuttiFloat32},
-                {"float32", tuttiFloat32}, {"fp32", tuttiFloat32},     {"double", tuttiFloat64},
-                {"float64", tuttiFloat64}, {"fp64", tuttiFloat64},     {"bfloat16", tuttiBfloat16},
+  } kNames[] = {{"int8", tuttiInt8},       {"char", tuttiInt8},     {"uint8", tuttiUint8},
+                {"int32", tuttiInt32},     {"int", tuttiInt32},     {"uint32", tuttiUint32},
+                {"int64", tuttiInt64},     {"uint64", tuttiUint64}, {"half", tuttiFloat16},
+                {"float16", tuttiFloat16}, {"fp16", tuttiFloat16},  {"float", tuttiFloat32},
+                {"float32", tuttiFloat32}, {"fp32", tuttiFloat32},  {"double", tuttiFloat64},
+                {"float64", tuttiFloat64}, {"fp64", tuttiFloat64},  {"bfloat16", tuttiBfloat16},
                 {"bf16", tuttiBfloat16}};
   for (const auto& n : kNames) {
     if (strcasecmp(s.c_str(), n.name) == 0) {
@@ -102,7 +123,8 @@ uint16_t floatToHalf(float f) {
   const uint32_t sign = (x >> 16) & 0x8000u;
   const int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
   uint32_t mant = x & 0x7fffffu;
-  if (((x >> 23) & 0xff) == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
+  if (((x >> 23) & 0xff) == 0xff)
+    return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));
   if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
   if (exp <= 0) {
     if (exp < -10) return static_cast<uint16_t>(sign);
@@ -177,46 +199,82 @@ void put(void* base, size_t i, T v) {
 
 double loadFloat(tuttiDataType_t t, const void* base, size_t i) {
   switch (t) {
-    case tuttiFloat16: return halfToFloat(get<uint16_t>(base, i));
-    case tuttiBfloat16: return bf16ToFloat(get<uint16_t>(base, i));
-    case tuttiFloat32: return get<float>(base, i);
-    case tuttiFloat64: return get<double>(base, i);
-    default: return static_cast<double>(loadInt(t, base, i));
+    case tuttiFloat16:
+      return halfToFloat(get<uint16_t>(base, i));
+    case tuttiBfloat16:
+      return bf16ToFloat(get<uint16_t>(base, i));
+    case tuttiFloat32:
+      return get<float>(base, i);
+    case tuttiFloat64:
+      return get<double>(base, i);
+    default:
+      return static_cast<double>(loadInt(t, base, i));
   }
 }
 
 int64_t loadInt(tuttiDataType_t t, const void* base, size_t i) {
   switch (t) {
-    case tuttiInt8: return get<int8_t>(base, i);
-    case tuttiUint8: return get<uint8_t>(base, i);
-    case tuttiInt32: return get<int32_t>(base, i);
-    case tuttiUint32: return get<uint32_t>(base, i);
-    case tuttiInt64: return get<int64_t>(base, i);
-    case tuttiUint64: return static_cast<int64_t>(get<uint64_t>(base, i));
-    default: return static_cast<int64_t>(loadFloat(t, base, i));
+    case tuttiInt8:
+      return get<int8_t>(base, i);
+    case tuttiUint8:
+      return get<uint8_t>(base, i);
+    case tuttiInt32:
+      return get<int32_t>(base, i);
+    case tuttiUint32:
+      return get<uint32_t>(base, i);
+    case tuttiInt64:
+      return get<int64_t>(base, i);
+    case tuttiUint64:
+      return static_cast<int64_t>(get<uint64_t>(base, i));
+    default:
+      return static_cast<int64_t>(loadFloat(t, base, i));
   }
 }
 
 void storeValue(tuttiDataType_t t, void* base, size_t i, int64_t v) {
   const uint64_t u = static_cast<uint64_t>(v);  // integers wrap modulo 2^bits
   switch (t) {
-    case tuttiInt8: put<int8_t>(base, i, static_cast<int8_t>(static_cast<uint8_t>(u))); break;
-    case tuttiUint8: put<uint8_t>(base, i, static_cast<uint8_t>(u)); break;
-    case tuttiInt32: put<int32_t>(base, i, static_cast<int32_t>(static_cast<uint32_t>(u))); break;
-    case tuttiUint32: put<uint32_t>(base, i, static_cast<uint32_t>(u)); break;
-    case tuttiInt64: put<int64_t>(base, i, v); break;
-    case tuttiUint64: put<uint64_t>(base, i, u); break;
-    default: storeDouble(t, base, i, static_cast<double>(v)); break;
+    case tuttiInt8:
+      put<int8_t>(base, i, static_cast<int8_t>(static_cast<uint8_t>(u)));
+      break;
+    case tuttiUint8:
+      put<uint8_t>(base, i, static_cast<uint8_t>(u));
+      break;
+    case tuttiInt32:
+      put<int32_t>(base, i, static_cast<int32_t>(static_cast<uint32_t>(u)));
+      break;
+    case tuttiUint32:
+      put<uint32_t>(base, i, static_cast<uint32_t>(u));
+      break;
+    case tuttiInt64:
+      put<int64_t>(base, i, v);
+      break;
+    case tuttiUint64:
+      put<uint64_t>(base, i, u);
+      break;
+    default:
+      storeDouble(t, base, i, static_cast<double>(v));
+      break;
   }
 }
 
 void storeDouble(tuttiDataType_t t, void* base, size_t i, double v) {
   switch (t) {
-    case tuttiFloat16: put<uint16_t>(base, i, floatToHalf(static_cast<float>(v))); break;
-    case tuttiBfloat16: put<uint16_t>(base, i, floatToBf16(static_cast<float>(v))); break;
-    case tuttiFloat32: put<float>(base, i, static_cast<float>(v)); break;
-    case tuttiFloat64: put<double>(base, i, v); break;
-    default: storeValue(t, base, i, static_cast<int64_t>(v)); break;
+    case tuttiFloat16:
+      put<uint16_t>(base, i, floatToHalf(static_cast<float>(v)));
+      break;
+    case tuttiBfloat16:
+      put<uint16_t>(base, i, floatToBf16(static_cast<float>(v)));
+      break;
+    case tuttiFloat32:
+      put<float>(base, i, static_cast<float>(v));
+      break;
+    case tuttiFloat64:
+      put<double>(base, i, v);
+      break;
+    default:
+      storeValue(t, base, i, static_cast<int64_t>(v));
+      break;
   }
 }
 

@@ -17,10 +17,14 @@ int64_t avgDelta(int rank, int n) {
 }
 double epsilon(tuttiDataType_t t) {
   switch (t) {
-    case tuttiFloat16: return std::ldexp(1.0, -10);
-    case tuttiBfloat16: return std::ldexp(1.0, -7);
-    case tuttiFloat32: return std::ldexp(1.0, -23);
-    default: return std::ldexp(1.0, -52);
+    case tuttiFloat16:
+      return std::ldexp(1.0, -10);
+    case tuttiBfloat16:
+      return std::ldexp(1.0, -7);
+    case tuttiFloat32:
+      return std::ldexp(1.0, -23);
+    default:
+      return std::ldexp(1.0, -52);
   }
 }
 }  // namespace
@@ -30,8 +34,10 @@ int64_t inputValue(const Pattern& p, int rank, size_t i) {
   const uint64_t r = static_cast<uint64_t>(rank);
   if (!p.reduce) return static_cast<int64_t>((7 * i + 13 * r + s) % 127);
   switch (p.op) {
-    case tuttiSum: return static_cast<int64_t>((7 * i + 3 * r + s) % sumModulus(p.nranks));
-    case tuttiProd: return (i + r + s) % prodPeriod(p.nranks) == 0 ? 2 : 1;
+    case tuttiSum:
+      return static_cast<int64_t>((7 * i + 3 * r + s) % sumModulus(p.nranks));
+    case tuttiProd:
+      return (i + r + s) % prodPeriod(p.nranks) == 0 ? 2 : 1;
     case tuttiMax:
     case tuttiMin:
       return static_cast<int64_t>((5 * i + 3 * r + s) % 11) - (isSigned(p.type) ? 5 : 0);
@@ -39,7 +45,8 @@ int64_t inputValue(const Pattern& p, int rank, size_t i) {
       const int64_t w = 1 + static_cast<int64_t>((7 * i + s) % (avgModulus(p.nranks) - 1));
       return w + avgDelta(rank, p.nranks);
     }
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
@@ -49,11 +56,20 @@ int64_t reducedValue(const Pattern& p, size_t i) {
     const int64_t v = inputValue(p, r, i);
     switch (p.op) {
       case tuttiSum:
-      case tuttiAvg: acc += v; break;
-      case tuttiProd: acc *= v; break;
-      case tuttiMax: acc = std::max(acc, v); break;
-      case tuttiMin: acc = std::min(acc, v); break;
-      default: break;
+      case tuttiAvg:
+        acc += v;
+        break;
+      case tuttiProd:
+        acc *= v;
+        break;
+      case tuttiMax:
+        acc = std::max(acc, v);
+        break;
+      case tuttiMin:
+        acc = std::min(acc, v);
+        break;
+      default:
+        break;
     }
   }
   if (p.op == tuttiAvg) acc /= p.nranks;  // exact: the sum is n * w(i)

@@ -20,7 +20,7 @@
 namespace tutti_perf {
 
 struct Pattern {
-  bool reduce = false;       // false: plain data movement
+  bool reduce = false;  // false: plain data movement
   tuttiRedOp_t op = tuttiSum;
   tuttiDataType_t type = tuttiFloat32;
   int nranks = 1;

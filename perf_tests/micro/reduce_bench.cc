@@ -55,8 +55,8 @@ int main(int argc, char** argv) {
     for (const char* isa : {"scalar", "avx2", "avx512"}) {
       if (!tutti::reduce::detail::isaSupported(isa)) continue;
       for (tuttiDataType_t t : kTypes) {
-        std::string name = std::string("reduce_sum/") + tutti::dtypeName(t) + "/" + isa + "/" +
-                           sizeName(bytes);
+        std::string name =
+            std::string("reduce_sum/") + tutti::dtypeName(t) + "/" + isa + "/" + sizeName(bytes);
         benchmark::RegisterBenchmark(name.c_str(), benchReduce, std::string(isa), t, bytes);
       }
     }

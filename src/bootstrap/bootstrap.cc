@@ -10,8 +10,8 @@ Bootstrap::Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::st
     : store_(std::move(store)), rank_(rank), nranks_(nranks), prefix_(std::move(prefix)) {
   TUTTI_CHECK_ARG(store_ != nullptr, "Bootstrap: null store");
   TUTTI_CHECK_ARG(nranks_ > 0, "Bootstrap: nranks ", nranks_, " must be positive");
-  TUTTI_CHECK_ARG(rank_ >= 0 && rank_ < nranks_, "Bootstrap: rank ", rank_,
-                  " out of range 0..", nranks_ - 1);
+  TUTTI_CHECK_ARG(rank_ >= 0 && rank_ < nranks_, "Bootstrap: rank ", rank_, " out of range 0..",
+                  nranks_ - 1);
 }
 
 std::string Bootstrap::base(const std::string& tag, uint64_t seq) const {
@@ -25,8 +25,8 @@ std::vector<int> Bootstrap::missing(const std::string& b) {
   return out;
 }
 
-void Bootstrap::throwMissing(const std::string& what, const std::string& tag,
-                             const std::string& b, const Deadline& deadline) {
+void Bootstrap::throwMissing(const std::string& what, const std::string& tag, const std::string& b,
+                             const Deadline& deadline) {
   std::vector<int> miss = missing(b);
   std::string list;
   for (int r : miss) list += (list.empty() ? "" : ", ") + std::to_string(r);

@@ -60,12 +60,12 @@ uint64_t fnv1a(const std::string& s, uint64_t h) {
 
 std::string derivedSecret(const LaunchInfo& info) {
   std::string job;
-  for (const char* n : {"TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid", "SLURM_JOB_ID",
-                        "SLURM_STEP_ID"}) {
+  for (const char* n :
+       {"TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid", "SLURM_JOB_ID", "SLURM_STEP_ID"}) {
     if (auto v = foreign(n)) job += std::string(n) + "=" + *v + ";";
   }
-  std::string text = "tutti|" + info.source + "|" + info.addr + "|" +
-                     std::to_string(info.nranks) + "|" + job;
+  std::string text =
+      "tutti|" + info.source + "|" + info.addr + "|" + std::to_string(info.nranks) + "|" + job;
   Secret s{};
   uint64_t a = fnv1a(text, 1469598103934665603ull), b = fnv1a(text, 0x9e3779b97f4a7c15ull);
   for (int i = 0; i < 8; ++i) {
@@ -129,7 +129,8 @@ LaunchInfo launchInfoFromEnv() {
     info.addr = (v6 ? "[" + *host + "]" : *host) + ":" + *port;
   } else if (!env::isSet("TUTTI_STORE_FILE")) {
     fail(tuttiInvalidArgument, info.source, " launch: no rendezvous address for ", l->rank, "=",
-         info.rank, ": set TUTTI_ADDR=host:port, or MASTER_ADDR and MASTER_PORT, or "
+         info.rank,
+         ": set TUTTI_ADDR=host:port, or MASTER_ADDR and MASTER_PORT, or "
          "TUTTI_STORE_FILE=<shared directory>");
   }
 

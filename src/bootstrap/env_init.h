@@ -16,10 +16,10 @@ namespace tutti::bootstrap {
 struct LaunchInfo {
   int rank = -1;
   int nranks = 0;
-  int localRank = -1;      // -1: the launcher did not say
-  std::string addr;        // "host:port" of rank 0's TCP store ("" with TUTTI_STORE_FILE)
-  std::string secretHex;   // 32 hex digits
-  std::string source;      // "tuttirun", "torchrun", "openmpi", "slurm"
+  int localRank = -1;     // -1: the launcher did not say
+  std::string addr;       // "host:port" of rank 0's TCP store ("" with TUTTI_STORE_FILE)
+  std::string secretHex;  // 32 hex digits
+  std::string source;     // "tuttirun", "torchrun", "openmpi", "slurm"
 };
 
 // Throws tuttiInvalidArgument naming the variable on a missing/non-numeric/out-of-range

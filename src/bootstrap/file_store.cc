@@ -92,9 +92,7 @@ FileStore::FileStore(std::string dir) : dir_(std::move(dir)) {
   makeDirs(dir_);
 }
 
-std::string FileStore::pathOf(const std::string& key) const {
-  return dir_ + "/" + escapeKey(key);
-}
+std::string FileStore::pathOf(const std::string& key) const { return dir_ + "/" + escapeKey(key); }
 
 void FileStore::writeAtomically(const std::string& path, std::span<const std::byte> value) {
   std::string tmp = dir_ + "/.tmp." + std::to_string(::getpid()) + "." +

@@ -41,8 +41,8 @@ Secret secretFromHex(const std::string& text, const std::string& what) {
   };
   Secret s{};
   if (text.size() != 2 * s.size())
-    fail(tuttiInvalidArgument, what, ": expected ", 2 * s.size(), " hex digits, got ",
-         text.size(), " characters");
+    fail(tuttiInvalidArgument, what, ": expected ", 2 * s.size(), " hex digits, got ", text.size(),
+         " characters");
   for (size_t i = 0; i < s.size(); ++i) {
     int hi = nibble(text[2 * i]), lo = nibble(text[2 * i + 1]);
     if (hi < 0 || lo < 0) fail(tuttiInvalidArgument, what, ": '", text, "' is not hexadecimal");

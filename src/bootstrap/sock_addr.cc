@@ -25,8 +25,7 @@ void SockAddr::setPort(uint16_t port) {
 std::string SockAddr::host() const {
   char buf[INET6_ADDRSTRLEN] = "?";
   if (family() == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, buf,
-              sizeof(buf));
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, buf, sizeof(buf));
   } else if (family() == AF_INET6) {
     inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr, buf,
               sizeof(buf));
@@ -72,8 +71,7 @@ SockAddr SockAddr::resolve(const std::string& host, uint16_t port, const std::st
   return a;
 }
 
-SockAddr SockAddr::parse(const std::string& hostPort, const std::string& what,
-                         bool allowZeroPort) {
+SockAddr SockAddr::parse(const std::string& hostPort, const std::string& what, bool allowZeroPort) {
   std::string host, port;
   if (!hostPort.empty() && hostPort[0] == '[') {
     size_t close = hostPort.find(']');

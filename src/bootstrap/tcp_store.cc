@@ -1,5 +1,7 @@
 // TcpStore client: one blocking request at a time over a non-blocking socket; every wait
 // is a poll(2) on the socket and an abort eventfd, bounded by the deadline.
+#include "bootstrap/tcp_store.h"
+
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -10,7 +12,6 @@
 #include <cstring>
 
 #include "bootstrap/store_util.h"
-#include "bootstrap/tcp_store.h"
 #include "bootstrap/tcp_store_protocol.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -112,8 +113,8 @@ void TcpStore::connect(const Deadline& deadline) {
         } catch (const Error& e) {
           disconnect();
           if (e.code() == tuttiTimeout) {
-            fail(tuttiTimeout, "TcpStore: cannot reach the store server at ", address(),
-                 " within ", secondsText(deadline.totalSeconds()), " s (connect pending)");
+            fail(tuttiTimeout, "TcpStore: cannot reach the store server at ", address(), " within ",
+                 secondsText(deadline.totalSeconds()), " s (connect pending)");
           }
           throw;
         }
@@ -129,7 +130,8 @@ void TcpStore::connect(const Deadline& deadline) {
     }
     if (deadline.expired()) {
       fail(tuttiTimeout, "TcpStore: cannot reach the store server at ", address(), " within ",
-           secondsText(deadline.totalSeconds()), " s (last error: ", std::string(std::strerror(lastErr)), ")");
+           secondsText(deadline.totalSeconds()),
+           " s (last error: ", std::string(std::strerror(lastErr)), ")");
     }
     // Sleep with backoff, woken early by abort().
     pollfd pfd{abortFd_, POLLIN, 0};

@@ -88,8 +88,7 @@ struct TcpStoreServer::Impl {
 };
 
 TcpStoreServer::TcpStoreServer(const std::string& bindHostPort, const Secret& secret)
-    : TcpStoreServer(SockAddr::parse(bindHostPort, "TcpStoreServer bind address", true),
-                     secret) {}
+    : TcpStoreServer(SockAddr::parse(bindHostPort, "TcpStoreServer bind address", true), secret) {}
 
 TcpStoreServer::TcpStoreServer(const SockAddr& bindAddr, const Secret& secret)
     : impl_(std::make_unique<Impl>()) {
@@ -256,9 +255,8 @@ bool TcpStoreServer::Impl::handshake(Conn& c) {
     why = "wrong secret";
   }
   if (why) {
-    TUTTI_WARN(kBootstrap, "TcpStore server " << addr.toString()
-                                              << ": refused a connection from " << c.peer
-                                              << ": " << why);
+    TUTTI_WARN(kBootstrap, "TcpStore server " << addr.toString() << ": refused a connection from "
+                                              << c.peer << ": " << why);
     refused.fetch_add(1);
     close(c, why);
     return false;
@@ -349,8 +347,8 @@ bool TcpStoreServer::Impl::serve(Conn& c) {
           complete = true;
           try {
             auto& slot = data[key];
-            int64_t v = parseCounter(key, std::as_bytes(std::span(slot))) +
-                        static_cast<int64_t>(delta);
+            int64_t v =
+                parseCounter(key, std::as_bytes(std::span(slot))) + static_cast<int64_t>(delta);
             auto text = formatCounter(v);
             auto* b = reinterpret_cast<const uint8_t*>(text.data());
             slot.assign(b, b + text.size());

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 
 #include "bootstrap/tcp_store.h"
 #include "common/env.h"
@@ -27,15 +27,13 @@ std::mutex& registryMutex() {
   static std::mutex mu;
   return mu;
 }
-std::map<std::string, std::shared_ptr<TcpStoreServer>>& registry() {
-  static auto* r = new std::map<std::string, std::shared_ptr<TcpStoreServer>>;  // never freed:
-  return *r;  // servers of unused ids live until exit without destructor-order issues
-}
-
-// The process that filled the registry.
-pid_t& registryPid() {
-  static pid_t pid = getpid();
-  return pid;
+struct Registered {
+  pid_t owner;  // the process whose thread serves it
+  std::shared_ptr<TcpStoreServer> server;
+};
+std::map<std::string, Registered>& registry() {
+  static auto* r = new std::map<std::string, Registered>;  // never freed: servers of unused
+  return *r;  // ids live until exit, and fork copies are never destroyed (no thread to join)
 }
 
 SockAddr fromIfaddr(const sockaddr* sa) {
@@ -150,8 +148,7 @@ tuttiUniqueId makeUniqueId() {
   info.addr = server->sockAddr();
   {
     std::lock_guard lock(registryMutex());
-    if (registry().empty()) registryPid() = getpid();
-    registry()[secretToHex(info.secret)] = std::move(server);
+    registry()[secretToHex(info.secret)] = Registered{::getpid(), std::move(server)};
   }
   TUTTI_INFO(kBootstrap, "unique id: store server at " << info.addr.toString());
   return encodeUniqueId(info);
@@ -159,12 +156,12 @@ tuttiUniqueId makeUniqueId() {
 
 std::shared_ptr<TcpStoreServer> takeServer(const UniqueIdInfo& info) {
   std::lock_guard lock(registryMutex());
-  // After fork(2) the registry is a copy whose server threads do not exist in this
-  // process: never hand those out (the server keeps running in the parent).
-  if (registryPid() != getpid()) return nullptr;
   auto it = registry().find(secretToHex(info.secret));
   if (it == registry().end()) return nullptr;
-  auto server = std::move(it->second);
+  // After fork(2) the registry is a copy whose server threads do not exist in this
+  // process: never hand those out (the server keeps running in the parent).
+  if (it->second.owner != ::getpid()) return nullptr;
+  auto server = std::move(it->second.server);
   registry().erase(it);
   return server;
 }

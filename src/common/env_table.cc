@@ -80,7 +80,8 @@ constexpr Var kVars[] = {
      "Load the topology from this hwloc (v1/v2) or NCCL topology XML file instead of "
      "probing."},
     {"TUTTI_TOPO_DUMP_FILE", Type::kString, "", "TOPO",
-     "Write the detected topology to this file (hwloc XML)."},
+     "Write the detected topology to this file: hwloc XML when probed with hwloc, tutti "
+     "JSON when loaded from a file or when the name ends in .json."},
     // ---- compression ----
     {"TUTTI_COMPRESS", Type::kString, "", "COMPRESS",
      "Default compressor for tuttiAllReduceCompressed: none, topk:RATIO, qsgd:S."},

@@ -1,11 +1,12 @@
 // Codec helpers and the codec factory (parses a textual spec).
+#include "compress/codec.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <string>
 
 #include "common/error.h"
-#include "compress/codec.h"
 
 namespace tutti::compress {
 

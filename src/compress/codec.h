@@ -51,13 +51,13 @@ class Codec {
 enum class Norm { kL2, kMax };
 
 struct TopKOptions {
-  size_t k = 0;         // number of elements to send; if 0, ratio is used
-  double ratio = 0;     // k = max(1, floor(ratio * d)) when k == 0; in (0, 1]
+  size_t k = 0;              // number of elements to send; if 0, ratio is used
+  double ratio = 0;          // k = max(1, floor(ratio * d)) when k == 0; in (0, 1]
   bool approximate = false;  // threshold from a sample: count within [0.8k, 1.3k]
 };
 
 struct QsgdOptions {
-  uint32_t s = 4;      // levels per sign, >= 1 (at most 32767)
+  uint32_t s = 4;       // levels per sign, >= 1 (at most 32767)
   size_t bucket = 512;  // bucket size B >= 1 (one norm per bucket)
   Norm norm = Norm::kL2;
   bool eliasGamma = false;  // variable-length levels instead of fixed width

@@ -43,9 +43,9 @@ size_t ErrorFeedback::encode(const EfKey& key, std::span<const float> g, const C
   return bytes;
 }
 
-size_t ErrorFeedback::encode(const EfKey& key, const void* g, size_t count,
-                             tuttiDataType_t dtype, const Codec& codec, std::span<std::byte> out,
-                             const StepInfo& step, bool useEf) {
+size_t ErrorFeedback::encode(const EfKey& key, const void* g, size_t count, tuttiDataType_t dtype,
+                             const Codec& codec, std::span<std::byte> out, const StepInfo& step,
+                             bool useEf) {
   TUTTI_CHECK_ARG(count == 0 || g != nullptr, "error feedback: null input with count ", count);
   switch (dtype) {
     case tuttiFloat32:

@@ -16,8 +16,8 @@ class NoneCodec final : public Codec {
   size_t encode(std::span<const float> in, std::span<std::byte> out,
                 const StepInfo&) const override {
     const size_t bytes = 4 * in.size();
-    TUTTI_CHECK_ARG(out.size() >= bytes, "none codec: output of ", out.size(),
-                    " bytes, need ", bytes);
+    TUTTI_CHECK_ARG(out.size() >= bytes, "none codec: output of ", out.size(), " bytes, need ",
+                    bytes);
     if (bytes) std::memcpy(out.data(), in.data(), bytes);
     return bytes;
   }

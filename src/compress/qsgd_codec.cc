@@ -92,8 +92,7 @@ class QsgdCodec final : public Codec {
     const size_t nb = buckets(d);
     if (opt_.eliasGamma) {
       TUTTI_CHECK_ARG(wire.size() >= 4 * nb && wire.size() <= maxEncodedBytes(d),
-                      "qsgd codec: gamma payload of ", wire.size(), " bytes for ", d,
-                      " elements");
+                      "qsgd codec: gamma payload of ", wire.size(), " bytes for ", d, " elements");
     } else {
       TUTTI_CHECK_ARG(wire.size() == maxEncodedBytes(d), "qsgd codec: payload of ", wire.size(),
                       " bytes for ", d, " elements (need ", maxEncodedBytes(d), ")");
@@ -179,8 +178,6 @@ class QsgdCodec final : public Codec {
 
 }  // namespace
 
-std::unique_ptr<Codec> makeQsgd(const QsgdOptions& opt) {
-  return std::make_unique<QsgdCodec>(opt);
-}
+std::unique_ptr<Codec> makeQsgd(const QsgdOptions& opt) { return std::make_unique<QsgdCodec>(opt); }
 
 }  // namespace tutti::compress

@@ -88,8 +88,6 @@ class TopKCodec final : public Codec {
 
 }  // namespace
 
-std::unique_ptr<Codec> makeTopK(const TopKOptions& opt) {
-  return std::make_unique<TopKCodec>(opt);
-}
+std::unique_ptr<Codec> makeTopK(const TopKOptions& opt) { return std::make_unique<TopKCodec>(opt); }
 
 }  // namespace tutti::compress

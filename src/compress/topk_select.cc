@@ -50,13 +50,27 @@ void selectTopKExact(std::span<const float> x, size_t k, std::vector<uint32_t>& 
     for (size_t i = 0; i < n; ++i) out.push_back(static_cast<uint32_t>(i));
     return;
   }
-  thread_local std::vector<uint32_t> keys;
-  keys.resize(n);
-  for (size_t i = 0; i < n; ++i) keys[i] = magnitudeKey(x[i]);
-  const uint32_t t = kthLargest(keys, k);
-  // Elements strictly above t number fewer than k; the rest are ties at t, by index.
-  size_t above = 0;
-  for (size_t i = 0; i < k; ++i) above += keys[i] > t;  // nth_element: keys[0..k) >= t
+  // Radix select: a histogram of the top 16 key bits finds the bin holding the k-th largest
+  // key; an nth_element among that bin's keys finds the key itself.
+  thread_local std::vector<uint32_t> hist;
+  hist.assign(1u << 16, 0);
+  for (size_t i = 0; i < n; ++i) ++hist[magnitudeKey(x[i]) >> 16];
+  size_t above = 0;  // elements in bins above `bin`
+  uint32_t bin = 0xffff;
+  for (;; --bin) {
+    if (above + hist[bin] >= k) break;
+    above += hist[bin];
+  }
+  thread_local std::vector<uint32_t> cand;
+  cand.clear();
+  cand.reserve(hist[bin]);
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t key = magnitudeKey(x[i]);
+    if ((key >> 16) == bin) cand.push_back(key);
+  }
+  const size_t r = k - above;  // rank of the threshold inside the bin
+  const uint32_t t = kthLargest(cand, r);
+  for (size_t i = 0; i < r; ++i) above += cand[i] > t;  // nth_element: cand[0..r) >= t
   collect(x, t, k - above, out);
 }
 
@@ -80,9 +94,9 @@ void selectTopKApprox(std::span<const float> x, size_t k, uint64_t seed,
     sample[j] = magnitudeKey(x[pos]);
   }
   // Expected count at sample rank r is about r * n / m.
-  size_t r = std::max<size_t>(1, static_cast<size_t>(std::llround(static_cast<double>(k) *
-                                                                  static_cast<double>(m) /
-                                                                  static_cast<double>(n))));
+  size_t r = std::max<size_t>(
+      1, static_cast<size_t>(std::llround(static_cast<double>(k) * static_cast<double>(m) /
+                                          static_cast<double>(n))));
   for (int attempt = 0; attempt < 2; ++attempt) {
     const uint32_t t = kthLargest(sample, std::min(r, m));
     const size_t c = countAbove(x, t);

@@ -27,9 +27,12 @@ struct OpRef {
 
 const char* bufName(Buf b) {
   switch (b) {
-    case Buf::kInput: return "in";
-    case Buf::kOutput: return "out";
-    case Buf::kScratch: return "tmp";
+    case Buf::kInput:
+      return "in";
+    case Buf::kOutput:
+      return "out";
+    case Buf::kScratch:
+      return "tmp";
   }
   return "?";
 }
@@ -42,12 +45,15 @@ std::string str(const Slice& s) {
 
 std::string str(const Op& op) {
   switch (op.type) {
-    case OpType::kSend: return "send(to " + std::to_string(op.peer) + ", " + str(op.src) + ")";
-    case OpType::kRecv: return "recv(from " + std::to_string(op.peer) + ", " + str(op.dst) + ")";
+    case OpType::kSend:
+      return "send(to " + std::to_string(op.peer) + ", " + str(op.src) + ")";
+    case OpType::kRecv:
+      return "recv(from " + std::to_string(op.peer) + ", " + str(op.dst) + ")";
     case OpType::kRecvReduce:
       return "recvReduce(from " + std::to_string(op.peer) + ", " + str(op.src) + " -> " +
              str(op.dst) + ")";
-    case OpType::kCopy: return "copy(" + str(op.src) + " -> " + str(op.dst) + ")";
+    case OpType::kCopy:
+      return "copy(" + str(op.src) + " -> " + str(op.dst) + ")";
     case OpType::kReduce:
       return "reduce(" + str(op.src) + ", " + str(op.src2) + " -> " + str(op.dst) + ")";
   }
@@ -62,7 +68,9 @@ bool isTransfer(OpType t) {
 // buffers exist, synthetic per-buffer ranges otherwise).
 struct Interval {
   uintptr_t lo = 0, hi = 0;
-  bool overlaps(const Interval& o) const { return lo < o.hi && o.lo < hi && lo < hi && o.lo < o.hi; }
+  bool overlaps(const Interval& o) const {
+    return lo < o.hi && o.lo < hi && lo < hi && o.lo < o.hi;
+  }
   bool operator==(const Interval& o) const { return lo == o.lo && hi == o.hi; }
 };
 
@@ -73,8 +81,8 @@ class Sim {
 
   SimResult run() {
     TUTTI_CHECK_ARG(n_ >= 1, "simulate: no schedules");
-    TUTTI_CHECK_ARG(bufs_.size() == sched_.size(), "simulate: ", sched_.size(),
-                    " schedules but ", bufs_.size(), " buffer sets");
+    TUTTI_CHECK_ARG(bufs_.size() == sched_.size(), "simulate: ", sched_.size(), " schedules but ",
+                    bufs_.size(), " buffer sets");
     es_ = dtypeSize(sched_[0].dtype);
     TUTTI_CHECK_ARG(es_ > 0, "simulate: invalid datatype in rank 0's schedule");
     scratch_.resize(n_);
@@ -108,17 +116,23 @@ class Sim {
 
   size_t bufSize(int r, Buf b) const {
     switch (b) {
-      case Buf::kInput: return bufs_[r].inputBytes;
-      case Buf::kOutput: return bufs_[r].outputBytes;
-      case Buf::kScratch: return sched_[r].scratchBytes;
+      case Buf::kInput:
+        return bufs_[r].inputBytes;
+      case Buf::kOutput:
+        return bufs_[r].outputBytes;
+      case Buf::kScratch:
+        return sched_[r].scratchBytes;
     }
     return 0;
   }
   std::byte* base(int r, Buf b) {
     switch (b) {
-      case Buf::kInput: return bufs_[r].input;
-      case Buf::kOutput: return bufs_[r].output;
-      case Buf::kScratch: return scratch_[r].data();
+      case Buf::kInput:
+        return bufs_[r].input;
+      case Buf::kOutput:
+        return bufs_[r].output;
+      case Buf::kScratch:
+        return scratch_[r].data();
     }
     return nullptr;
   }
@@ -160,8 +174,8 @@ class Sim {
           OpRef ref{r, t, i};
           const Op& o = rd.ops[i];
           if (isTransfer(o.type) && (o.peer < 0 || o.peer >= n_ || o.peer == r))
-            opError(ref, "invalid peer " + std::to_string(o.peer) + " for " +
-                             std::to_string(n_) + " ranks");
+            opError(ref, "invalid peer " + std::to_string(o.peer) + " for " + std::to_string(n_) +
+                             " ranks");
           switch (o.type) {
             case OpType::kSend:
               checkSlice(ref, o.src, "source");
@@ -199,9 +213,9 @@ class Sim {
         for (size_t a = 0; a < writes.size(); ++a) {
           for (size_t b = a + 1; b < writes.size(); ++b)
             if (writes[a].first.overlaps(writes[b].first))
-              opError({r, t, writes[b].second},
-                      "writes bytes that op " + std::to_string(writes[a].second) +
-                          " of the same round also receives into");
+              opError({r, t, writes[b].second}, "writes bytes that op " +
+                                                    std::to_string(writes[a].second) +
+                                                    " of the same round also receives into");
           for (const auto& rdx : reads)
             if (rdx.second != writes[a].second && rdx.first.overlaps(writes[a].first))
               opError({r, t, rdx.second}, "reads bytes that op " +
@@ -234,8 +248,8 @@ class Sim {
         const auto& rr = recvs[a * n_ + b];
         for (size_t k = 0; k < std::max(ss.size(), rr.size()); ++k) {
           if (k >= rr.size())
-            opError(ss[k], "is send #" + std::to_string(k) + " from " + std::to_string(a) +
-                               " to " + std::to_string(b) + " but rank " + std::to_string(b) +
+            opError(ss[k], "is send #" + std::to_string(k) + " from " + std::to_string(a) + " to " +
+                               std::to_string(b) + " but rank " + std::to_string(b) +
                                " posts only " + std::to_string(rr.size()) + " receives from " +
                                std::to_string(a));
           if (k >= ss.size())
@@ -245,9 +259,8 @@ class Sim {
           size_t sb = op(ss[k]).src.bytes, rb = op(rr[k]).dst.bytes;
           if (sb != rb)
             opError(rr[k], "receives " + std::to_string(rb) + " bytes but the matching send #" +
-                               std::to_string(k) + " of rank " + std::to_string(a) +
-                               " (round " + std::to_string(ss[k].round) + ") sends " +
-                               std::to_string(sb));
+                               std::to_string(k) + " of rank " + std::to_string(a) + " (round " +
+                               std::to_string(ss[k].round) + ") sends " + std::to_string(sb));
           partner_[a][ss[k].round][ss[k].index] = rr[k];
           partner_[b][rr[k].round][rr[k].index] = ss[k];
         }
@@ -406,8 +419,8 @@ class Sim {
       for (size_t i = 0; i < rd.ops.size(); ++i) {
         if (!isTransfer(rd.ops[i].type) || done[r][cur[r]][i]) continue;
         const OpRef& m = partner_[r][cur[r]][i];
-        os << " [rank " << r << " round " << cur[r] << " waits on " << str(rd.ops[i])
-           << "; rank " << m.rank << " posts the match in round " << m.round << " but is in round "
+        os << " [rank " << r << " round " << cur[r] << " waits on " << str(rd.ops[i]) << "; rank "
+           << m.rank << " posts the match in round " << m.round << " but is in round "
            << cur[m.rank];
         if (cur[m.rank] >= sched_[m.rank].rounds.size()) os << " (finished)";
         os << "]";

@@ -33,8 +33,8 @@ struct SimRankBuffers {
 };
 
 struct SimOptions {
-  bool moveData = true;   // false: no copies/reductions, only checks and statistics
-  LinkCostFn cost;        // empty: predictedSeconds stays 0
+  bool moveData = true;               // false: no copies/reductions, only checks and statistics
+  LinkCostFn cost;                    // empty: predictedSeconds stays 0
   double reduceSecondsPerByte = 0.0;  // local reduction cost (reduce + recv-reduce bytes)
   double copySecondsPerByte = 0.0;    // local copy cost
 };
@@ -52,10 +52,10 @@ struct SimRankStats {
 
 struct SimResult {
   std::vector<SimRankStats> ranks;
-  size_t totalBytes = 0;                 // sum of bytes sent by all ranks
-  std::vector<double> roundSeconds;      // per round index: max over ranks
-  double predictedSeconds = 0.0;         // sum of roundSeconds
-  size_t maxBytesSent() const;           // max over ranks
+  size_t totalBytes = 0;             // sum of bytes sent by all ranks
+  std::vector<double> roundSeconds;  // per round index: max over ranks
+  double predictedSeconds = 0.0;     // sum of roundSeconds
+  size_t maxBytesSent() const;       // max over ranks
 };
 
 // schedules[r] and buffers[r] belong to rank r; all schedules must have the same dtype/op.

@@ -67,13 +67,14 @@ inline __m256 loadBf16(const uint16_t* p) {
 inline void storeBf16(uint16_t* p, __m256 v) {
   const __m256i x = _mm256_castps_si256(v);
   const __m256i hi = _mm256_srli_epi32(x, 16);
-  const __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
-                                        _mm256_and_si256(hi, _mm256_set1_epi32(1)));
+  const __m256i bias =
+      _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(hi, _mm256_set1_epi32(1)));
   const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(x, bias), 16);
   const __m256i nan = _mm256_or_si256(hi, _mm256_set1_epi32(0x40));
   const __m256i isnan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
   const __m256i r = _mm256_blendv_epi8(rounded, nan, isnan);
-  const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+  const __m128i packed =
+      _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), packed);
 }
 
@@ -101,8 +102,8 @@ inline __m256i mul64(__m256i a, __m256i b) {
 inline __m256i mul8(__m256i a, __m256i b) {
   const __m256i lowMask = _mm256_set1_epi16(0x00ff);
   const __m256i even = _mm256_and_si256(_mm256_mullo_epi16(a, b), lowMask);
-  const __m256i odd = _mm256_slli_epi16(
-      _mm256_mullo_epi16(_mm256_srli_epi16(a, 8), _mm256_srli_epi16(b, 8)), 8);
+  const __m256i odd =
+      _mm256_slli_epi16(_mm256_mullo_epi16(_mm256_srli_epi16(a, 8), _mm256_srli_epi16(b, 8)), 8);
   return _mm256_or_si256(even, odd);
 }
 

@@ -54,8 +54,7 @@ inline __m512 loadHalf(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 inline void storeHalf(uint16_t* p, __m512 v) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
-                      _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
 }
 
 inline __m512 loadBf16(const uint16_t* p) {
@@ -65,12 +64,11 @@ inline __m512 loadBf16(const uint16_t* p) {
 inline void storeBf16(uint16_t* p, __m512 v) {
   const __m512i x = _mm512_castps_si512(v);
   const __m512i hi = _mm512_srli_epi32(x, 16);
-  const __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
-                                        _mm512_and_si512(hi, _mm512_set1_epi32(1)));
+  const __m512i bias =
+      _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(hi, _mm512_set1_epi32(1)));
   const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(x, bias), 16);
   const __m512i nan = _mm512_or_si512(hi, _mm512_set1_epi32(0x40));
-  const __m512i r =
-      _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), rounded, nan);
+  const __m512i r = _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), rounded, nan);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
 }
 
@@ -97,8 +95,8 @@ inline __m512i mul64(__m512i a, __m512i b) {
 inline __m512i mul8(__m512i a, __m512i b) {
   const __m512i lowMask = _mm512_set1_epi16(0x00ff);
   const __m512i even = _mm512_and_si512(_mm512_mullo_epi16(a, b), lowMask);
-  const __m512i odd = _mm512_slli_epi16(
-      _mm512_mullo_epi16(_mm512_srli_epi16(a, 8), _mm512_srli_epi16(b, 8)), 8);
+  const __m512i odd =
+      _mm512_slli_epi16(_mm512_mullo_epi16(_mm512_srli_epi16(a, 8), _mm512_srli_epi16(b, 8)), 8);
   return _mm512_or_si512(even, odd);
 }
 

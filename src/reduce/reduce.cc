@@ -21,14 +21,16 @@ constexpr const char* kIsaNames[kNumIsa] = {"scalar", "avx2", "avx512"};
 bool cpuHas(Isa isa) {
   __builtin_cpu_init();
   switch (isa) {
-    case kScalar: return true;
+    case kScalar:
+      return true;
     case kAvx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
              __builtin_cpu_supports("f16c");
     case kAvx512:
       return cpuHas(kAvx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw");
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -143,23 +145,33 @@ void divide16(void* dst, size_t n, int64_t divisor) {
 }  // namespace
 
 void divide(void* dst, size_t count, tuttiDataType_t dtype, int64_t divisor) {
-  TUTTI_CHECK_ARG(dtypeValid(dtype), "reduce::divide: invalid datatype ",
-                  static_cast<int>(dtype));
+  TUTTI_CHECK_ARG(dtypeValid(dtype), "reduce::divide: invalid datatype ", static_cast<int>(dtype));
   TUTTI_CHECK_ARG(divisor > 0, "reduce::divide: divisor must be positive, got ", divisor);
   if (count == 0 || divisor == 1) return;
   TUTTI_CHECK_ARG(dst != nullptr, "reduce::divide: null buffer with count ", count);
   switch (dtype) {
-    case tuttiInt8: return divideInt<int8_t>(dst, count, divisor);
-    case tuttiUint8: return divideInt<uint8_t>(dst, count, divisor);
-    case tuttiInt32: return divideInt<int32_t>(dst, count, divisor);
-    case tuttiUint32: return divideInt<uint32_t>(dst, count, divisor);
-    case tuttiInt64: return divideInt<int64_t>(dst, count, divisor);
-    case tuttiUint64: return divideInt<uint64_t>(dst, count, divisor);
-    case tuttiFloat16: return divide16<false>(dst, count, divisor);
-    case tuttiBfloat16: return divide16<true>(dst, count, divisor);
-    case tuttiFloat32: return divideFloat<float>(dst, count, divisor);
-    case tuttiFloat64: return divideFloat<double>(dst, count, divisor);
-    default: break;
+    case tuttiInt8:
+      return divideInt<int8_t>(dst, count, divisor);
+    case tuttiUint8:
+      return divideInt<uint8_t>(dst, count, divisor);
+    case tuttiInt32:
+      return divideInt<int32_t>(dst, count, divisor);
+    case tuttiUint32:
+      return divideInt<uint32_t>(dst, count, divisor);
+    case tuttiInt64:
+      return divideInt<int64_t>(dst, count, divisor);
+    case tuttiUint64:
+      return divideInt<uint64_t>(dst, count, divisor);
+    case tuttiFloat16:
+      return divide16<false>(dst, count, divisor);
+    case tuttiBfloat16:
+      return divide16<true>(dst, count, divisor);
+    case tuttiFloat32:
+      return divideFloat<float>(dst, count, divisor);
+    case tuttiFloat64:
+      return divideFloat<double>(dst, count, divisor);
+    default:
+      break;
   }
 }
 

@@ -62,8 +62,8 @@ template <typename T>
 inline T wrapMul(T a, T b) {
   using U = std::make_unsigned_t<T>;
   using W = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
-  return static_cast<T>(static_cast<U>(static_cast<W>(static_cast<U>(a)) *
-                                       static_cast<W>(static_cast<U>(b))));
+  return static_cast<T>(
+      static_cast<U>(static_cast<W>(static_cast<U>(a)) * static_cast<W>(static_cast<U>(b))));
 }
 
 }  // namespace tutti::reduce::detail

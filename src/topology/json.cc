@@ -39,8 +39,8 @@ std::string quote(std::string_view s) {
 }
 
 std::string hex4(int v) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04x", v);
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%04x", static_cast<unsigned>(v) & 0xffffu);
   return buf;
 }
 

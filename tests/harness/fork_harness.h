@@ -20,7 +20,7 @@ constexpr int kExitException = 2;
 struct RankStatus {
   int rank = -1;
   pid_t pid = -1;
-  bool exited = false;    // exited normally; exitCode is valid
+  bool exited = false;  // exited normally; exitCode is valid
   int exitCode = -1;
   int signal = 0;         // killed by this signal (0: none)
   bool timedOut = false;  // killed by the harness after timeoutSec
@@ -40,8 +40,8 @@ RanksResult runRanks(int nranks, std::function<void(int rank)> body, double time
 
 }  // namespace tutti::test
 
-#define EXPECT_RANKS_OK(result)                       \
-  do {                                                \
-    const auto& tutti_rr_ = (result);                 \
+#define EXPECT_RANKS_OK(result)                             \
+  do {                                                      \
+    const auto& tutti_rr_ = (result);                       \
     EXPECT_TRUE(tutti_rr_.allOk()) << tutti_rr_.describe(); \
   } while (0)

@@ -87,8 +87,8 @@ void writeAll(int fd, const std::string& s) {
   for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   ::execvp(argv[0], argv.data());
-  std::string msg = "tuttirun: rank " + std::to_string(rank) + ": cannot execute '" +
-                    o.command[0] + "': " + std::strerror(errno) + "\n";
+  std::string msg = "tuttirun: rank " + std::to_string(rank) + ": cannot execute '" + o.command[0] +
+                    "': " + std::strerror(errno) + "\n";
   writeAll(2, msg);
   ::_exit(127);
 }
@@ -227,8 +227,8 @@ int runJob(const Options& o) {
         --alive;
         int code = statusToCode(status);
         if (code != 0 && !failing) {
-          std::fprintf(stderr, "tuttirun: rank %d (pid %d) %s; stopping the other ranks\n", r,
-                       pid, describe(status).c_str());
+          std::fprintf(stderr, "tuttirun: rank %d (pid %d) %s; stopping the other ranks\n", r, pid,
+                       describe(status).c_str());
         }
         if (code != 0) startFailing(code);
       }

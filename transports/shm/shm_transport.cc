@@ -257,7 +257,7 @@ std::vector<std::unique_ptr<Connection>> ShmTransport::connect(std::span<const i
   if (!pairs.empty())
     TUTTI_INFO(kTransport, "shm: rank "
                                << ctx_.rank << " connected to " << pairs.size()
-                               << " peer(s): segments "
+                               << " peer(s): its segments are "
                                << (anyFile ? "named files in " + dir_ + " (unlinked once mapped)"
                                            : std::string("memfd via /proc/<pid>/fd"))
                                << ", FIFO " << fifoBytes_ << " B per direction, "

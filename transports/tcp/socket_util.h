@@ -42,7 +42,7 @@ struct SockAddr {
   int family() const { return ss.ss_family; }
   int port() const;
   void setPort(int port);
-  std::string str() const;  // with port
+  std::string str() const;   // with port
   std::string host() const;  // without port
 };
 

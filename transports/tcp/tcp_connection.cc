@@ -71,11 +71,11 @@ void TcpConnection::rethrowBroken() const {
 void TcpConnection::failRemote(int s, const char* what, const char* op) {
   std::string progress;
   if (std::strcmp(op, "recv") == 0 && recvActive_) {
-    progress = ", " + std::to_string(recvCompleted()) + " of " +
-               std::to_string(target_.bytes) + " bytes received";
+    progress = ", " + std::to_string(recvCompleted()) + " of " + std::to_string(target_.bytes) +
+               " bytes received";
   } else if (sendActive_) {
-    progress = ", " + std::to_string(sendCompleted()) + " of " +
-               std::to_string(sendData_.size()) + " bytes sent";
+    progress = ", " + std::to_string(sendCompleted()) + " of " + std::to_string(sendData_.size()) +
+               " bytes sent";
   }
   brokenCode_ = tuttiRemoteError;
   broken_ = "tcp: connection to " + describePeer() + " " + what + " (" + op + " on socket " +
@@ -103,7 +103,8 @@ ssize_t TcpConnection::checkIo(ssize_t n, int s, const char* op) {
 
 void TcpConnection::startSend(std::span<const std::byte> data) {
   rethrowBroken();
-  if (sendActive_) fail(tuttiInvalidUsage, "tcp: startSend to rank ", peer_, " while a send is active");
+  if (sendActive_)
+    fail(tuttiInvalidUsage, "tcp: startSend to rank ", peer_, " while a send is active");
   Header h{kMagic, sendSeq_++, data.size()};
   auto* hb = reinterpret_cast<const std::byte*>(&h);
   outbox_.insert(outbox_.end(), hb, hb + sizeof h);
@@ -388,8 +389,7 @@ bool TcpConnection::prepareToSleep() {
       epoll_event ev{};
       ev.events = want;
       ev.data.u32 = static_cast<uint32_t>(s);
-      TUTTI_SYSCHECK(epoll_ctl(epfd_.get(), EPOLL_CTL_MOD, k.fd.get(), &ev),
-                     "tcp: epoll_ctl(MOD)");
+      TUTTI_SYSCHECK(epoll_ctl(epfd_.get(), EPOLL_CTL_MOD, k.fd.get(), &ev), "tcp: epoll_ctl(MOD)");
       k.armed = want;
     }
   }

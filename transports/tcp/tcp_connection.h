@@ -6,6 +6,9 @@
 // n > chunk: chunk i (bytes [i*chunk, min(n, (i+1)*chunk))) travels on socket i % nsocks.
 // Otherwise the payload follows the header on socket 0. Both sides derive the same layout
 // from n, so each socket's byte stream is a deterministic interleaving of messages.
+//
+// Not thread-safe: one thread at a time drives a connection (send and receive share the
+// queued-header outbox and the epoll set).
 #pragma once
 
 #include <sys/epoll.h>
@@ -62,8 +65,8 @@ class TcpConnection : public Connection {
 
   struct Sock {
     Fd fd;
-    uint32_t armed = 0;      // current epoll interest
-    bool inEpoll = true;     // false once removed after an idle hang-up / error
+    uint32_t armed = 0;   // current epoll interest
+    bool inEpoll = true;  // false once removed after an idle hang-up / error
     size_t sendPos = 0, sendEnd = 0;
     size_t recvPos = 0, recvEnd = 0;
     std::vector<std::byte> stage;  // consume mode: bytes [stageBase, stageBase + stageLen)

@@ -101,8 +101,8 @@ void TcpTransport::setup(const Context& ctx) {
   TUTTI_CHECK_ARG(ctx.store, "tcp setup: no store");
   TUTTI_CHECK_ARG(ctx.rank >= 0 && ctx.rank < ctx.nranks, "tcp setup: rank ", ctx.rank,
                   " out of range for ", ctx.nranks, " ranks");
-  TUTTI_CHECK_ARG(ctx.peers.size() == static_cast<size_t>(ctx.nranks), "tcp setup: ",
-                  ctx.peers.size(), " PeerInfo entries for ", ctx.nranks, " ranks");
+  TUTTI_CHECK_ARG(ctx.peers.size() == static_cast<size_t>(ctx.nranks),
+                  "tcp setup: ", ctx.peers.size(), " PeerInfo entries for ", ctx.nranks, " ranks");
   rank_ = ctx.rank;
   nranks_ = ctx.nranks;
   peers_.assign(ctx.peers.begin(), ctx.peers.end());
@@ -159,11 +159,10 @@ void TcpTransport::setup(const Context& ctx) {
 
   std::string names;
   for (const auto& i : chosen) names += (names.empty() ? "" : ",") + i.name;
-  TUTTI_INFO(kTransport, "tcp: rank " << rank_ << " listening on " << ifc.name << " "
-                                      << listenAddr_ << " (candidates " << names << "; "
-                                      << (singleHost ? "single host" : "multi-host")
-                                      << "; nsocks " << nsocks_ << ", chunk " << chunk_
-                                      << " B)");
+  TUTTI_INFO(kTransport, "tcp: rank " << rank_ << " listening on " << ifc.name << " " << listenAddr_
+                                      << " (candidates " << names << "; "
+                                      << (singleHost ? "single host" : "multi-host") << "; nsocks "
+                                      << nsocks_ << ", chunk " << chunk_ << " B)");
 }
 
 void TcpTransport::startDial(Dial& d) {
@@ -361,8 +360,8 @@ std::vector<std::unique_ptr<Connection>> TcpTransport::connect(std::span<const i
     for (int p : peers) {
       if (!done || p > rank_) continue;
       auto it = accepted_.find(p);
-      done = it != accepted_.end() &&
-             std::all_of(it->second.begin(), it->second.end(), [](const Fd& f) { return f.valid(); });
+      done = it != accepted_.end() && std::all_of(it->second.begin(), it->second.end(),
+                                                  [](const Fd& f) { return f.valid(); });
     }
     if (done) break;
     if (aborted_ && aborted_->load()) {
@@ -381,7 +380,8 @@ std::vector<std::unique_ptr<Connection>> TcpTransport::connect(std::span<const i
     int ms = std::min(deadline.msLeft(), 100);
     int r = ::poll(pfds.data(), pfds.size(), ms);
     if (r < 0 && errno != EINTR) throwSystemError("tcp: poll() while connecting");
-    for (size_t i = 0; i < dials.size(); ++i) dials[i].revents = r > 0 ? pfds[dialBase + i].revents : 0;
+    for (size_t i = 0; i < dials.size(); ++i)
+      dials[i].revents = r > 0 ? pfds[dialBase + i].revents : 0;
   }
 
   std::vector<std::unique_ptr<Connection>> out;
@@ -398,11 +398,10 @@ std::vector<std::unique_ptr<Connection>> TcpTransport::connect(std::span<const i
     }
     std::string local = localAddrOf(socks[0].get());
     std::string remote = peerAddrOf(socks[0].get());
-    auto conn = std::make_unique<TcpConnection>(rank_, p, peers_[p].hostname, std::move(socks),
-                                                chunk_);
-    TUTTI_INFO(kTransport, "tcp: rank " << rank_ << " connected to " << who(p) << " "
-                                        << local << " -> " << remote << " with " << nsocks_
-                                        << " socket(s)");
+    auto conn =
+        std::make_unique<TcpConnection>(rank_, p, peers_[p].hostname, std::move(socks), chunk_);
+    TUTTI_INFO(kTransport, "tcp: rank " << rank_ << " connected to " << who(p) << " " << local
+                                        << " -> " << remote << " with " << nsocks_ << " socket(s)");
     out.push_back(std::move(conn));
   }
   return out;

@@ -106,15 +106,18 @@ TEST(Bytes, OtherCollectives) {
 TEST(Bytes, AlphaBetaPrediction) {
   int n = 8;
   size_t count = 1024 * n, M = count * 4;
-  auto lat = stats(Coll::kAllReduce, "ring", n, count, false, {},
-                   [](int, int) { return exec::LinkCost{1.0, 0.0}; });
+  auto lat = stats(Coll::kAllReduce, "ring", n, count, false, {}, [](int, int) {
+    return exec::LinkCost{1.0, 0.0};
+  });
   EXPECT_DOUBLE_EQ(lat.predictedSeconds, 2.0 * (n - 1));
-  auto bw = stats(Coll::kAllReduce, "ring", n, count, false, {},
-                  [](int, int) { return exec::LinkCost{0.0, 1.0}; });
+  auto bw = stats(Coll::kAllReduce, "ring", n, count, false, {}, [](int, int) {
+    return exec::LinkCost{0.0, 1.0};
+  });
   EXPECT_DOUBLE_EQ(bw.predictedSeconds, 2.0 * (n - 1) * (M / n));
   // Naive: one round of 7 concurrent sends of M to different peers: per-peer bandwidth.
-  auto nv = stats(Coll::kAllReduce, "naive", n, count, false, {},
-                  [](int, int) { return exec::LinkCost{0.5, 1.0}; });
+  auto nv = stats(Coll::kAllReduce, "naive", n, count, false, {}, [](int, int) {
+    return exec::LinkCost{0.5, 1.0};
+  });
   EXPECT_DOUBLE_EQ(nv.roundSeconds[0], 0.5 + M);
   // A slow link slows the rounds that use it.
   auto slow = stats(Coll::kAllReduce, "ring", n, count, false, {}, [](int s, int d) {
@@ -122,11 +125,13 @@ TEST(Bytes, AlphaBetaPrediction) {
   });
   EXPECT_DOUBLE_EQ(slow.predictedSeconds, 10.0 * 2.0 * (n - 1) * (M / n));
   // Butterfly beats ring on latency-bound links for small messages, ring wins on bandwidth.
-  auto bfl = stats(Coll::kAllReduce, "butterfly", n, count, false, {},
-                   [](int, int) { return exec::LinkCost{1.0, 0.0}; });
+  auto bfl = stats(Coll::kAllReduce, "butterfly", n, count, false, {}, [](int, int) {
+    return exec::LinkCost{1.0, 0.0};
+  });
   EXPECT_LT(bfl.predictedSeconds, lat.predictedSeconds);
-  auto bfb = stats(Coll::kAllReduce, "butterfly", n, count, false, {},
-                   [](int, int) { return exec::LinkCost{0.0, 1.0}; });
+  auto bfb = stats(Coll::kAllReduce, "butterfly", n, count, false, {}, [](int, int) {
+    return exec::LinkCost{0.0, 1.0};
+  });
   EXPECT_GT(bfb.predictedSeconds, bw.predictedSeconds);
 }
 

@@ -1,10 +1,11 @@
 // Exhaustive checks of the rank math for n = 1..64.
+#include "algorithms/patterns/patterns.h"
+
 #include <gtest/gtest.h>
 
 #include <numeric>
 #include <set>
 
-#include "algorithms/patterns/patterns.h"
 #include "common/error.h"
 
 namespace tutti::algo::patterns {
@@ -62,7 +63,9 @@ TEST(Patterns, RingNeighboursAreInversePermutations) {
       for (int r = 0; r < n; ++r) {
         EXPECT_EQ(prev[next[r]], r) << "n=" << n;
         EXPECT_EQ(next[prev[r]], r) << "n=" << n;
-        if (!order.empty()) EXPECT_EQ(order[idx[r]], r);
+        if (!order.empty()) {
+          EXPECT_EQ(order[idx[r]], r);
+        }
       }
       // next is one cycle through all ranks.
       int x = 0, len = 0;
@@ -163,7 +166,9 @@ TEST(Patterns, BlocksCoverExactly) {
           minC = std::min(minC, r.count);
           maxC = std::max(maxC, r.count);
           size_t unit = 16 % es == 0 ? 16 / es : 1;
-          if (total >= nb * unit) EXPECT_EQ(r.offset * es % 16 * (16 % es == 0), 0u);
+          if (total >= nb * unit && 16 % es == 0) {
+            EXPECT_EQ(r.offset * es % 16, 0u);
+          }
         }
         EXPECT_EQ(next, total);
         size_t unit = (16 % es == 0 && total >= nb * (16 / es)) ? 16 / es : 1;

@@ -1,11 +1,12 @@
 // The simulator's own checks: matching, sizes, bounds, overlap rules and deadlocks produce
 // precise errors; a hand-written exchange moves and reduces data.
+#include "exec/simulator.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "common/error.h"
-#include "exec/simulator.h"
 
 namespace tutti::exec {
 namespace {

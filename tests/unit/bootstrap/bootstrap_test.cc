@@ -43,16 +43,14 @@ TEST(Bootstrap, OverTcpStore) {
   Secret secret = randomSecret();
   TcpStoreServer server("127.0.0.1:0", secret);
   tutti::test::runThreads(n, [&](int rank) {
-    Bootstrap b(std::make_shared<TcpStore>(server.sockAddr(), secret, Deadline(5)), rank, n,
-                "tcp");
+    Bootstrap b(std::make_shared<TcpStore>(server.sockAddr(), secret, Deadline(5)), rank, n, "tcp");
     auto all = b.allGather("x", payload(rank, 0), Deadline(10));
     for (int r = 0; r < n; ++r) EXPECT_EQ(all[r], payload(r, 0));
     b.barrier("end", Deadline(10));
   });
 }
 
-void expectMissing(const std::string& what, double deadlineSec, std::vector<int> absent,
-                   int n) {
+void expectMissing(const std::string& what, double deadlineSec, std::vector<int> absent, int n) {
   auto store = std::make_shared<MemoryStore>();
   std::vector<std::string> messages(n);
   std::vector<double> seconds(n);
@@ -71,8 +69,7 @@ void expectMissing(const std::string& what, double deadlineSec, std::vector<int>
       EXPECT_EQ(e.code(), tuttiTimeout);
       messages[rank] = e.what();
     }
-    seconds[rank] =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    seconds[rank] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   });
   std::string list;
   for (int r : absent) list += (list.empty() ? "" : ", ") + std::to_string(r);

@@ -11,12 +11,27 @@
 namespace tutti::bootstrap {
 namespace {
 
-const char* kAll[] = {"TUTTI_RANK", "TUTTI_WORLD_SIZE", "TUTTI_LOCAL_RANK", "TUTTI_ADDR",
-                      "TUTTI_SECRET", "TUTTI_STORE_FILE", "RANK", "WORLD_SIZE", "LOCAL_RANK",
-                      "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK",
-                      "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_PROCID",
-                      "SLURM_NTASKS", "SLURM_LOCALID", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID",
-                      "SLURM_STEP_ID", "OMPI_MCA_ess_base_jobid"};
+const char* kAll[] = {"TUTTI_RANK",
+                      "TUTTI_WORLD_SIZE",
+                      "TUTTI_LOCAL_RANK",
+                      "TUTTI_ADDR",
+                      "TUTTI_SECRET",
+                      "TUTTI_STORE_FILE",
+                      "RANK",
+                      "WORLD_SIZE",
+                      "LOCAL_RANK",
+                      "MASTER_ADDR",
+                      "MASTER_PORT",
+                      "OMPI_COMM_WORLD_RANK",
+                      "OMPI_COMM_WORLD_SIZE",
+                      "OMPI_COMM_WORLD_LOCAL_RANK",
+                      "SLURM_PROCID",
+                      "SLURM_NTASKS",
+                      "SLURM_LOCALID",
+                      "TORCHELASTIC_RUN_ID",
+                      "SLURM_JOB_ID",
+                      "SLURM_STEP_ID",
+                      "OMPI_MCA_ess_base_jobid"};
 
 class EnvInit : public ::testing::Test {
  protected:
@@ -41,8 +56,11 @@ class EnvInit : public ::testing::Test {
 
 TEST_F(EnvInit, Tuttirun) {
   std::string secret(32, 'a');
-  set({{"TUTTI_RANK", "3"}, {"TUTTI_WORLD_SIZE", "8"}, {"TUTTI_LOCAL_RANK", "1"},
-       {"TUTTI_ADDR", "127.0.0.1:4000"}, {"TUTTI_SECRET", secret.c_str()}});
+  set({{"TUTTI_RANK", "3"},
+       {"TUTTI_WORLD_SIZE", "8"},
+       {"TUTTI_LOCAL_RANK", "1"},
+       {"TUTTI_ADDR", "127.0.0.1:4000"},
+       {"TUTTI_SECRET", secret.c_str()}});
   LaunchInfo i = launchInfoFromEnv();
   EXPECT_EQ(i.source, "tuttirun");
   EXPECT_EQ(i.rank, 3);
@@ -53,7 +71,10 @@ TEST_F(EnvInit, Tuttirun) {
 }
 
 TEST_F(EnvInit, Torchrun) {
-  set({{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "0"}, {"MASTER_ADDR", "node1"},
+  set({{"RANK", "2"},
+       {"WORLD_SIZE", "4"},
+       {"LOCAL_RANK", "0"},
+       {"MASTER_ADDR", "node1"},
        {"MASTER_PORT", "29500"}});
   LaunchInfo i = launchInfoFromEnv();
   EXPECT_EQ(i.source, "torchrun");
@@ -74,9 +95,12 @@ TEST_F(EnvInit, TorchrunIPv6MasterAddr) {
 }
 
 TEST_F(EnvInit, OpenMpiWithTuttiAddr) {
-  set({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
-       {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"TUTTI_ADDR", "10.0.0.1:5555"},
-       {"MASTER_ADDR", "ignored"}, {"MASTER_PORT", "1"}});
+  set({{"OMPI_COMM_WORLD_RANK", "1"},
+       {"OMPI_COMM_WORLD_SIZE", "2"},
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+       {"TUTTI_ADDR", "10.0.0.1:5555"},
+       {"MASTER_ADDR", "ignored"},
+       {"MASTER_PORT", "1"}});
   LaunchInfo i = launchInfoFromEnv();
   EXPECT_EQ(i.source, "openmpi");
   EXPECT_EQ(i.rank, 1);
@@ -85,8 +109,11 @@ TEST_F(EnvInit, OpenMpiWithTuttiAddr) {
 }
 
 TEST_F(EnvInit, Slurm) {
-  set({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "6"}, {"SLURM_LOCALID", "2"},
-       {"MASTER_ADDR", "10.0.0.9"}, {"MASTER_PORT", "6000"}});
+  set({{"SLURM_PROCID", "5"},
+       {"SLURM_NTASKS", "6"},
+       {"SLURM_LOCALID", "2"},
+       {"MASTER_ADDR", "10.0.0.9"},
+       {"MASTER_PORT", "6000"}});
   LaunchInfo i = launchInfoFromEnv();
   EXPECT_EQ(i.source, "slurm");
   EXPECT_EQ(i.rank, 5);

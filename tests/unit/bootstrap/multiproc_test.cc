@@ -36,9 +36,8 @@ void allGatherBody(const std::shared_ptr<Store>& store, int rank) {
 
 TEST(MultiProc, FileStoreEightProcesses) {
   tutti::test::TempDir dir;
-  auto r = tutti::test::runRanks(kRanks, [&](int rank) {
-    allGatherBody(std::make_shared<FileStore>(dir.path()), rank);
-  });
+  auto r = tutti::test::runRanks(
+      kRanks, [&](int rank) { allGatherBody(std::make_shared<FileStore>(dir.path()), rank); });
   EXPECT_RANKS_OK(r);
 }
 
@@ -66,8 +65,8 @@ TEST(MultiProc, HarnessReportsFailures) {
   EXPECT_TRUE(r.ranks[0].ok());
   EXPECT_EQ(r.ranks[1].exitCode, tutti::test::kExitGtestFailure);
   EXPECT_EQ(r.ranks[2].exitCode, tutti::test::kExitException);
-  auto t = tutti::test::runRanks(2, [](int) { std::this_thread::sleep_for(std::chrono::seconds(30)); },
-                                 0.3);
+  auto t = tutti::test::runRanks(
+      2, [](int) { std::this_thread::sleep_for(std::chrono::seconds(30)); }, 0.3);
   EXPECT_TRUE(t.ranks[0].timedOut);
   EXPECT_LT(t.seconds, 5.0);
   EXPECT_NE(t.describe().find("timed out"), std::string::npos) << t.describe();
@@ -81,7 +80,7 @@ struct JobRun {
 };
 
 JobRun tuttirun(const std::vector<std::string>& args, pid_t* pidOut = nullptr,
-             int signalAfterMs = 0, int sig = 0) {
+                int signalAfterMs = 0, int sig = 0) {
   auto t0 = std::chrono::steady_clock::now();
   pid_t pid = ::fork();
   if (pid == 0) {
@@ -130,17 +129,18 @@ TEST(Tuttirun, ExitCodePropagation) {
 
 TEST(Tuttirun, PassesVariables) {
   tutti::test::TempDir dir;
-  std::string script = "echo \"$FOO $BAR $TUTTI_RANK $TUTTI_WORLD_SIZE $TUTTI_LOCAL_RANK "
-                       "${#TUTTI_SECRET} ${TUTTI_ADDR%%:*}\" > " +
-                       dir.path() + "/out.$TUTTI_RANK";
+  std::string script =
+      "echo \"$FOO $BAR $TUTTI_RANK $TUTTI_WORLD_SIZE $TUTTI_LOCAL_RANK "
+      "${#TUTTI_SECRET} ${TUTTI_ADDR%%:*}\" > " +
+      dir.path() + "/out.$TUTTI_RANK";
   ::setenv("BAR", "from-parent", 1);
   EXPECT_EQ(tuttirun({"-np", "2", "-x", "FOO=a b", "-x", "BAR", "sh", "-c", script}).code, 0);
   for (int r = 0; r < 2; ++r) {
     std::ifstream f(dir.file("out." + std::to_string(r)));
     std::string line;
     std::getline(f, line);
-    EXPECT_EQ(line, "a b from-parent " + std::to_string(r) + " 2 " + std::to_string(r) +
-                        " 32 127.0.0.1");
+    EXPECT_EQ(line,
+              "a b from-parent " + std::to_string(r) + " 2 " + std::to_string(r) + " 32 127.0.0.1");
   }
 }
 

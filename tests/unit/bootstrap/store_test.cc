@@ -14,11 +14,6 @@ namespace {
 
 using testing::makeBackend;
 
-std::vector<std::byte> bytes(const std::string& s) {
-  auto b = std::as_bytes(std::span<const char>(s.data(), s.size()));
-  return {b.begin(), b.end()};
-}
-
 class StoreTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override { backend_ = makeBackend(GetParam()); }
@@ -41,8 +36,9 @@ TEST_P(StoreTest, SetThenGetFromAnotherClient) {
 TEST_P(StoreTest, KeysWithOddCharacters) {
   auto a = backend_->client();
   auto b = backend_->client();
-  std::string keys[] = {"a/b/../c", ".hidden", "sp ace\ttab", std::string(400, 'x'),
-                        std::string(400, 'x') + "y", "ünïcode"};
+  std::string keys[] = {
+      "a/b/../c", ".hidden", "sp ace\ttab", std::string(400, 'x'), std::string(400, 'x') + "y",
+      "ünïcode"};
   for (size_t i = 0; i < std::size(keys); ++i) a->setString(keys[i], std::to_string(i));
   for (size_t i = 0; i < std::size(keys); ++i)
     EXPECT_EQ(b->getString(keys[i], Deadline(5)), std::to_string(i)) << keys[i];
@@ -147,8 +143,7 @@ TEST_P(StoreTest, AbortUnblocksAWaitingGet) {
   EXPECT_THROW(a->get("never", Deadline(30)), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, StoreTest,
-                         ::testing::Values("memory", "file", "prefix", "tcp"),
+INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values("memory", "file", "prefix", "tcp"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -1,13 +1,14 @@
 // TcpStore specifics: the secret, a taken port, an unreachable server, server shutdown.
-#include <gtest/gtest.h>
+#include "bootstrap/tcp_store.h"
+
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <thread>
 
-#include "bootstrap/tcp_store.h"
 #include "common/error.h"
 #include "harness/threads_harness.h"
 

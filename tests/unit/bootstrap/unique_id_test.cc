@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstring>
 
-#include "bootstrap/rendezvous.h"
 #include "bootstrap/host_id.h"
+#include "bootstrap/rendezvous.h"
 #include "common/error.h"
 #include "harness/threads_harness.h"
 
@@ -77,6 +79,31 @@ TEST(UniqueId, RankZeroTakesTheServerAndAllRanksRendezvous) {
   EXPECT_NE(rv[0].server, nullptr);
   for (int r = 1; r < n; ++r) EXPECT_EQ(rv[r].server, nullptr);
   EXPECT_EQ(takeServer(decodeUniqueId(id)), nullptr);  // owned by rank 0 now
+}
+
+TEST(UniqueId, ForkedChildNeverTakesTheParentsServer) {
+  ::setenv("TUTTI_BOOTSTRAP_IFNAME", "lo", 1);
+  tuttiUniqueId id = makeUniqueId();
+  ::unsetenv("TUTTI_BOOTSTRAP_IFNAME");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    // The copy's server has no thread here; the child must connect to the parent's.
+    bool ok = takeServer(decodeUniqueId(id)) == nullptr;
+    try {
+      auto rv = rendezvousFromUniqueId(id, 0, Deadline(5));
+      rv.store->setString("child", "x");
+    } catch (...) {
+      ok = false;
+    }
+    ::_exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  auto server = takeServer(decodeUniqueId(id));
+  ASSERT_NE(server, nullptr);
+  TcpStore store(server->sockAddr(), server->secret(), Deadline(5));
+  EXPECT_EQ(store.getString("child", Deadline(1)), "x");
 }
 
 TEST(HostId, OverrideAndDefault) {

@@ -1,4 +1,6 @@
 // Codec wire sizes (byte exact), round trips, determinism, edge cases and malformed payloads.
+#include "compress/codec.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,7 +10,6 @@
 #include <vector>
 
 #include "common/error.h"
-#include "compress/codec.h"
 
 namespace tutti::compress {
 namespace {

@@ -1,6 +1,8 @@
 // Error feedback: mass conservation over 500 steps with several simulated ranks, residual
 // exactly zero on the sent indices, key isolation, size-change reset, per-call switch, and
 // float16/bfloat16 inputs with a float32 residual.
+#include "compress/error_feedback.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +13,6 @@
 #include "common/dtype.h"
 #include "common/error.h"
 #include "compress/codec.h"
-#include "compress/error_feedback.h"
 
 namespace tutti::compress {
 namespace {
@@ -62,16 +63,17 @@ TEST_P(EfConservation, FiveHundredStepsFourRanks) {
   EXPECT_LE(std::sqrt(err / norm), 1e-5) << GetParam();
 }
 
-INSTANTIATE_TEST_SUITE_P(Codecs, EfConservation,
-                         // EF needs a contractive codec, E||C(x) - x||^2 <= (1 - delta)||x||^2: top-k always; QSGD
-// only when min(B/s^2, sqrt(B)/s) < 1 (s = 16, B = 128 -> 0.5; s = 4, B = 512 would diverge).
-                         testing::Values("topk:k=10", "topk:ratio=0.01", "qsgd:s=16,b=128",
-                                         "qsgd:s=16,b=64,norm=max", "none"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Codecs, EfConservation,
+    // EF needs a contractive codec, E||C(x) - x||^2 <= (1 - delta)||x||^2: top-k always; QSGD
+    // only when min(B/s^2, sqrt(B)/s) < 1 (s = 16, B = 128 -> 0.5; s = 4, B = 512 would diverge).
+    testing::Values("topk:k=10", "topk:ratio=0.01", "qsgd:s=16,b=128", "qsgd:s=16,b=64,norm=max",
+                    "none"),
+    [](const auto& info) {
+      std::string n = info.param;
+      for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return n;
+    });
 
 TEST(ErrorFeedback, KeysNeverShareState) {
   auto codec = makeTopK({.k = 1});

@@ -39,7 +39,8 @@ std::vector<double> exactVariance(const std::vector<float>& v, const Config& c) 
     const size_t e = std::min(v.size(), b + c.bucket);
     double norm = 0;
     for (size_t i = b; i < e; ++i) {
-      norm = c.norm == Norm::kL2 ? norm + double(v[i]) * v[i] : std::max(norm, std::fabs(double(v[i])));
+      norm = c.norm == Norm::kL2 ? norm + double(v[i]) * v[i]
+                                 : std::max(norm, std::fabs(double(v[i])));
     }
     if (c.norm == Norm::kL2) norm = std::sqrt(norm);
     for (size_t i = b; i < e; ++i) {

@@ -77,7 +77,10 @@ TEST(TopK, ApproximateCountWithinBounds) {
   int sampled = 0;
   for (int dist = 0; dist < 4; ++dist) {
     for (auto& v : x) {
-      v = dist == 0 ? gauss(rng) : dist == 1 ? cauchy(rng) : dist == 2 ? std::round(gauss(rng) * 3) : 1.0f;
+      v = dist == 0   ? gauss(rng)
+          : dist == 1 ? cauchy(rng)
+          : dist == 2 ? std::round(gauss(rng) * 3)
+                      : 1.0f;
     }
     for (size_t k : {size_t{2000}, size_t{10485}, size_t{50000}, size_t{200000}}) {
       for (uint64_t seed = 0; seed < 5; ++seed) {

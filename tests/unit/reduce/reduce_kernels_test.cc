@@ -71,21 +71,28 @@ template <typename T>
 T refInt(tuttiRedOp_t op, T a, T b) {
   using U = std::make_unsigned_t<T>;
   switch (op) {
-    case tuttiSum: return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+    case tuttiSum:
+      return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
     case tuttiProd:
       return static_cast<T>(static_cast<U>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)));
-    case tuttiMax: return std::max(a, b);
-    default: return std::min(a, b);
+    case tuttiMax:
+      return std::max(a, b);
+    default:
+      return std::min(a, b);
   }
 }
 
 template <typename F>
 F refFloat(tuttiRedOp_t op, F a, F b) {
   switch (op) {
-    case tuttiSum: return a + b;
-    case tuttiProd: return a * b;
-    case tuttiMax: return std::isnan(a) ? a : std::isnan(b) ? b : (a > b ? a : b);
-    default: return std::isnan(a) ? a : std::isnan(b) ? b : (a < b ? a : b);
+    case tuttiSum:
+      return a + b;
+    case tuttiProd:
+      return a * b;
+    case tuttiMax:
+      return std::isnan(a) ? a : std::isnan(b) ? b : (a > b ? a : b);
+    default:
+      return std::isnan(a) ? a : std::isnan(b) ? b : (a < b ? a : b);
   }
 }
 
@@ -132,17 +139,28 @@ long firstRefMismatch(tuttiDataType_t t, tuttiRedOp_t op, const uint8_t* a, cons
     return -1;
   };
   switch (t) {
-    case tuttiInt8: return ints(static_cast<int8_t*>(nullptr));
-    case tuttiUint8: return ints(static_cast<uint8_t*>(nullptr));
-    case tuttiInt32: return ints(static_cast<int32_t*>(nullptr));
-    case tuttiUint32: return ints(static_cast<uint32_t*>(nullptr));
-    case tuttiInt64: return ints(static_cast<int64_t*>(nullptr));
-    case tuttiUint64: return ints(static_cast<uint64_t*>(nullptr));
-    case tuttiFloat16: return halves(false);
-    case tuttiBfloat16: return halves(true);
-    case tuttiFloat32: return floats(static_cast<float*>(nullptr));
-    case tuttiFloat64: return floats(static_cast<double*>(nullptr));
-    default: return 0;
+    case tuttiInt8:
+      return ints(static_cast<int8_t*>(nullptr));
+    case tuttiUint8:
+      return ints(static_cast<uint8_t*>(nullptr));
+    case tuttiInt32:
+      return ints(static_cast<int32_t*>(nullptr));
+    case tuttiUint32:
+      return ints(static_cast<uint32_t*>(nullptr));
+    case tuttiInt64:
+      return ints(static_cast<int64_t*>(nullptr));
+    case tuttiUint64:
+      return ints(static_cast<uint64_t*>(nullptr));
+    case tuttiFloat16:
+      return halves(false);
+    case tuttiBfloat16:
+      return halves(true);
+    case tuttiFloat32:
+      return floats(static_cast<float*>(nullptr));
+    case tuttiFloat64:
+      return floats(static_cast<double*>(nullptr));
+    default:
+      return 0;
   }
 }
 
@@ -190,10 +208,18 @@ std::vector<uint8_t> runCase(tuttiDataType_t t, tuttiRedOp_t op, const std::vect
   uint8_t* pb = bufB.data() + es;
   uint8_t* pd = bufD.data() + es;
   switch (alias) {
-    case kNone: reduce(pd, pa, pb, n, t, op); break;
-    case kDstIsA: reduce(pa, pa, pb, n, t, op), pd = pa; break;
-    case kDstIsB: reduce(pb, pa, pb, n, t, op), pd = pb; break;
-    case kAllSame: reduce(pa, pa, pa, n, t, op), pd = pa; break;
+    case kNone:
+      reduce(pd, pa, pb, n, t, op);
+      break;
+    case kDstIsA:
+      reduce(pa, pa, pb, n, t, op), pd = pa;
+      break;
+    case kDstIsB:
+      reduce(pb, pa, pb, n, t, op), pd = pb;
+      break;
+    case kAllSame:
+      reduce(pa, pa, pa, n, t, op), pd = pa;
+      break;
   }
   std::vector<uint8_t>& buf = pd == pa ? bufA : pd == pb ? bufB : bufD;
   const uint8_t guard = pd == pa ? 0xA5 : pd == pb ? 0x5A : 0xCC;
@@ -227,8 +253,8 @@ class ReduceIsaTest : public testing::TestWithParam<const char*> {
           ASSERT_EQ(bad, -1) << GetParam() << " " << dtypeName(t) << " " << opName(op) << " n=" << n
                              << " alias=" << alias;
           ASSERT_TRUE(sameBits(t, op, out, alias == kAllSame ? scalarSame : scalarOut))
-              << GetParam() << " differs bitwise from scalar: " << dtypeName(t) << " "
-              << opName(op) << " n=" << n << " alias=" << alias;
+              << GetParam() << " differs bitwise from scalar: " << dtypeName(t) << " " << opName(op)
+              << " n=" << n << " alias=" << alias;
         }
       }
     }
@@ -240,7 +266,6 @@ TEST_P(ReduceIsaTest, ShortLengthsAllAliasings) {
   EXPECT_STREQ(isaName(), GetParam());
   for (size_t n = 0; n <= 67; ++n) check(n, {kNone, kDstIsA, kDstIsB, kAllSame});
 }
-
 
 INSTANTIATE_TEST_SUITE_P(Isa, ReduceIsaTest, testing::Values("scalar", "avx2", "avx512"),
                          [](const auto& info) { return std::string(info.param); });

@@ -15,6 +15,16 @@
 
 namespace topo = tutti::topo;
 
+// hwloc's PCI discovery plugin (libpciaccess) leaks a few bytes per live discovery. The
+// plugin is unloaded before exit, so the leak can only be matched through hwloc_topology_load,
+// which the sanitizer sees only with the slow (DWARF) unwinder.
+extern "C" __attribute__((visibility("default"))) const char* __lsan_default_suppressions() {
+  return "leak:hwloc_topology_load\n";
+}
+extern "C" __attribute__((visibility("default"))) const char* __asan_default_options() {
+  return "fast_unwind_on_malloc=0";
+}
+
 namespace {
 
 std::string fixture(const std::string& name) {
@@ -238,10 +248,12 @@ TEST(Paths, ClassesOnKnownMachines) {
   EXPECT_LT(topo::pathBetween(p, g(0), g(4)).bandwidthGBps,
             topo::pathBetween(p, g(0), g(1)).bandwidthGBps);
 
+#if TUTTI_HAVE_HWLOC
   topo::Topology h = topo::loadTopologyFile(data("hwloc2_aws-g4dn-metal_8xT4_efa.xml"));
   EXPECT_EQ(topo::pathBetween(h, g(0), g(1)).label(), "PHB");
   EXPECT_EQ(topo::pathBetween(h, g(0), g(2)).label(), "NODE");
   EXPECT_EQ(topo::pathBetween(h, g(0), g(4)).label(), "SYS");
+#endif
 }
 
 TEST(Warnings, FlatVmTree) {

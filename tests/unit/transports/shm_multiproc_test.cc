@@ -1,9 +1,12 @@
 // shm transport between forked processes (FileStore rendezvous): conformance with 2..4
 // ranks, peers killed with SIGKILL mid-transfer, a tiny tmpfs, idle CPU.
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 
 #include <chrono>
 #include <cstring>
@@ -15,6 +18,7 @@
 #include "harness/fork_harness.h"
 #include "harness/temp_dir.h"
 #include "harness/threads_harness.h"
+#include "shm_connection.h"
 #include "shm_os.h"
 #include "shm_test_util.h"
 
@@ -39,11 +43,14 @@ std::set<std::string> tuttiShmEntries() {
 
 void runConformance(int nranks, size_t big) {
   test::TempDir dir("tutti-shm-mp");
-  auto r = test::runRanks(nranks, [&](int rank) {
-    bootstrap::FileStore store(dir.path());
-    auto c = connectShm(rank, nranks, store);
-    conformance::runAll(c->rc, big);
-  });
+  auto r = test::runRanks(
+      nranks,
+      [&](int rank) {
+        bootstrap::FileStore store(dir.path());
+        auto c = connectShm(rank, nranks, store);
+        conformance::runAll(c->rc, big);
+      },
+      240);
   EXPECT_RANKS_OK(r);
 }
 
@@ -226,6 +233,31 @@ TEST(ShmMultiprocTest, IdleReceiverUsesLittleCpu) {
   EXPECT_RANKS_OK(r);
 }
 
+// Rank 0 is not dumpable and rank 1 lacks CAP_SYS_PTRACE, so rank 1 may neither open rank
+// 0's memfd through /proc/<pid>/fd nor process_vm_readv its memory: the pair must fall back
+// to a named file and to the FIFO copy path, and still pass the conformance suite.
+TEST(ShmMultiprocTest, PtraceRestrictionsFallBackToFilesAndFifo) {
+  test::TempDir dir("tutti-shm-noptrace");
+  auto r = test::runRanks(2, [&](int rank) {
+    if (rank == 0) {
+      ASSERT_EQ(::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), 0);
+    } else {
+      __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+      __user_cap_data_struct data[2] = {};
+      ASSERT_EQ(::syscall(SYS_capget, &hdr, data), 0);
+      data[0].effective &= ~(1u << CAP_SYS_PTRACE);
+      ASSERT_EQ(::syscall(SYS_capset, &hdr, data), 0) << std::strerror(errno);
+    }
+    bootstrap::FileStore store(dir.path());
+    auto c = connectShm(rank, 2, store);
+    conformance::runAll(c->rc, 16u << 20);
+    auto* conn = dynamic_cast<shm::ShmConnection*>(c->rc.byPeer[1 - rank]);
+    ASSERT_NE(conn, nullptr);
+    EXPECT_TRUE(conn->cmaDisabled()) << "rank " << rank << ": single-copy still on";
+  });
+  EXPECT_RANKS_OK(r);
+}
+
 // Prints (does not assert) the bandwidth of one 256 MiB transfer between two processes on
 // the FIFO path and the single-copy path, direct and consume receives, next to memcpy.
 TEST(ShmMultiprocTest, BandwidthReport) {
@@ -235,6 +267,7 @@ TEST(ShmMultiprocTest, BandwidthReport) {
     auto seconds = [](auto t0) {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     };
+    std::memcpy(other.data(), buf.data(), kBig);  // warm up (page faults)
     auto t0 = std::chrono::steady_clock::now();
     std::memcpy(other.data(), buf.data(), kBig);
     double memcpyS = seconds(t0);

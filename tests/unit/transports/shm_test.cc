@@ -42,9 +42,9 @@ TEST(ShmTest, CanConnectOnlySameHost) {
   EXPECT_STREQ(t->name(), "shm");
 }
 
-TEST(ShmTest, ConformanceTwoRanks) { runConformance(2, 64u << 20); }
+TEST(ShmTest, ConformanceTwoRanks) { runConformance(2, 32u << 20); }
 TEST(ShmTest, ConformanceThreeRanks) { runConformance(3, 16u << 20); }
-TEST(ShmTest, ConformanceFourRanks) { runConformance(4, 32u << 20); }
+TEST(ShmTest, ConformanceFourRanks) { runConformance(4, 8u << 20); }
 
 TEST(ShmTest, ConformanceFifoPathTinyFifo) {
   // 4 KiB FIFO, no CMA: every message wraps the ring many times.

@@ -2,9 +2,8 @@
 // each with a tcp transport connected to every other rank.
 #pragma once
 
-#include <unistd.h>
-
 #include <dirent.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <exception>

@@ -63,7 +63,8 @@ inline Op consumeOp(Connection* c, size_t bytes,
 }
 
 struct DriveStats {
-  int sleeps = 0;  // poll(2) calls that slept
+  int sleeps = 0;    // poll(2) calls that slept
+  int timeouts = 0;  // ... woken by the 100 ms poll timeout, not by an fd
   long progressCalls = 0;
 };
 
@@ -150,7 +151,7 @@ inline DriveStats drive(std::vector<Op> ops, double timeoutSec = 120) {
     if (maySleep) {
       std::vector<pollfd> pfds;
       for (int fd : fds) pfds.push_back(pollfd{fd, POLLIN, 0});
-      ::poll(pfds.data(), pfds.size(), 100);
+      if (::poll(pfds.data(), pfds.size(), 100) == 0) ++stats.timeouts;
       ++stats.sleeps;
     }
     for (size_t i = 0; i < armed; ++i) conns[i]->afterSleep();

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Side-by-side all-reduce bandwidth: tutti vs Open MPI vs Gloo, interleaved.
+
+Runs, for R repetitions, in the order A B C A B C ...:
+  A  tuttirun -np N all_reduce_perf            (tutti; -A ALGO to force an algorithm)
+  B  mpirun --allow-run-as-root --oversubscribe -np N mpi_allreduce_perf   (MPI_Allreduce)
+  C  N x gloo_allreduce_perf -R r -S N -F <fresh store dir>                (Gloo tcp loopback)
+with the same sizes, float32 sum, and prints per size the median out-of-place busbw of each,
+the ratios tutti/MPI and tutti/Gloo, and optionally CSV (--csv) and a plot (--plot, gnuplot or
+python3-matplotlib). Interleaving spreads the noise of a shared machine over all three.
+Standard library only.
+
+  tools/compare/compare.py --build build -np 4 -b 8 -e 64M -f 4 --reps 5 --csv cmp.csv
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nccl_table  # noqa: E402
+
+
+def find(build, names):
+    for n in names:
+        p = os.path.join(build, n)
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def run_tutti(a, sizes):
+    cmd = [a.tuttirun, "-np", str(a.np), a.tutti_bin] + sizes
+    if a.algo:
+        cmd += ["-A", a.algo]
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=a.timeout).stdout.decode(errors="replace")
+
+
+def run_mpi(a, sizes):
+    cmd = [a.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(a.np), a.mpi_bin] + sizes
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=a.timeout).stdout.decode(errors="replace")
+
+
+def run_gloo(a, sizes):
+    store = tempfile.mkdtemp(prefix="tutti-gloo-")
+    try:
+        procs = [subprocess.Popen([a.gloo_bin, "-R", str(r), "-S", str(a.np), "-F", store,
+                                   "-A", a.gloo_algo] + sizes,
+                                  stdout=subprocess.PIPE if r == 0 else subprocess.DEVNULL,
+                                  stderr=subprocess.STDOUT) for r in range(a.np)]
+        out = procs[0].communicate(timeout=a.timeout)[0].decode(errors="replace")
+        for p in procs[1:]:
+            p.wait(timeout=a.timeout)
+        return out
+    finally:
+        shutil.rmtree(store, ignore_errors=True)
+
+
+def busbw_by_size(text, name):
+    t = nccl_table.parse(text)
+    if not t.ok() or not t.rows:
+        sys.stderr.write("%s: unexpected output:\n%s\n" % (name, text[-2000:]))
+        return {}
+    if nccl_table.wrong_total(t):
+        sys.stderr.write("%s: WRONG RESULTS reported\n" % name)
+    return {r["size"]: r["oop"]["busbw"] for r in t.rows}
+
+
+def plot(path, sizes, med, systems):
+    data = path + ".dat"
+    with open(data, "w") as f:
+        for s in sizes:
+            f.write("%d %s\n" % (s, " ".join("%g" % (med[n].get(s) or 0) for n in systems)))
+    if shutil.which("gnuplot"):
+        cols = ", ".join("'%s' using 1:%d with linespoints title '%s'" % (data, i + 2, n)
+                         for i, n in enumerate(systems))
+        script = ("set terminal png size 900,600; set output '%s'; set logscale x 2; "
+                  "set xlabel 'size (B)'; set ylabel 'busbw (GB/s)'; set key left top; "
+                  "plot %s" % (path, cols))
+        subprocess.run(["gnuplot", "-e", script], check=True)
+        return "gnuplot"
+    try:
+        import matplotlib  # noqa: F401
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        sys.stderr.write("--plot: neither gnuplot nor python3-matplotlib is installed "
+                         "(apt-get install gnuplot-nox); data left in %s\n" % data)
+        return None
+    for n in systems:
+        plt.plot(sizes, [med[n].get(s) or 0 for s in sizes], marker="o", label=n)
+    plt.xscale("log", base=2)
+    plt.xlabel("size (B)")
+    plt.ylabel("busbw (GB/s)")
+    plt.legend()
+    plt.savefig(path, dpi=100)
+    return "matplotlib"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--build", default="build", help="CMake build directory")
+    ap.add_argument("-np", "--np", type=int, default=4)
+    ap.add_argument("-b", default="8")
+    ap.add_argument("-e", default="64M")
+    ap.add_argument("-f", default="4")
+    ap.add_argument("-n", default="20", help="iterations per size")
+    ap.add_argument("-w", default="5", help="warm-up iterations")
+    ap.add_argument("--reps", type=int, default=3, help="repetitions R (medians over R)")
+    ap.add_argument("-A", "--algo", default="", help="tutti algorithm (default automatic)")
+    ap.add_argument("--gloo-algo", default="ring", choices=["ring", "bcube", "hd"])
+    ap.add_argument("--only", default="tutti,mpi,gloo", help="systems to run")
+    ap.add_argument("--csv", default="", help="write per-repetition and median rows here")
+    ap.add_argument("--plot", default="", help="PNG of the median busbw (gnuplot or matplotlib)")
+    ap.add_argument("--timeout", type=float, default=1800)
+    a = ap.parse_args()
+
+    pt = os.path.join(a.build, "perf_tests")
+    a.tutti_bin = find(pt, ["all_reduce_perf"])
+    a.tuttirun = find(os.path.join(a.build, "tools", "tuttirun"), ["tuttirun"])
+    a.mpi_bin = find(pt, ["mpi_allreduce_perf"])
+    a.gloo_bin = find(pt, ["gloo_allreduce_perf"])
+    a.mpirun = shutil.which("mpirun")
+    runners = {"tutti": (run_tutti, a.tutti_bin and a.tuttirun),
+               "mpi": (run_mpi, a.mpi_bin and a.mpirun),
+               "gloo": (run_gloo, a.gloo_bin)}
+    systems = []
+    for name in a.only.split(","):
+        if name not in runners:
+            ap.error("unknown system %r" % name)
+        if not runners[name][1]:
+            sys.stderr.write("skipping %s: binary not built in %s\n" % (name, a.build))
+            continue
+        systems.append(name)
+    if not systems:
+        return 1
+    sizes = ["-b", a.b, "-e", a.e, "-f", a.f, "-n", a.n, "-w", a.w]
+    runs = {n: [] for n in systems}
+    for rep in range(a.reps):
+        for n in systems:  # interleaved: A B C A B C ...
+            sys.stderr.write("rep %d/%d: %s\n" % (rep + 1, a.reps, n))
+            runs[n].append(busbw_by_size(runners[n][0](a, sizes), n))
+    all_sizes = sorted({s for n in systems for r in runs[n] for s in r})
+    med = {n: {s: statistics.median([r[s] for r in runs[n] if r.get(s) is not None])
+               for s in all_sizes if any(r.get(s) is not None for r in runs[n])}
+           for n in systems}
+
+    label = "tutti" + (" -A " + a.algo if a.algo else "")
+    print("# all-reduce float32 sum, %d ranks, out-of-place busbw (GB/s), median of %d "
+          "interleaved runs; gloo algorithm %s" % (a.np, a.reps, a.gloo_algo))
+    head = "%12s" % "size(B)" + "".join("%10s" % n for n in systems)
+    if "tutti" in systems:
+        head += "".join("%12s" % ("tutti/" + n) for n in systems if n != "tutti")
+    print(head + ("   # " + label if "tutti" in systems else ""))
+    for s in all_sizes:
+        line = "%12d" % s + "".join("%10.3f" % med[n].get(s, float("nan")) for n in systems)
+        if "tutti" in systems:
+            for n in systems:
+                if n == "tutti":
+                    continue
+                b, t = med[n].get(s), med["tutti"].get(s)
+                line += "%12s" % ("%.2f" % (t / b) if b and t is not None else "-")
+        print(line)
+    if a.csv:
+        with open(a.csv, "w") as f:
+            f.write("system,rep,size,busbw_GBps\n")
+            for n in systems:
+                for i, r in enumerate(runs[n]):
+                    for s in sorted(r):
+                        f.write("%s,%d,%d,%.6f\n" % (n, i, s, r[s]))
+                for s in sorted(med[n]):
+                    f.write("%s,median,%d,%.6f\n" % (n, s, med[n][s]))
+        print("# CSV written to %s" % a.csv)
+    if a.plot:
+        how = plot(a.plot, all_sizes, med, systems)
+        if how:
+            print("# plot written to %s (%s)" % (a.plot, how))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
