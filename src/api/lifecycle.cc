@@ -190,6 +190,7 @@ TUTTI_API tuttiResult_t tuttiCommDestroy(tuttiComm_t comm) {
   if (comm == nullptr) return tuttiSuccess;
   if (comm->initThread.joinable()) comm->initThread.join();
   tuttiResult_t r = guarded(nullptr, "tuttiCommDestroy", [&] {
+    if (comm->impl) comm->impl->leave();
     comm->impl.reset();
     comm->store.reset();
     comm->storeServer.reset();

@@ -118,6 +118,15 @@ void Communicator::abort() {
   if (bootstrap_) bootstrap_->abort();
 }
 
+void Communicator::leave() {
+  if (aborted_ || !bootstrap_) return;
+  try {
+    bootstrap_->leave(Deadline(std::min(options_.timeoutSec, 10.0)));
+  } catch (const Error& e) {
+    TUTTI_INFO(kInit, "rank " << rank_ << ": leaving the store: " << e.what());
+  }
+}
+
 std::string Communicator::describePeer(int peer) const {
   std::ostringstream os;
   os << "rank " << peer;

@@ -67,6 +67,9 @@ class Communicator {
 
   std::unique_ptr<Communicator> split(int color, int key, CommOptions options);
 
+  // Before destruction: tells the store this rank is done with it, and on the rank that
+  // serves the store waits (bounded) until every rank is, so no request is cut off.
+  void leave();
   // Non-blocking, any thread.
   void abort();
   bool aborted() const { return aborted_.load(); }
