@@ -1,8 +1,8 @@
 // Collective entry points: argument checks, then the communicator (or the open group).
 #include "api_guard.h"
 #include "comm_handle.h"
-#include "group.h"
 #include "common/dtype.h"
+#include "group.h"
 
 using tutti::api::guarded;
 using tutti::api::ready;
@@ -22,8 +22,7 @@ void checkCommon(tuttiComm_t comm, const void* send, const void* recv, size_t se
 void checkOp(int op) { TUTTI_CHECK_ARG(tutti::opValid(op), "invalid reduction op ", op); }
 
 void checkRoot(tutti::Communicator& c, int root) {
-  TUTTI_CHECK_ARG(root >= 0 && root < c.size(), "root ", root, " out of range [0, ", c.size(),
-                  ")");
+  TUTTI_CHECK_ARG(root >= 0 && root < c.size(), "root ", root, " out of range [0, ", c.size(), ")");
 }
 
 // Runs now, or records the call when a group is open.
@@ -42,16 +41,15 @@ tuttiResult_t issue(tuttiComm_t comm, const char* fn, F&& body) {
 extern "C" {
 
 TUTTI_API tuttiResult_t tuttiAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                                       tuttiDataType_t datatype, tuttiRedOp_t op,
-                                       tuttiComm_t comm, tuttiStream_t stream) {
+                                       tuttiDataType_t datatype, tuttiRedOp_t op, tuttiComm_t comm,
+                                       tuttiStream_t stream) {
   return guarded(comm, "tuttiAllReduce", [&] {
     checkCommon(comm, sendbuff, recvbuff, count, count, datatype);
     checkOp(op);
     auto& c = ready(comm);
-    return issue(comm, "tuttiAllReduce",
-                 [&c, sendbuff, recvbuff, count, datatype, op] {
-                   c.allReduce(sendbuff, recvbuff, count, datatype, op);
-                 });
+    return issue(comm, "tuttiAllReduce", [&c, sendbuff, recvbuff, count, datatype, op] {
+      c.allReduce(sendbuff, recvbuff, count, datatype, op);
+    });
   });
 }
 
@@ -98,18 +96,16 @@ TUTTI_API tuttiResult_t tuttiAllGather(const void* sendbuff, void* recvbuff, siz
   });
 }
 
-TUTTI_API tuttiResult_t tuttiReduceScatter(const void* sendbuff, void* recvbuff,
-                                           size_t recvcount, tuttiDataType_t datatype,
-                                           tuttiRedOp_t op, tuttiComm_t comm,
-                                           tuttiStream_t stream) {
+TUTTI_API tuttiResult_t tuttiReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                           tuttiDataType_t datatype, tuttiRedOp_t op,
+                                           tuttiComm_t comm, tuttiStream_t stream) {
   return guarded(comm, "tuttiReduceScatter", [&] {
     checkCommon(comm, sendbuff, recvbuff, recvcount, recvcount, datatype);
     checkOp(op);
     auto& c = ready(comm);
-    return issue(comm, "tuttiReduceScatter",
-                 [&c, sendbuff, recvbuff, recvcount, datatype, op] {
-                   c.reduceScatter(sendbuff, recvbuff, recvcount, datatype, op);
-                 });
+    return issue(comm, "tuttiReduceScatter", [&c, sendbuff, recvbuff, recvcount, datatype, op] {
+      c.reduceScatter(sendbuff, recvbuff, recvcount, datatype, op);
+    });
   });
 }
 

@@ -39,16 +39,26 @@ extern "C" {
 
 TUTTI_API const char* tuttiGetErrorString(tuttiResult_t result) {
   switch (result) {
-    case tuttiSuccess: return "no error";
-    case tuttiSystemError: return "system error (a system call failed)";
-    case tuttiInternalError: return "internal error (a bug in tutti)";
-    case tuttiInvalidArgument: return "invalid argument";
-    case tuttiInvalidUsage: return "invalid usage";
-    case tuttiRemoteError: return "remote error (a peer failed or disconnected)";
-    case tuttiTimeout: return "timeout (a peer did not answer within TUTTI_TIMEOUT)";
-    case tuttiInProgress: return "operation in progress";
-    case tuttiUnsupported: return "unsupported by this build or machine";
-    default: return "unknown result code";
+    case tuttiSuccess:
+      return "no error";
+    case tuttiSystemError:
+      return "system error (a system call failed)";
+    case tuttiInternalError:
+      return "internal error (a bug in tutti)";
+    case tuttiInvalidArgument:
+      return "invalid argument";
+    case tuttiInvalidUsage:
+      return "invalid usage";
+    case tuttiRemoteError:
+      return "remote error (a peer failed or disconnected)";
+    case tuttiTimeout:
+      return "timeout (a peer did not answer within TUTTI_TIMEOUT)";
+    case tuttiInProgress:
+      return "operation in progress";
+    case tuttiUnsupported:
+      return "unsupported by this build or machine";
+    default:
+      return "unknown result code";
   }
 }
 

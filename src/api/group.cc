@@ -79,8 +79,7 @@ TUTTI_API tuttiResult_t tuttiSend(const void* sendbuff, size_t count, tuttiDataT
     auto& c = tutti::api::ready(comm);
     TUTTI_CHECK_ARG(peer >= 0 && peer < c.size(), "peer ", peer, " out of range [0, ", c.size(),
                     ")");
-    tutti::P2pOp op{true, peer,
-                    const_cast<std::byte*>(static_cast<const std::byte*>(sendbuff)),
+    tutti::P2pOp op{true, peer, const_cast<std::byte*>(static_cast<const std::byte*>(sendbuff)),
                     count * tutti::dtypeSize(datatype)};
     if (tutti::api::groupDepth() > 0) {
       tutti::api::deferP2p(comm, op);
@@ -91,8 +90,8 @@ TUTTI_API tuttiResult_t tuttiSend(const void* sendbuff, size_t count, tuttiDataT
   });
 }
 
-TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t datatype,
-                                  int peer, tuttiComm_t comm, tuttiStream_t stream) {
+TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t datatype, int peer,
+                                  tuttiComm_t comm, tuttiStream_t stream) {
   return tutti::api::guarded(comm, "tuttiRecv", [&] {
     TUTTI_CHECK_ARG(tutti::dtypeValid(datatype), "invalid datatype ", datatype);
     TUTTI_CHECK_ARG(count == 0 || recvbuff != nullptr, "recvbuff is NULL with count ", count);

@@ -3,10 +3,10 @@
 #include <unistd.h>
 
 #include "api_guard.h"
-#include "comm_handle.h"
 #include "bootstrap/env_init.h"
 #include "bootstrap/rendezvous.h"
 #include "bootstrap/unique_id.h"
+#include "comm_handle.h"
 #include "common/env.h"
 #include "tutti/config.h"
 
@@ -28,8 +28,7 @@ tutti::CommOptions optionsFrom(const tuttiConfig_t* config) {
                   "config not initialised with TUTTI_CONFIG_INITIALIZER (bad magic)");
   TUTTI_CHECK_ARG(config->size >= offsetof(tuttiConfig_t, commName) + sizeof(const char*) &&
                       config->version >= 1,
-                  "config has an unknown size/version (", config->size, "/", config->version,
-                  ")");
+                  "config has an unknown size/version (", config->size, "/", config->version, ")");
   if (config->timeoutMs != TUTTI_CONFIG_UNDEF_INT) {
     TUTTI_CHECK_ARG(config->timeoutMs > 0, "config.timeoutMs must be > 0");
     o.timeoutSec = config->timeoutMs / 1000.0;
@@ -53,8 +52,7 @@ void initInto(tuttiComm_t handle, const StoreMaker& makeStore, int rank, int nra
   handle->store = rv.store;
   handle->storeServer = rv.server;
   if (handle->abortRequested) rv.store->abort();
-  handle->impl =
-      std::make_unique<tutti::Communicator>(rv.store, "comm", rank, nranks, options);
+  handle->impl = std::make_unique<tutti::Communicator>(rv.store, "comm", rank, nranks, options);
 }
 
 tuttiResult_t startInit(tuttiComm_t* out, const char* fn, StoreMaker makeStore, int rank,
@@ -103,9 +101,8 @@ TUTTI_API tuttiResult_t tuttiGetUniqueId(tuttiUniqueId* uniqueId) {
   });
 }
 
-TUTTI_API tuttiResult_t tuttiCommInitRankConfig(tuttiComm_t* comm, int nranks,
-                                                tuttiUniqueId commId, int rank,
-                                                tuttiConfig_t* config) {
+TUTTI_API tuttiResult_t tuttiCommInitRankConfig(tuttiComm_t* comm, int nranks, tuttiUniqueId commId,
+                                                int rank, tuttiConfig_t* config) {
   return guarded(nullptr, "tuttiCommInitRank", [&] {
     auto info = tutti::bootstrap::decodeUniqueId(commId);  // validates before any thread
     (void)info;
@@ -155,8 +152,8 @@ TUTTI_API tuttiResult_t tuttiCommInitMPI(tuttiComm_t* comm, void* mpiComm, tutti
 #endif
 }
 
-TUTTI_API tuttiResult_t tuttiCommSplit(tuttiComm_t comm, int color, int key,
-                                       tuttiComm_t* newcomm, tuttiConfig_t* config) {
+TUTTI_API tuttiResult_t tuttiCommSplit(tuttiComm_t comm, int color, int key, tuttiComm_t* newcomm,
+                                       tuttiConfig_t* config) {
   return guarded(comm, "tuttiCommSplit", [&] {
     TUTTI_CHECK_ARG(newcomm != nullptr, "newcomm is NULL");
     *newcomm = nullptr;

@@ -61,8 +61,8 @@ CommOptions commOptionsFromEnv() {
   return o;
 }
 
-Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string prefix,
-                           int rank, int nranks, CommOptions options)
+Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string prefix, int rank,
+                           int nranks, CommOptions options)
     : baseStore_(std::move(store)),
       prefix_(std::move(prefix)),
       rank_(rank),
@@ -139,7 +139,8 @@ transport::Transport* Communicator::transportFor(int peer) {
   for (auto& t : transports_)
     if (t->canConnect(peers_[rank_], peers_[peer])) return t.get();
   fail(tuttiUnsupported, "no transport can connect rank ", rank_, " to ", describePeer(peer),
-       (options_.transport.empty() ? std::string() : " (TUTTI_TRANSPORT=" + options_.transport + ")"));
+       (options_.transport.empty() ? std::string()
+                                   : " (TUTTI_TRANSPORT=" + options_.transport + ")"));
 }
 
 void Communicator::connect(std::span<const int> peers) {
@@ -153,8 +154,8 @@ void Communicator::connect(std::span<const int> peers) {
     auto conns = t->connect(list, deadline);
     TUTTI_ASSERT(conns.size() == list.size());
     for (size_t i = 0; i < list.size(); ++i) {
-      TUTTI_INFO(kTransport, "rank " << rank_ << " -> " << describePeer(list[i]) << " via "
-                                     << t->name());
+      TUTTI_INFO(kTransport,
+                 "rank " << rank_ << " -> " << describePeer(list[i]) << " via " << t->name());
       connectionPtrs_[list[i]] = conns[i].get();
       connections_[list[i]] = std::move(conns[i]);
     }
@@ -184,8 +185,7 @@ void Communicator::execute(const exec::Schedule& schedule, std::span<std::byte* 
   exec::execute(schedule, buffers, connectionPtrs_, o);
 }
 
-algo::CollArgs Communicator::baseArgs(algo::Coll coll, size_t count,
-                                      tuttiDataType_t dtype) const {
+algo::CollArgs Communicator::baseArgs(algo::Coll coll, size_t count, tuttiDataType_t dtype) const {
   algo::CollArgs a;
   a.coll = coll;
   a.count = count;
@@ -228,9 +228,9 @@ const algo::AlgorithmInfo& Communicator::chooseAlgorithm(const algo::CollArgs& a
       return *info;
     }
   }
-  std::string key = std::to_string(static_cast<int>(args.coll)) + "/" +
-                    std::to_string(args.count) + "/" + std::to_string(args.dtype) + "/" +
-                    std::to_string(args.op) + "/" + std::to_string(args.root) + "/" + spec;
+  std::string key = std::to_string(static_cast<int>(args.coll)) + "/" + std::to_string(args.count) +
+                    "/" + std::to_string(args.dtype) + "/" + std::to_string(args.op) + "/" +
+                    std::to_string(args.root) + "/" + spec;
   if (auto it = choiceCache_.find(key); it != choiceCache_.end()) return *it->second;
   tuning::CostModel model;
   auto candidates = tuning::rankCandidates(args, model);
@@ -238,18 +238,19 @@ const algo::AlgorithmInfo& Communicator::chooseAlgorithm(const algo::CollArgs& a
     fail(tuttiInternalError, "no algorithm applies to ", algo::collName(args.coll));
   if (log::enabled(log::Level::kInfo, log::Subsys::kTuning)) {
     std::ostringstream os;
-    for (const auto& c : candidates) os << " " << c.info->name << "=" << c.predictedSec * 1e6 << "us";
-    TUTTI_INFO(kTuning, algo::collName(args.coll) << " count " << args.count << " -> "
-                                                  << candidates[0].info->name << " (predicted:"
-                                                  << os.str() << ")");
+    for (const auto& c : candidates)
+      os << " " << c.info->name << "=" << c.predictedSec * 1e6 << "us";
+    TUTTI_INFO(kTuning, algo::collName(args.coll)
+                            << " count " << args.count << " -> " << candidates[0].info->name
+                            << " (predicted:" << os.str() << ")");
   }
   if (choiceCache_.size() > 4096) choiceCache_.clear();
   choiceCache_[key] = candidates[0].info;
   return *candidates[0].info;
 }
 
-void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
-                              size_t avgElems, size_t avgOffsetElems, bool applyAvg) {
+void Communicator::collective(algo::CollArgs args, const void* send, void* recv, size_t avgElems,
+                              size_t avgOffsetElems, bool applyAvg) {
   log::setThreadRank(rank_);
   const algo::AlgorithmInfo& info = chooseAlgorithm(args);
   exec::Schedule schedule = info.build(args);
@@ -366,10 +367,9 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, CommOption
     if (sscanf(s.c_str(), "%d %d", &c, &k) != 2) fail(tuttiInternalError, "bad split record");
     if (c == color) members.push_back({k, r});
   }
-  std::stable_sort(members.begin(), members.end(),
-                   [](const Member& a, const Member& b) {
-                     return a.key != b.key ? a.key < b.key : a.rank < b.rank;
-                   });
+  std::stable_sort(members.begin(), members.end(), [](const Member& a, const Member& b) {
+    return a.key != b.key ? a.key < b.key : a.rank < b.rank;
+  });
   int newRank = 0;
   for (size_t i = 0; i < members.size(); ++i)
     if (members[i].rank == rank_) newRank = static_cast<int>(i);

@@ -16,15 +16,13 @@ inline double nowSeconds() {
 class Deadline {
  public:
   explicit Deadline(double seconds)
-      : end_(Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                std::chrono::duration<double>(seconds))),
+      : end_(Clock::now() +
+             std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds))),
         seconds_(seconds) {}
   // TUTTI_TIMEOUT from now.
   static Deadline fromEnv() { return Deadline(env::getDouble("TUTTI_TIMEOUT")); }
   bool expired() const { return Clock::now() >= end_; }
-  double secondsLeft() const {
-    return std::chrono::duration<double>(end_ - Clock::now()).count();
-  }
+  double secondsLeft() const { return std::chrono::duration<double>(end_ - Clock::now()).count(); }
   int msLeft() const {
     double s = secondsLeft();
     return s <= 0 ? 0 : static_cast<int>(s * 1000.0) + 1;

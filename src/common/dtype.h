@@ -12,16 +12,21 @@ namespace tutti {
 constexpr size_t dtypeSize(tuttiDataType_t t) {
   switch (t) {
     case tuttiInt8:
-    case tuttiUint8: return 1;
+    case tuttiUint8:
+      return 1;
     case tuttiFloat16:
-    case tuttiBfloat16: return 2;
+    case tuttiBfloat16:
+      return 2;
     case tuttiInt32:
     case tuttiUint32:
-    case tuttiFloat32: return 4;
+    case tuttiFloat32:
+      return 4;
     case tuttiInt64:
     case tuttiUint64:
-    case tuttiFloat64: return 8;
-    default: return 0;
+    case tuttiFloat64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
@@ -71,7 +76,7 @@ inline uint16_t floatToHalf(float f) {
     return static_cast<uint16_t>(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0));
   }
   if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (absx < 0x38800000u) {  // subnormal half or zero
+  if (absx < 0x38800000u) {                                               // subnormal half or zero
     if (absx < 0x33000000u) return static_cast<uint16_t>(sign);
     uint32_t e = absx >> 23;
     uint32_t m = (absx & 0x7fffffu) | 0x800000u;

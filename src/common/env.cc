@@ -1,7 +1,8 @@
 #include "common/env.h"
 
-#include <cstdlib>
 #include <strings.h>
+
+#include <cstdlib>
 
 #include "common/error.h"
 
@@ -69,10 +70,14 @@ std::string getString(std::string_view name) {
 
 const char* typeName(Type t) {
   switch (t) {
-    case Type::kInt: return "int";
-    case Type::kBool: return "bool";
-    case Type::kDouble: return "double";
-    case Type::kString: return "string";
+    case Type::kInt:
+      return "int";
+    case Type::kBool:
+      return "bool";
+    case Type::kDouble:
+      return "double";
+    case Type::kString:
+      return "string";
   }
   return "?";
 }

@@ -7,8 +7,7 @@ namespace tutti::env {
 namespace {
 constexpr Var kVars[] = {
     // ---- logging ----
-    {"TUTTI_DEBUG", Type::kString, "WARN", "INIT",
-     "Log level: NONE, ERROR, WARN, INFO, TRACE."},
+    {"TUTTI_DEBUG", Type::kString, "WARN", "INIT", "Log level: NONE, ERROR, WARN, INFO, TRACE."},
     {"TUTTI_DEBUG_SUBSYS", Type::kString, "ALL", "INIT",
      "Comma-separated subsystems to log (INIT, BOOTSTRAP, TOPO, TRANSPORT, ALGO, TUNING, "
      "COLL, P2P, COMPRESS, EXEC, PERF, ALL); a leading ^ excludes the listed ones."},
@@ -41,8 +40,7 @@ constexpr Var kVars[] = {
     {"TUTTI_TCP_DISABLE", Type::kBool, "0", "TRANSPORT",
      "Never use the tcp transport (jobs across hosts then need ibverbs)."},
     {"TUTTI_IB_DISABLE", Type::kBool, "0", "TRANSPORT", "Never use the ibverbs transport."},
-    {"TUTTI_CUDA_IPC_DISABLE", Type::kBool, "0", "TRANSPORT",
-     "Never use the cuda_ipc transport."},
+    {"TUTTI_CUDA_IPC_DISABLE", Type::kBool, "0", "TRANSPORT", "Never use the cuda_ipc transport."},
     {"TUTTI_SHM_DIR", Type::kString, "/dev/shm", "TRANSPORT",
      "Directory (a tmpfs) where shm segments are created and unlinked at once."},
     {"TUTTI_SHM_FIFO_BYTES", Type::kInt, "4194304", "TRANSPORT",

@@ -51,19 +51,19 @@ template <typename... Args>
     if (!(cond)) ::tutti::fail(tuttiInvalidArgument, __VA_ARGS__); \
   } while (0)
 
-#define TUTTI_ASSERT(cond)                                                                   \
-  do {                                                                                       \
-    if (!(cond))                                                                             \
+#define TUTTI_ASSERT(cond)                                                                     \
+  do {                                                                                         \
+    if (!(cond))                                                                               \
       ::tutti::fail(tuttiInternalError, "internal check failed: " #cond " at ", __FILE__, ":", \
-                    __LINE__);                                                               \
+                    __LINE__);                                                                 \
   } while (0)
 
 // Calls a POSIX function returning -1 on error and throws a system error naming it.
-#define TUTTI_SYSCHECK(call, what)                                 \
-  ({                                                               \
-    auto tutti_ret_ = (call);                                      \
-    if (tutti_ret_ == -1) ::tutti::throwSystemError(what);         \
-    tutti_ret_;                                                    \
+#define TUTTI_SYSCHECK(call, what)                         \
+  ({                                                       \
+    auto tutti_ret_ = (call);                              \
+    if (tutti_ret_ == -1) ::tutti::throwSystemError(what); \
+    tutti_ret_;                                            \
   })
 
 }  // namespace tutti

@@ -34,11 +34,16 @@ const char* subsysName(Subsys s) {
 
 const char* levelName(Level l) {
   switch (l) {
-    case Level::kError: return "ERROR";
-    case Level::kWarn: return "WARN";
-    case Level::kInfo: return "INFO";
-    case Level::kTrace: return "TRACE";
-    default: return "";
+    case Level::kError:
+      return "ERROR";
+    case Level::kWarn:
+      return "WARN";
+    case Level::kInfo:
+      return "INFO";
+    case Level::kTrace:
+      return "TRACE";
+    default:
+      return "";
   }
 }
 
@@ -79,9 +84,12 @@ std::string expandPath(const std::string& pattern, const std::string& host) {
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] == '%' && i + 1 < pattern.size()) {
       char c = pattern[++i];
-      if (c == 'h') out += host;
-      else if (c == 'p') out += std::to_string(getpid());
-      else out += c;
+      if (c == 'h')
+        out += host;
+      else if (c == 'p')
+        out += std::to_string(getpid());
+      else
+        out += c;
     } else {
       out += pattern[i];
     }
@@ -140,15 +148,14 @@ bool enabled(Level level, Subsys subsys) {
     if (!configured()) configureLocked();
   });
   const Config& c = config();
-  return level != Level::kNone && level <= c.level &&
-         (c.mask & static_cast<unsigned>(subsys)) != 0;
+  return level != Level::kNone && level <= c.level && (c.mask & static_cast<unsigned>(subsys)) != 0;
 }
 
 void write(Level level, Subsys subsys, const std::string& message) {
   std::lock_guard<std::mutex> lock(mutex());
   Config& c = config();
-  fprintf(c.out, "%s:%d:%d tutti %s %s %s\n", c.host.c_str(), static_cast<int>(getpid()),
-          tlsRank, levelName(level), subsysName(subsys), message.c_str());
+  fprintf(c.out, "%s:%d:%d tutti %s %s %s\n", c.host.c_str(), static_cast<int>(getpid()), tlsRank,
+          levelName(level), subsysName(subsys), message.c_str());
   fflush(c.out);
 }
 

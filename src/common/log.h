@@ -34,14 +34,14 @@ void reconfigure();
 
 }  // namespace tutti::log
 
-#define TUTTI_LOG(level, subsys, expr)                                                   \
-  do {                                                                                   \
+#define TUTTI_LOG(level, subsys, expr)                                                     \
+  do {                                                                                     \
     if (::tutti::log::enabled(::tutti::log::Level::level, ::tutti::log::Subsys::subsys)) { \
-      std::ostringstream tutti_log_os_;                                                  \
-      tutti_log_os_ << expr;                                                             \
-      ::tutti::log::write(::tutti::log::Level::level, ::tutti::log::Subsys::subsys,      \
-                          tutti_log_os_.str());                                          \
-    }                                                                                    \
+      std::ostringstream tutti_log_os_;                                                    \
+      tutti_log_os_ << expr;                                                               \
+      ::tutti::log::write(::tutti::log::Level::level, ::tutti::log::Subsys::subsys,        \
+                          tutti_log_os_.str());                                            \
+    }                                                                                      \
   } while (0)
 
 #define TUTTI_WARN(subsys, expr) TUTTI_LOG(kWarn, subsys, expr)

@@ -31,9 +31,8 @@ std::byte* addressOf(std::span<std::byte* const> buffers, const Slice& s) {
 // a message at any byte; partial elements are carried to the next call.
 class ReducingSink {
  public:
-  ReducingSink(std::byte* dst, const std::byte* src, size_t bytes, tuttiDataType_t dtype,
-               tuttiRedOp_t op)
-      : dst_(dst), src_(src), bytes_(bytes), dtype_(dtype), op_(op), esize_(dtypeSize(dtype)) {}
+  ReducingSink(std::byte* dst, const std::byte* src, tuttiDataType_t dtype, tuttiRedOp_t op)
+      : dst_(dst), src_(src), dtype_(dtype), op_(op), esize_(dtypeSize(dtype)) {}
 
   void consume(size_t offset, std::span<const std::byte> data) {
     TUTTI_ASSERT(offset == done_ + carried_);
@@ -65,18 +64,12 @@ class ReducingSink {
  private:
   std::byte* dst_;
   const std::byte* src_;
-  size_t bytes_;
   tuttiDataType_t dtype_;
   tuttiRedOp_t op_;
   size_t esize_;
   size_t done_ = 0;
   size_t carried_ = 0;
   std::byte carry_[16];
-};
-
-struct Transfer {
-  const Op* op;
-  std::unique_ptr<ReducingSink> sink;
 };
 
 struct PeerQueues {
@@ -98,11 +91,19 @@ class RoundRunner {
   void run(const Round& round) {
     for (const Op& op : round.ops) {
       switch (op.type) {
-        case OpType::kCopy: runCopy(op); break;
-        case OpType::kReduce: runReduce(op); break;
-        case OpType::kSend: queueOf(op.peer).sends.push_back(&op); break;
+        case OpType::kCopy:
+          runCopy(op);
+          break;
+        case OpType::kReduce:
+          runReduce(op);
+          break;
+        case OpType::kSend:
+          queueOf(op.peer).sends.push_back(&op);
+          break;
         case OpType::kRecv:
-        case OpType::kRecvReduce: queueOf(op.peer).recvs.push_back(&op); break;
+        case OpType::kRecvReduce:
+          queueOf(op.peer).recvs.push_back(&op);
+          break;
       }
     }
     if (queues_.empty()) return;
@@ -112,8 +113,7 @@ class RoundRunner {
 
  private:
   PeerQueues& queueOf(int peer) {
-    TUTTI_ASSERT(peer >= 0 && static_cast<size_t>(peer) < conns_.size() &&
-                 conns_[peer] != nullptr);
+    TUTTI_ASSERT(peer >= 0 && static_cast<size_t>(peer) < conns_.size() && conns_[peer] != nullptr);
     return queues_[peer];
   }
 
@@ -158,9 +158,9 @@ class RoundRunner {
         };
       } else {
         TUTTI_ASSERT(op.src.bytes == op.dst.bytes);
-        q.sink = std::make_unique<ReducingSink>(addressOf(buffers_, op.dst),
-                                                addressOf(buffers_, op.src), op.dst.bytes,
-                                                schedule_.dtype, schedule_.op);
+        q.sink =
+            std::make_unique<ReducingSink>(addressOf(buffers_, op.dst), addressOf(buffers_, op.src),
+                                           schedule_.dtype, schedule_.op);
         ReducingSink* sink = q.sink.get();
         target.consume = [sink](size_t off, std::span<const std::byte> d) {
           sink->consume(off, d);

@@ -21,14 +21,22 @@ double predict(const exec::Schedule& s, const algo::CollArgs& args, const CostMo
         beta = std::max(beta, lc.beta);
       }
       switch (op.type) {
-        case exec::OpType::kSend: sent += op.src.bytes; break;
-        case exec::OpType::kRecv: received += op.dst.bytes; break;
+        case exec::OpType::kSend:
+          sent += op.src.bytes;
+          break;
+        case exec::OpType::kRecv:
+          received += op.dst.bytes;
+          break;
         case exec::OpType::kRecvReduce:
           received += op.dst.bytes;
           reduced += op.dst.bytes;
           break;
-        case exec::OpType::kReduce: reduced += op.dst.bytes; break;
-        case exec::OpType::kCopy: reduced += op.dst.bytes * 0.5; break;
+        case exec::OpType::kReduce:
+          reduced += op.dst.bytes;
+          break;
+        case exec::OpType::kCopy:
+          reduced += op.dst.bytes * 0.5;
+          break;
       }
     }
     total += alpha + std::max(sent, received) * beta + reduced * m.gammaPerByte;

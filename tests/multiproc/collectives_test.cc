@@ -29,8 +29,10 @@ struct CollDesc {
 
 const std::vector<CollDesc>& colls() {
   static const std::vector<CollDesc> v = {
-      {C::kAllReduce, "allreduce",
-       {"naive", "ps", "ring", "tree", "dbtree", "butterfly", "rabenseifner", "auto"}, true},
+      {C::kAllReduce,
+       "allreduce",
+       {"naive", "ps", "ring", "tree", "dbtree", "butterfly", "rabenseifner", "auto"},
+       true},
       {C::kBroadcast, "broadcast", {"chain", "binomial", "auto"}, false},
       {C::kReduce, "reduce", {"chain", "binomial", "auto"}, true},
       {C::kAllGather, "allgather", {"ring", "rd", "bruck", "auto"}, false},
@@ -40,8 +42,8 @@ const std::vector<CollDesc>& colls() {
   return v;
 }
 
-const tuttiDataType_t kAllTypes[] = {tuttiInt8,    tuttiUint8,   tuttiInt32,   tuttiUint32,
-                                     tuttiInt64,   tuttiUint64,  tuttiFloat16, tuttiBfloat16,
+const tuttiDataType_t kAllTypes[] = {tuttiInt8,    tuttiUint8,  tuttiInt32,   tuttiUint32,
+                                     tuttiInt64,   tuttiUint64, tuttiFloat16, tuttiBfloat16,
                                      tuttiFloat32, tuttiFloat64};
 const tuttiRedOp_t kAllOps[] = {tuttiSum, tuttiProd, tuttiMin, tuttiMax, tuttiAvg};
 
@@ -52,45 +54,79 @@ bool isSigned(tuttiDataType_t t) {
 // The value rank r contributes at element i; small integers, exact in every dtype.
 double inputValue(tuttiRedOp_t op, tuttiDataType_t t, int r, size_t i) {
   switch (op) {
-    case tuttiProd: return ((r + i) % 4 == 0) ? 2.0 : 1.0;
+    case tuttiProd:
+      return ((r + i) % 4 == 0) ? 2.0 : 1.0;
     case tuttiMin:
     case tuttiMax: {
       double v = static_cast<double>((r * 3 + i) % 11);
       return isSigned(t) ? v - 5.0 : v;
     }
-    default: return static_cast<double>((r + i) % 3 + 1);
+    default:
+      return static_cast<double>((r + i) % 3 + 1);
   }
 }
 
 void store(void* buf, tuttiDataType_t t, size_t i, double v) {
   switch (t) {
-    case tuttiInt8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v); break;
-    case tuttiUint8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v); break;
-    case tuttiInt32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v); break;
-    case tuttiUint32: static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v); break;
-    case tuttiInt64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v); break;
-    case tuttiUint64: static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v); break;
-    case tuttiFloat16: static_cast<uint16_t*>(buf)[i] = floatToHalf(static_cast<float>(v)); break;
-    case tuttiBfloat16: static_cast<uint16_t*>(buf)[i] = floatToBf16(static_cast<float>(v)); break;
-    case tuttiFloat32: static_cast<float*>(buf)[i] = static_cast<float>(v); break;
-    case tuttiFloat64: static_cast<double*>(buf)[i] = v; break;
-    default: break;
+    case tuttiInt8:
+      static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v);
+      break;
+    case tuttiUint8:
+      static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v);
+      break;
+    case tuttiInt32:
+      static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v);
+      break;
+    case tuttiUint32:
+      static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v);
+      break;
+    case tuttiInt64:
+      static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v);
+      break;
+    case tuttiUint64:
+      static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v);
+      break;
+    case tuttiFloat16:
+      static_cast<uint16_t*>(buf)[i] = floatToHalf(static_cast<float>(v));
+      break;
+    case tuttiBfloat16:
+      static_cast<uint16_t*>(buf)[i] = floatToBf16(static_cast<float>(v));
+      break;
+    case tuttiFloat32:
+      static_cast<float*>(buf)[i] = static_cast<float>(v);
+      break;
+    case tuttiFloat64:
+      static_cast<double*>(buf)[i] = v;
+      break;
+    default:
+      break;
   }
 }
 
 double load(const void* buf, tuttiDataType_t t, size_t i) {
   switch (t) {
-    case tuttiInt8: return static_cast<const int8_t*>(buf)[i];
-    case tuttiUint8: return static_cast<const uint8_t*>(buf)[i];
-    case tuttiInt32: return static_cast<const int32_t*>(buf)[i];
-    case tuttiUint32: return static_cast<const uint32_t*>(buf)[i];
-    case tuttiInt64: return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
-    case tuttiUint64: return static_cast<double>(static_cast<const uint64_t*>(buf)[i]);
-    case tuttiFloat16: return halfToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case tuttiBfloat16: return bf16ToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case tuttiFloat32: return static_cast<const float*>(buf)[i];
-    case tuttiFloat64: return static_cast<const double*>(buf)[i];
-    default: return NAN;
+    case tuttiInt8:
+      return static_cast<const int8_t*>(buf)[i];
+    case tuttiUint8:
+      return static_cast<const uint8_t*>(buf)[i];
+    case tuttiInt32:
+      return static_cast<const int32_t*>(buf)[i];
+    case tuttiUint32:
+      return static_cast<const uint32_t*>(buf)[i];
+    case tuttiInt64:
+      return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
+    case tuttiUint64:
+      return static_cast<double>(static_cast<const uint64_t*>(buf)[i]);
+    case tuttiFloat16:
+      return halfToFloat(static_cast<const uint16_t*>(buf)[i]);
+    case tuttiBfloat16:
+      return bf16ToFloat(static_cast<const uint16_t*>(buf)[i]);
+    case tuttiFloat32:
+      return static_cast<const float*>(buf)[i];
+    case tuttiFloat64:
+      return static_cast<const double*>(buf)[i];
+    default:
+      return NAN;
   }
 }
 
@@ -99,10 +135,18 @@ double reduceRef(tuttiRedOp_t op, tuttiDataType_t t, int n, size_t i) {
   for (int r = 1; r < n; ++r) {
     double v = inputValue(op, t, r, i);
     switch (op) {
-      case tuttiProd: acc *= v; break;
-      case tuttiMin: acc = std::min(acc, v); break;
-      case tuttiMax: acc = std::max(acc, v); break;
-      default: acc += v; break;
+      case tuttiProd:
+        acc *= v;
+        break;
+      case tuttiMin:
+        acc = std::min(acc, v);
+        break;
+      case tuttiMax:
+        acc = std::max(acc, v);
+        break;
+      default:
+        acc += v;
+        break;
     }
   }
   if (op == tuttiAvg) acc = dtypeIsFloat(t) ? acc / n : std::trunc(acc / n);
@@ -127,8 +171,8 @@ struct Case {
 
 std::string describe(const Case& c, int n) {
   return std::string(c.coll->name) + ":" + c.algo + " n=" + std::to_string(n) + " " +
-         dtypeName(c.dtype) + " " + (c.coll->hasOp ? opName(c.op) : "-") + " count=" +
-         std::to_string(c.count) + (c.inPlace ? " in-place" : " out-of-place") +
+         dtypeName(c.dtype) + " " + (c.coll->hasOp ? opName(c.op) : "-") +
+         " count=" + std::to_string(c.count) + (c.inPlace ? " in-place" : " out-of-place") +
          " root=" + std::to_string(c.root);
 }
 
@@ -137,10 +181,17 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n) {
   size_t es = dtypeSize(c.dtype);
   size_t inElems = c.count, outElems = c.count;
   switch (c.coll->coll) {
-    case C::kAllGather: outElems = c.count * n; break;
-    case C::kReduceScatter: inElems = c.count * n; break;
-    case C::kAllToAll: inElems = outElems = c.count * n; break;
-    default: break;
+    case C::kAllGather:
+      outElems = c.count * n;
+      break;
+    case C::kReduceScatter:
+      inElems = c.count * n;
+      break;
+    case C::kAllToAll:
+      inElems = outElems = c.count * n;
+      break;
+    default:
+      break;
   }
   std::vector<std::byte> inBuf(std::max<size_t>(inElems, 1) * es + 64);
   std::vector<std::byte> outBuf(std::max<size_t>(outElems, 1) * es + 64);
@@ -150,7 +201,8 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n) {
   for (size_t i = 0; i < outElems; ++i) store(out, c.dtype, i, 99);
   tuttiRedOp_t op = c.coll->hasOp ? c.op : tuttiSum;
   auto fillInput = [&](void* dst, size_t elems, size_t offset) {
-    for (size_t i = 0; i < elems; ++i) store(dst, c.dtype, i, inputValue(op, c.dtype, rank, offset + i));
+    for (size_t i = 0; i < elems; ++i)
+      store(dst, c.dtype, i, inputValue(op, c.dtype, rank, offset + i));
   };
   if (c.inPlace) {
     switch (c.coll->coll) {
@@ -171,22 +223,34 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n) {
     fillInput(in, inElems, 0);
   }
   std::string algoSpec = std::string(c.coll->name) + ":" + c.algo;
-  if (std::string(c.algo) == "auto") unsetenv("TUTTI_ALGO");
-  else setenv("TUTTI_ALGO", algoSpec.c_str(), 1);
+  if (std::string(c.algo) == "auto")
+    unsetenv("TUTTI_ALGO");
+  else
+    setenv("TUTTI_ALGO", algoSpec.c_str(), 1);
   tuttiResult_t r = tuttiSuccess;
   switch (c.coll->coll) {
-    case C::kAllReduce: r = tuttiAllReduce(in, out, c.count, c.dtype, op, comm, nullptr); break;
-    case C::kBroadcast: r = tuttiBroadcast(in, out, c.count, c.dtype, c.root, comm, nullptr); break;
-    case C::kReduce: r = tuttiReduce(in, out, c.count, c.dtype, op, c.root, comm, nullptr); break;
-    case C::kAllGather: r = tuttiAllGather(in, out, c.count, c.dtype, comm, nullptr); break;
+    case C::kAllReduce:
+      r = tuttiAllReduce(in, out, c.count, c.dtype, op, comm, nullptr);
+      break;
+    case C::kBroadcast:
+      r = tuttiBroadcast(in, out, c.count, c.dtype, c.root, comm, nullptr);
+      break;
+    case C::kReduce:
+      r = tuttiReduce(in, out, c.count, c.dtype, op, c.root, comm, nullptr);
+      break;
+    case C::kAllGather:
+      r = tuttiAllGather(in, out, c.count, c.dtype, comm, nullptr);
+      break;
     case C::kReduceScatter:
       r = tuttiReduceScatter(in, out, c.count, c.dtype, op, comm, nullptr);
       break;
-    case C::kAllToAll: r = tuttiAllToAll(in, out, c.count, c.dtype, comm, nullptr); break;
+    case C::kAllToAll:
+      r = tuttiAllToAll(in, out, c.count, c.dtype, comm, nullptr);
+      break;
   }
   unsetenv("TUTTI_ALGO");
-  if (r == tuttiInvalidArgument && std::string(tuttiGetLastError(comm)).find("does not apply") !=
-                                       std::string::npos)
+  if (r == tuttiInvalidArgument &&
+      std::string(tuttiGetLastError(comm)).find("does not apply") != std::string::npos)
     return "";  // algorithm not applicable here (same decision on every rank)
   if (r != tuttiSuccess)
     return std::string("call failed: ") + tuttiGetErrorString(r) + ": " + tuttiGetLastError(comm);
@@ -199,7 +263,8 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n) {
   std::string err;
   switch (c.coll->coll) {
     case C::kAllReduce:
-      for (size_t i = 0; i < c.count && err.empty(); ++i) err = check(i, reduceRef(op, c.dtype, n, i));
+      for (size_t i = 0; i < c.count && err.empty(); ++i)
+        err = check(i, reduceRef(op, c.dtype, n, i));
       break;
     case C::kReduce:
       if (rank == c.root)
@@ -240,21 +305,21 @@ std::vector<Case> buildCases(int n, bool full) {
             bool bigCase = count == big;
             if (bigCase) {
               // The slice: large counts for float32 sum and int32 max only.
-              if (!full && !((t == tuttiFloat32 && op == tuttiSum) ||
-                             (t == tuttiInt32 && op == tuttiMax)))
+              if (!full &&
+                  !((t == tuttiFloat32 && op == tuttiSum) || (t == tuttiInt32 && op == tuttiMax)))
                 continue;
               if (cd.coll == C::kAllGather || cd.coll == C::kAllToAll ||
                   cd.coll == C::kReduceScatter) {
                 if (n > 4 && !full) continue;
               }
             }
-            if (!full && count == 1023 && t != tuttiFloat32 && t != tuttiFloat16 &&
-                t != tuttiInt8)
+            if (!full && count == 1023 && t != tuttiFloat32 && t != tuttiFloat16 && t != tuttiInt8)
               continue;
             for (bool inPlace : {false, true}) {
               if (cd.coll == C::kAllToAll && inPlace) continue;
               std::vector<int> roots = {0};
-              if ((cd.coll == C::kBroadcast || cd.coll == C::kReduce) && n > 1) roots.push_back(n - 1);
+              if ((cd.coll == C::kBroadcast || cd.coll == C::kReduce) && n > 1)
+                roots.push_back(n - 1);
               for (int root : roots) cases.push_back({&cd, algo, t, op, count, inPlace, root});
             }
           }

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -111,8 +111,7 @@ TEST(CommInit, MissingRankTimesOutNamingIt) {
     auto start = std::chrono::steady_clock::now();
     tuttiComm_t comm = nullptr;
     tuttiResult_t r = tuttiCommInitRank(&comm, n, id, rank);
-    double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     EXPECT_EQ(r, tuttiTimeout) << tuttiGetLastError(nullptr);
     std::string msg = tuttiGetLastError(nullptr);
     EXPECT_NE(msg.find("2"), std::string::npos) << msg;
@@ -167,8 +166,7 @@ TEST(CommInit, UnreachableAddressFailsWithinTimeout) {
     auto start = std::chrono::steady_clock::now();
     tuttiComm_t comm = nullptr;
     tuttiResult_t r = tuttiCommInitFromEnv(&comm, nullptr);
-    double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     EXPECT_TRUE(r == tuttiTimeout || r == tuttiRemoteError) << tuttiGetErrorString(r);
     std::string msg = tuttiGetLastError(nullptr);
     EXPECT_NE(msg.find("127.0.0.1:9"), std::string::npos) << msg;
@@ -200,8 +198,7 @@ TEST(CommInit, AbortFromAnotherThreadUnblocksInit) {
       if (state != tuttiInProgress) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     EXPECT_NE(state, tuttiInProgress);
     EXPECT_NE(state, tuttiSuccess);
     EXPECT_LT(secs, 3.0);
@@ -222,12 +219,10 @@ TEST(CommApi, BadArgumentsAreRejectedWithMessages) {
     EXPECT_EQ(tuttiCommInitRank(&comm, 1, garbage, 0), tuttiInvalidArgument);
     TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 1, id, 0), nullptr);
     float x = 1, y = 0;
-    EXPECT_EQ(tuttiAllReduce(&x, &y, 1, static_cast<tuttiDataType_t>(42), tuttiSum, comm,
-                             nullptr),
+    EXPECT_EQ(tuttiAllReduce(&x, &y, 1, static_cast<tuttiDataType_t>(42), tuttiSum, comm, nullptr),
               tuttiInvalidArgument);
     EXPECT_NE(std::string(tuttiGetLastError(comm)).find("datatype"), std::string::npos);
-    EXPECT_EQ(tuttiAllReduce(&x, &y, 1, tuttiFloat32, static_cast<tuttiRedOp_t>(9), comm,
-                             nullptr),
+    EXPECT_EQ(tuttiAllReduce(&x, &y, 1, tuttiFloat32, static_cast<tuttiRedOp_t>(9), comm, nullptr),
               tuttiInvalidArgument);
     EXPECT_EQ(tuttiAllReduce(nullptr, &y, 1, tuttiFloat32, tuttiSum, comm, nullptr),
               tuttiInvalidArgument);

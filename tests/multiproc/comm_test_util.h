@@ -9,11 +9,11 @@
 
 namespace tutti::test {
 
-#define TUTTI_ASSERT_OK(call, comm)                                                  \
-  do {                                                                               \
-    tuttiResult_t tutti_r_ = (call);                                                 \
-    ASSERT_EQ(tutti_r_, tuttiSuccess) << #call << ": " << tuttiGetErrorString(tutti_r_) \
-                                      << ": " << tuttiGetLastError(comm);            \
+#define TUTTI_ASSERT_OK(call, comm)                                                           \
+  do {                                                                                        \
+    tuttiResult_t tutti_r_ = (call);                                                          \
+    ASSERT_EQ(tutti_r_, tuttiSuccess)                                                         \
+        << #call << ": " << tuttiGetErrorString(tutti_r_) << ": " << tuttiGetLastError(comm); \
   } while (0)
 
 // A unique id made in the test (parent) process; forked ranks init from it.
