@@ -2,6 +2,8 @@
 #include "api_guard.h"
 #include "comm_handle.h"
 #include "common/dtype.h"
+
+#include <cstring>
 #include "group.h"
 
 using tutti::api::guarded;
@@ -9,8 +11,19 @@ using tutti::api::ready;
 
 namespace {
 
+// Enum arguments come from C callers and may hold any int: read them as ints (loading an
+// out-of-range value through the enum type is undefined in C++).
+template <typename E>
+int rawEnum(const E& e) {
+  static_assert(sizeof(E) == sizeof(int));
+  int v;
+  std::memcpy(&v, &e, sizeof(v));
+  return v;
+}
+
 void checkCommon(tuttiComm_t comm, const void* send, const void* recv, size_t sendElems,
-                 size_t recvElems, int dtype) {
+                 size_t recvElems, const tuttiDataType_t& datatype) {
+  int dtype = rawEnum(datatype);
   TUTTI_CHECK_ARG(comm != nullptr, "comm is NULL");
   TUTTI_CHECK_ARG(tutti::dtypeValid(dtype), "invalid datatype ", dtype);
   TUTTI_CHECK_ARG(sendElems == 0 || send != nullptr, "sendbuff is NULL with a non-zero count");
@@ -19,7 +32,9 @@ void checkCommon(tuttiComm_t comm, const void* send, const void* recv, size_t se
   TUTTI_CHECK_ARG(sendElems <= SIZE_MAX / 16 && recvElems <= SIZE_MAX / 16, "count too large");
 }
 
-void checkOp(int op) { TUTTI_CHECK_ARG(tutti::opValid(op), "invalid reduction op ", op); }
+void checkOp(const tuttiRedOp_t& op) {
+  TUTTI_CHECK_ARG(tutti::opValid(rawEnum(op)), "invalid reduction op ", rawEnum(op));
+}
 
 void checkRoot(tutti::Communicator& c, int root) {
   TUTTI_CHECK_ARG(root >= 0 && root < c.size(), "root ", root, " out of range [0, ", c.size(), ")");

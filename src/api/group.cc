@@ -1,5 +1,6 @@
 #include "group.h"
 
+#include <cstring>
 #include <vector>
 
 #include "api_guard.h"
@@ -74,7 +75,9 @@ TUTTI_API tuttiResult_t tuttiGroupEnd(void) {
 TUTTI_API tuttiResult_t tuttiSend(const void* sendbuff, size_t count, tuttiDataType_t datatype,
                                   int peer, tuttiComm_t comm, tuttiStream_t stream) {
   return tutti::api::guarded(comm, "tuttiSend", [&] {
-    TUTTI_CHECK_ARG(tutti::dtypeValid(datatype), "invalid datatype ", datatype);
+    int rawType;
+    std::memcpy(&rawType, &datatype, sizeof(rawType));
+    TUTTI_CHECK_ARG(tutti::dtypeValid(rawType), "invalid datatype ", rawType);
     TUTTI_CHECK_ARG(count == 0 || sendbuff != nullptr, "sendbuff is NULL with count ", count);
     auto& c = tutti::api::ready(comm);
     TUTTI_CHECK_ARG(peer >= 0 && peer < c.size(), "peer ", peer, " out of range [0, ", c.size(),
@@ -93,7 +96,9 @@ TUTTI_API tuttiResult_t tuttiSend(const void* sendbuff, size_t count, tuttiDataT
 TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t datatype, int peer,
                                   tuttiComm_t comm, tuttiStream_t stream) {
   return tutti::api::guarded(comm, "tuttiRecv", [&] {
-    TUTTI_CHECK_ARG(tutti::dtypeValid(datatype), "invalid datatype ", datatype);
+    int rawType;
+    std::memcpy(&rawType, &datatype, sizeof(rawType));
+    TUTTI_CHECK_ARG(tutti::dtypeValid(rawType), "invalid datatype ", rawType);
     TUTTI_CHECK_ARG(count == 0 || recvbuff != nullptr, "recvbuff is NULL with count ", count);
     auto& c = tutti::api::ready(comm);
     TUTTI_CHECK_ARG(peer >= 0 && peer < c.size(), "peer ", peer, " out of range [0, ", c.size(),

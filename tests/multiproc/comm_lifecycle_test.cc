@@ -36,7 +36,7 @@ TEST_P(InitDestroy, EveryRankSeesItsRankAndSize) {
     TUTTI_ASSERT_OK(tuttiAllReduce(&mine, &sum, 1, tuttiInt32, tuttiSum, comm, nullptr), comm);
     EXPECT_EQ(sum, n * (n + 1) / 2);
     TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
-  });
+  }, 300);
   EXPECT_TRUE(result.allOk()) << result.describe();
 }
 

@@ -50,7 +50,7 @@ TEST_P(P2p, SizesBetweenEveryPair) {
     }
     EXPECT_EQ(std::string(tuttiCommTransports(comm)), transport);
     TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
-  });
+  }, 600);
   EXPECT_TRUE(result.allOk()) << result.describe();
 }
 
@@ -76,7 +76,7 @@ TEST_P(P2p, GroupedAllPairsExchange) {
       for (int p = 0; p < n; ++p)
         for (size_t i = 0; i < bytes; i += 997) ASSERT_EQ(in[p][i], pattern(p, rank, i));
       TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
-    });
+    }, 600);
     EXPECT_TRUE(result.allOk()) << n << " ranks: " << result.describe();
   }
 }
