@@ -1,6 +1,7 @@
 #include "exec/executor.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -262,7 +263,12 @@ class RoundRunner {
       if (idle > options_.timeoutSec)
         fail(tuttiTimeout, "rank ", options_.rank, ": no progress for ", options_.timeoutSec,
              " s (TUTTI_TIMEOUT) waiting for ", pendingPeers());
-      if (idle < spinSec) continue;
+      if (idle < spinSec) {
+        // Ranks often share cores (4-8 ranks on a busy node): give the core to the peer we
+        // are waiting for instead of burning it.
+        sched_yield();
+        continue;
+      }
       sleepOnce((options_.timeoutSec - idle) * 1000.0);
     }
   }
