@@ -1,0 +1,38 @@
+// Argument checks and error reporting for the device kernels (the launches live in
+// cuda_kernels.cu).
+#include "reduce/cuda/cuda_reduce.h"
+
+#include "common/dtype.h"
+#include "common/error.h"
+#include "reduce/cuda/cuda_kernels.h"
+
+namespace tutti::reduce {
+namespace {
+
+void check(int err, const char* call, size_t count, tuttiDataType_t dtype) {
+  if (err == 0) return;
+  fail(tuttiSystemError, call, ": kernel launch failed for ", count, " x ", dtypeName(dtype), ": ",
+       cudadetail::errorName(err), " (", cudadetail::errorString(err), ")");
+}
+
+}  // namespace
+
+void reduceCuda(void* dst, const void* a, const void* b, size_t count, tuttiDataType_t dtype,
+                tuttiRedOp_t op, void* stream) {
+  TUTTI_CHECK_ARG(dtypeValid(dtype), "reduceCuda: invalid datatype ", static_cast<int>(dtype));
+  TUTTI_CHECK_ARG(opValid(op) && op != tuttiAvg, "reduceCuda: invalid op ", static_cast<int>(op),
+                  op == tuttiAvg ? " (tuttiAvg: reduce with tuttiSum, then divideCuda())" : "");
+  if (count == 0) return;
+  TUTTI_CHECK_ARG(dst && a && b, "reduceCuda: null buffer with count ", count);
+  check(cudadetail::launchReduce(dst, a, b, count, dtype, op, stream), "reduceCuda", count, dtype);
+}
+
+void divideCuda(void* dst, size_t count, tuttiDataType_t dtype, int64_t divisor, void* stream) {
+  TUTTI_CHECK_ARG(dtypeValid(dtype), "divideCuda: invalid datatype ", static_cast<int>(dtype));
+  TUTTI_CHECK_ARG(divisor > 0, "divideCuda: divisor must be positive, got ", divisor);
+  if (count == 0 || divisor == 1) return;
+  TUTTI_CHECK_ARG(dst != nullptr, "divideCuda: null buffer with count ", count);
+  check(cudadetail::launchDivide(dst, count, dtype, divisor, stream), "divideCuda", count, dtype);
+}
+
+}  // namespace tutti::reduce

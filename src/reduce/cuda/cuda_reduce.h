@@ -1,0 +1,24 @@
+// Device (CUDA) reduction kernels: the device twin of reduce/reduce.h. Plain C++ (no CUDA
+// syntax): the stream is a cudaStream_t passed as void* (nullptr = the legacy default stream).
+// Built only when TUTTI_HAVE_CUDA (target tutti_reduce_cuda).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tutti/tutti.h"
+
+namespace tutti::reduce {
+
+// Enqueues dst[i] = a[i] (op) b[i] for i < count on `stream`; returns without synchronising.
+// dst, a, b are device (or managed) pointers; dst may alias a or b exactly. Results match
+// reduce() bit for bit (integer sum/prod wrap; float16/bfloat16 go through float32 with
+// round-to-nearest-even; min/max propagate NaN). op must not be tuttiAvg.
+// Throws tutti::Error (tuttiInvalidArgument, or tuttiSystemError naming the CUDA error).
+void reduceCuda(void* dst, const void* a, const void* b, size_t count, tuttiDataType_t dtype,
+                tuttiRedOp_t op, void* stream);
+
+// Enqueues dst[i] /= divisor on `stream` (finishes tuttiAvg; integers truncate).
+void divideCuda(void* dst, size_t count, tuttiDataType_t dtype, int64_t divisor, void* stream);
+
+}  // namespace tutti::reduce
