@@ -44,6 +44,31 @@ void deferP2p(tuttiComm_t comm, const P2pOp& op) { state().of(comm).p2p.push_bac
 
 }  // namespace tutti::api
 
+namespace {
+
+// Checks a send or receive and runs it now, or records it in the open group.
+tuttiResult_t issueP2p(bool isSend, void* buffer, size_t count, const tuttiDataType_t& datatype,
+                       int peer, tuttiComm_t comm) {
+  int rawType;
+  std::memcpy(&rawType, &datatype, sizeof(rawType));  // C callers may pass any int
+  TUTTI_CHECK_ARG(tutti::dtypeValid(rawType), "invalid datatype ", rawType);
+  TUTTI_CHECK_ARG(count == 0 || buffer != nullptr, isSend ? "sendbuff" : "recvbuff",
+                  " is NULL with count ", count);
+  auto& c = tutti::api::ready(comm);
+  TUTTI_CHECK_ARG(peer >= 0 && peer < c.size(), "peer ", peer, " out of range [0, ", c.size(),
+                  ")");
+  tutti::P2pOp op{isSend, peer, static_cast<std::byte*>(buffer),
+                  count * tutti::dtypeSize(datatype)};
+  if (tutti::api::groupDepth() > 0) {
+    tutti::api::deferP2p(comm, op);
+  } else {
+    c.runP2p({&op, 1});
+  }
+  return tuttiSuccess;
+}
+
+}  // namespace
+
 extern "C" {
 
 TUTTI_API tuttiResult_t tuttiGroupStart(void) {
@@ -75,43 +100,14 @@ TUTTI_API tuttiResult_t tuttiGroupEnd(void) {
 TUTTI_API tuttiResult_t tuttiSend(const void* sendbuff, size_t count, tuttiDataType_t datatype,
                                   int peer, tuttiComm_t comm, tuttiStream_t stream) {
   return tutti::api::guarded(comm, "tuttiSend", [&] {
-    int rawType;
-    std::memcpy(&rawType, &datatype, sizeof(rawType));
-    TUTTI_CHECK_ARG(tutti::dtypeValid(rawType), "invalid datatype ", rawType);
-    TUTTI_CHECK_ARG(count == 0 || sendbuff != nullptr, "sendbuff is NULL with count ", count);
-    auto& c = tutti::api::ready(comm);
-    TUTTI_CHECK_ARG(peer >= 0 && peer < c.size(), "peer ", peer, " out of range [0, ", c.size(),
-                    ")");
-    tutti::P2pOp op{true, peer, const_cast<std::byte*>(static_cast<const std::byte*>(sendbuff)),
-                    count * tutti::dtypeSize(datatype)};
-    if (tutti::api::groupDepth() > 0) {
-      tutti::api::deferP2p(comm, op);
-    } else {
-      c.runP2p({&op, 1});
-    }
-    return tuttiSuccess;
+    return issueP2p(true, const_cast<void*>(sendbuff), count, datatype, peer, comm);
   });
 }
 
 TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t datatype, int peer,
                                   tuttiComm_t comm, tuttiStream_t stream) {
-  return tutti::api::guarded(comm, "tuttiRecv", [&] {
-    int rawType;
-    std::memcpy(&rawType, &datatype, sizeof(rawType));
-    TUTTI_CHECK_ARG(tutti::dtypeValid(rawType), "invalid datatype ", rawType);
-    TUTTI_CHECK_ARG(count == 0 || recvbuff != nullptr, "recvbuff is NULL with count ", count);
-    auto& c = tutti::api::ready(comm);
-    TUTTI_CHECK_ARG(peer >= 0 && peer < c.size(), "peer ", peer, " out of range [0, ", c.size(),
-                    ")");
-    tutti::P2pOp op{false, peer, static_cast<std::byte*>(recvbuff),
-                    count * tutti::dtypeSize(datatype)};
-    if (tutti::api::groupDepth() > 0) {
-      tutti::api::deferP2p(comm, op);
-    } else {
-      c.runP2p({&op, 1});
-    }
-    return tuttiSuccess;
-  });
+  return tutti::api::guarded(
+      comm, "tuttiRecv", [&] { return issueP2p(false, recvbuff, count, datatype, peer, comm); });
 }
 
 }  // extern "C"
