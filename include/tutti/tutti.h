@@ -171,6 +171,31 @@ TUTTI_API const char* tuttiCommLastAlgorithm(tuttiComm_t comm);
 /* Comma-separated transports in use by comm's connections ("shm", "shm,tcp", ...). */
 TUTTI_API const char* tuttiCommTransports(tuttiComm_t comm);
 
+/* ---- Compressed all-reduce (tutti addition; docs/compression.md) ---- */
+/* recvbuff = sum over ranks of decode(encode(sendbuff_r)), identical bits on every rank.
+ * datatype: tuttiFloat32, tuttiFloat16 or tuttiBfloat16 (accumulated in float32, converted
+ * once at the end). compressor: "none", "topk:ratio=0.01", "topk:k=6", "qsgd:s=4,b=512", ...;
+ * NULL or "" uses TUTTI_COMPRESS (and "none" when that is unset). key names the tensor: error
+ * feedback residual and step counter (the RNG stream of QSGD) are kept per (comm, key). With
+ * useErrorFeedback != 0 the residual of key is added before compression and updated after.
+ * Every rank must pass the same count, datatype, compressor, key and useErrorFeedback.
+ * Blocking (host memory); not allowed between tuttiGroupStart and tuttiGroupEnd. */
+TUTTI_API tuttiResult_t tuttiAllReduceCompressed(const void* sendbuff, void* recvbuff,
+                                                 size_t count, tuttiDataType_t datatype,
+                                                 const char* compressor, uint64_t key,
+                                                 int useErrorFeedback, tuttiComm_t comm,
+                                                 tuttiStream_t stream);
+typedef struct {
+  uint64_t wireBytesLastCall;  /* payload bytes this rank sent in the last call (top-k: 8k) */
+  uint64_t denseBytesLastCall; /* 4*count of the last call (the uncompressed float32 size) */
+  uint64_t wireBytesTotal;     /* payload bytes over all calls on comm */
+  uint64_t calls;              /* tuttiAllReduceCompressed calls completed on comm */
+  uint64_t errorFeedbackKeys;  /* keys holding a residual */
+} tuttiCompressionStats_t;
+TUTTI_API tuttiResult_t tuttiCompressionStats(tuttiComm_t comm, tuttiCompressionStats_t* stats);
+/* Forgets key's residual and step counter (e.g. after a model reload); local, not collective. */
+TUTTI_API tuttiResult_t tuttiCompressionResetKey(tuttiComm_t comm, uint64_t key);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -22,6 +22,7 @@ struct tuttiComm {
   std::mutex errorMutex;
   std::string lastError;
   std::string transportsText;  // storage for tuttiCommTransports
+  std::shared_ptr<void> compressState;  // compressed.cc: error feedback, stats
 };
 
 namespace tutti::api {

@@ -1,8 +1,12 @@
 #include "launcher.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -13,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 
 #include "bootstrap/secret.h"
@@ -65,12 +70,96 @@ void writeAll(int fd, const std::string& s) {
   }
 }
 
-[[noreturn]] void execRank(const Options& o, int rank, const std::string& addr,
-                           const std::string& secret, pid_t parent, int outFd, int errFd,
-                           const sigset_t& oldMask) {
+// Opens /var/run/netns/<name> for every host (O_CLOEXEC: the ranks do not inherit them).
+std::vector<int> openNamespaces(const std::vector<std::string>& hosts) {
+  if (::geteuid() != 0)
+    throw std::runtime_error(
+        "--hosts needs root: entering a network namespace (setns CLONE_NEWNET) needs "
+        "CAP_SYS_ADMIN; run tuttirun as root or drop --hosts");
+  std::vector<int> fds;
+  for (const auto& h : hosts) {
+    std::string path = "/var/run/netns/" + h;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      int err = errno;
+      for (int f : fds) ::close(f);
+      throw std::runtime_error("network namespace '" + h + "' not found (" + path + ": " +
+                               std::strerror(err) + "); create it with `ip netns add " + h +
+                               "` or tools/netns-cluster.sh up N");
+    }
+    fds.push_back(fd);
+  }
+  return fds;
+}
+
+// In a short-lived child that enters the namespace: its first non-loopback IPv4 address that
+// is up, and a free TCP port on it. Returns "a.b.c.d:port".
+std::string probeNamespaceAddr(int nsFd, const std::string& name) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::close(p[0]);
+    auto reply = [&](const std::string& s) {
+      writeAll(p[1], s);
+      ::_exit(0);
+    };
+    if (::setns(nsFd, CLONE_NEWNET) != 0) reply(std::string("!setns: ") + std::strerror(errno));
+    ifaddrs* ifs = nullptr;
+    if (::getifaddrs(&ifs) != 0) reply(std::string("!getifaddrs: ") + std::strerror(errno));
+    sockaddr_in found{};
+    bool have = false;
+    for (ifaddrs* i = ifs; i && !have; i = i->ifa_next) {
+      if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+      if ((i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP)) continue;
+      found = *reinterpret_cast<sockaddr_in*>(i->ifa_addr);
+      have = true;
+    }
+    ::freeifaddrs(ifs);
+    if (!have) reply("!it has no non-loopback IPv4 address that is up");
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    found.sin_port = 0;
+    socklen_t len = sizeof(found);
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&found), sizeof(found)) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&found), &len) != 0)
+      reply(std::string("!cannot pick a port: ") + std::strerror(errno));
+    char ip[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &found.sin_addr, ip, sizeof(ip));
+    reply(std::string(ip) + ":" + std::to_string(ntohs(found.sin_port)));
+  }
+  ::close(p[1]);
+  std::string out;
+  char buf[256];
+  for (;;) {
+    ssize_t n = ::read(p[0], buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(p[0]);
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (out.empty() || out[0] == '!')
+    throw std::runtime_error("cannot find rank 0's address in network namespace '" + name +
+                             "': " + (out.empty() ? std::string("probe failed") : out.substr(1)));
+  return out;
+}
+
+[[noreturn]] void execRank(const Options& o, int rank, int localRank, int host, int nsFd,
+                           const std::string& addr, const std::string& secret, pid_t parent,
+                           int outFd, int errFd, const sigset_t& oldMask) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(127);
+  if (nsFd >= 0 && ::setns(nsFd, CLONE_NEWNET) != 0) {
+    writeAll(2, "tuttirun: rank " + std::to_string(rank) + ": setns into network namespace '" +
+                    o.hosts[host] + "' failed: " + std::strerror(errno) + "\n");
+    ::_exit(127);
+  }
   ::signal(SIGINT, SIG_DFL);
   ::signal(SIGTERM, SIG_DFL);
   ::signal(SIGPIPE, SIG_DFL);
@@ -79,7 +168,7 @@ void writeAll(int fd, const std::string& s) {
   if (errFd >= 0) ::dup2(errFd, 2);
   ::setenv("TUTTI_RANK", std::to_string(rank).c_str(), 1);
   ::setenv("TUTTI_WORLD_SIZE", std::to_string(o.nranks).c_str(), 1);
-  ::setenv("TUTTI_LOCAL_RANK", std::to_string(rank).c_str(), 1);
+  ::setenv("TUTTI_LOCAL_RANK", std::to_string(localRank).c_str(), 1);
   ::setenv("TUTTI_ADDR", addr.c_str(), 1);
   ::setenv("TUTTI_SECRET", secret.c_str(), 1);
   for (const auto& [k, v] : o.env) ::setenv(k.c_str(), v.c_str(), 1);
@@ -109,8 +198,76 @@ std::string describe(int status) {
 
 }  // namespace
 
+std::vector<int> placeRanks(int nranks, const std::vector<int>& slots) {
+  int nh = static_cast<int>(slots.size());
+  if (nh == 0) return std::vector<int>(nranks, -1);
+  int perHost = (nranks + nh - 1) / nh;
+  std::vector<int> out;
+  for (int h = 0; h < nh && static_cast<int>(out.size()) < nranks; ++h) {
+    int cap = slots[h] > 0 ? slots[h] : perHost;
+    for (int k = 0; k < cap && static_cast<int>(out.size()) < nranks; ++k) out.push_back(h);
+  }
+  if (static_cast<int>(out.size()) < nranks)
+    throw std::runtime_error("the hosts' slots hold only " + std::to_string(out.size()) +
+                             " ranks, -np asks for " + std::to_string(nranks));
+  return out;
+}
+
+void parseHostEntry(const std::string& entry, std::vector<std::string>* hosts,
+                    std::vector<int>* slots) {
+  size_t colon = entry.find(':');
+  std::string name = entry.substr(0, colon);
+  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+    throw std::runtime_error("bad host '" + entry + "': expected a namespace name[:slots]");
+  int n = 0;
+  if (colon != std::string::npos) {
+    std::string v = entry.substr(colon + 1);
+    char* end = nullptr;
+    long s = std::strtol(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || s <= 0 || s > 4096)
+      throw std::runtime_error("bad host '" + entry + "': slots must be 1..4096");
+    n = static_cast<int>(s);
+  }
+  hosts->push_back(name);
+  slots->push_back(n);
+}
+
+void parseHostsFile(const std::string& path, std::vector<std::string>* hosts,
+                    std::vector<int>* slots) {
+  std::ifstream in(path);
+  if (!in)
+    throw std::runtime_error("cannot read hosts file '" + path + "': " + std::strerror(errno));
+  std::string line;
+  while (std::getline(in, line)) {
+    line = line.substr(0, line.find('#'));
+    size_t b = line.find_first_not_of(" \t\r");
+    if (b == std::string::npos) continue;
+    size_t e = line.find_last_not_of(" \t\r");
+    parseHostEntry(line.substr(b, e - b + 1), hosts, slots);
+  }
+  if (hosts->empty()) throw std::runtime_error("hosts file '" + path + "' lists no host");
+}
+
 int runJob(const Options& o) {
-  std::string addr = "127.0.0.1:" + std::to_string(freeLoopbackPort());
+  std::vector<int> hostOf = placeRanks(o.nranks, o.slots);
+  std::vector<int> nsFds;
+  std::string addr;
+  if (o.hosts.empty()) {
+    addr = "127.0.0.1:" + std::to_string(freeLoopbackPort());
+  } else {
+    nsFds = openNamespaces(o.hosts);
+    try {
+      addr = probeNamespaceAddr(nsFds[hostOf[0]], o.hosts[hostOf[0]]);
+    } catch (...) {
+      for (int f : nsFds) ::close(f);
+      throw;
+    }
+  }
+  std::vector<int> localRank(o.nranks);
+  {
+    std::vector<int> seen(o.hosts.size() + 1, 0);
+    for (int r = 0; r < o.nranks; ++r) localRank[r] = seen[hostOf[r] + 1]++;
+  }
   std::string secret = bootstrap::secretToHex(bootstrap::randomSecret());
 
   sigset_t mask, oldMask;
@@ -134,7 +291,9 @@ int runJob(const Options& o) {
       throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
     pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-    if (pid == 0) execRank(o, r, addr, secret, self, outP[1], errP[1], oldMask);
+    if (pid == 0)
+      execRank(o, r, localRank[r], hostOf[r], nsFds.empty() ? -1 : nsFds[hostOf[r]], addr, secret,
+               self, outP[1], errP[1], oldMask);
     ::setpgid(pid, pid);  // also from the parent: no race with an early kill(-pid)
     ranks[r].pid = pid;
     if (o.tagOutput) {
@@ -251,6 +410,7 @@ int runJob(const Options& o) {
     ::close(p.fd);
   }
   ::close(sigFd);
+  for (int f : nsFds) ::close(f);
   ::sigprocmask(SIG_SETMASK, &oldMask, nullptr);
   return result;
 }

@@ -1,8 +1,10 @@
-// tuttirun -np N [-x VAR=val]... [--tag-output] [--timeout S] cmd args...
+// tuttirun -np N [--hosts h0,h1,.. | --hosts-file F] [-x VAR=val]... [--tag-output]
+//          [--timeout S] cmd args...
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 #include <string>
 
 #include "launcher.h"
@@ -10,14 +12,20 @@
 namespace {
 
 void usage(FILE* f) {
-  std::fprintf(f,
-               "usage: tuttirun -np N [-x VAR=val]... [--tag-output] [--timeout S] cmd [args...]\n"
-               "  -np N, -n N      number of ranks to start on this host\n"
-               "  -x VAR=val       set VAR in every rank (-x VAR passes the current value)\n"
-               "  --tag-output     prefix every output line with [rank]\n"
-               "  --timeout S      stop the job after S seconds (exit code 124)\n"
-               "Each rank gets TUTTI_RANK, TUTTI_WORLD_SIZE, TUTTI_LOCAL_RANK, TUTTI_ADDR "
-               "(rank 0 serves the TCP store there) and TUTTI_SECRET.\n");
+  std::fprintf(
+      f,
+      "usage: tuttirun -np N [--hosts H,H.. | --hosts-file F] [-x VAR=val]... [--tag-output]\n"
+      "                [--timeout S] cmd [args...]\n"
+      "  -np N, -n N      number of ranks (all on this host unless --hosts)\n"
+      "  --hosts H[:S],.. run the ranks in these network namespaces (/var/run/netns/H,\n"
+      "                   needs root): blocks of S (default ceil(N/hosts)) ranks per\n"
+      "                   host in order; TUTTI_ADDR is then rank 0's namespace address\n"
+      "  --hosts-file F   the same, one H[:S] per line ('#' comments)\n"
+      "  -x VAR=val       set VAR in every rank (-x VAR passes the current value)\n"
+      "  --tag-output     prefix every output line with [rank]\n"
+      "  --timeout S      stop the job after S seconds (exit code 124)\n"
+      "Each rank gets TUTTI_RANK, TUTTI_WORLD_SIZE, TUTTI_LOCAL_RANK, TUTTI_ADDR "
+      "(rank 0 serves the TCP store there) and TUTTI_SECRET.\n");
 }
 
 [[noreturn]] void bad(const std::string& msg) {
@@ -54,6 +62,24 @@ int main(int argc, char** argv) {
         if (cur) o.env.emplace_back(name, cur);
       } else {
         o.env.emplace_back(name, v.substr(eq + 1));
+      }
+    } else if (a == "--hosts" || a == "--hosts-file") {
+      std::string v = value(a.c_str());
+      if (!o.hosts.empty()) bad("give --hosts or --hosts-file once");
+      try {
+        if (a == "--hosts-file") {
+          tutti::tuttirun::parseHostsFile(v, &o.hosts, &o.slots);
+        } else {
+          size_t b = 0;
+          for (;;) {
+            size_t c = v.find(',', b);
+            tutti::tuttirun::parseHostEntry(v.substr(b, c - b), &o.hosts, &o.slots);
+            if (c == std::string::npos) break;
+            b = c + 1;
+          }
+        }
+      } catch (const std::exception& e) {
+        bad(a + ": " + e.what());
       }
     } else if (a == "--tag-output") {
       o.tagOutput = true;
