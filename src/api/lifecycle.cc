@@ -45,18 +45,19 @@ bool isBlocking(const tuttiConfig_t* config) {
 }
 
 // The body of every init: rendezvous, then build the communicator.
-void initInto(tuttiComm_t handle, const StoreMaker& makeStore, int rank, int nranks,
-              const tutti::CommOptions& options) {
+void initInto(tuttiComm_t handle, const StoreMaker& makeStore, const std::string& prefix,
+              int rank, int nranks, const tutti::CommOptions& options) {
   tutti::Deadline deadline(options.timeoutSec);
   auto rv = makeStore(deadline);
   handle->store = rv.store;
   handle->storeServer = rv.server;
   if (handle->abortRequested) rv.store->abort();
-  handle->impl = std::make_unique<tutti::Communicator>(rv.store, "comm", rank, nranks, options);
+  handle->impl = std::make_unique<tutti::Communicator>(rv.store, prefix, rank, nranks, options);
 }
 
-tuttiResult_t startInit(tuttiComm_t* out, const char* fn, StoreMaker makeStore, int rank,
-                        int nranks, const tuttiConfig_t* config) {
+tuttiResult_t startInit(tuttiComm_t* out, const char* fn, StoreMaker makeStore,
+                        const std::string& prefix, int rank, int nranks,
+                        const tuttiConfig_t* config) {
   TUTTI_CHECK_ARG(out != nullptr, "comm is NULL");
   *out = nullptr;
   TUTTI_CHECK_ARG(nranks >= 1, "nranks must be >= 1 (got ", nranks, ")");
@@ -66,7 +67,7 @@ tuttiResult_t startInit(tuttiComm_t* out, const char* fn, StoreMaker makeStore, 
   if (isBlocking(config)) {
     tuttiComm_t raw = handle.get();
     tuttiResult_t r = guarded(nullptr, fn, [&] {
-      initInto(raw, makeStore, rank, nranks, options);
+      initInto(raw, makeStore, prefix, rank, nranks, options);
       return tuttiSuccess;
     });
     if (r != tuttiSuccess) return r;
@@ -77,10 +78,10 @@ tuttiResult_t startInit(tuttiComm_t* out, const char* fn, StoreMaker makeStore, 
   // tuttiCommAbort unblocks it.
   tuttiComm_t raw = handle.release();
   raw->asyncError = tuttiInProgress;
-  raw->initThread = std::thread([raw, makeStore, rank, nranks, options, fn] {
+  raw->initThread = std::thread([raw, makeStore, prefix, rank, nranks, options, fn] {
     tutti::log::setThreadRank(rank);
     tuttiResult_t r = guarded(raw, fn, [&] {
-      initInto(raw, makeStore, rank, nranks, options);
+      initInto(raw, makeStore, prefix, rank, nranks, options);
       return tuttiSuccess;
     });
     raw->asyncError = r;
@@ -109,7 +110,7 @@ TUTTI_API tuttiResult_t tuttiCommInitRankConfig(tuttiComm_t* comm, int nranks, t
     StoreMaker make = [commId, rank](const tutti::Deadline& d) {
       return tutti::bootstrap::rendezvousFromUniqueId(commId, rank, d);
     };
-    return startInit(comm, "tuttiCommInitRank", make, rank, nranks, config);
+    return startInit(comm, "tuttiCommInitRank", make, "comm", rank, nranks, config);
   });
 }
 
@@ -124,7 +125,12 @@ TUTTI_API tuttiResult_t tuttiCommInitFromEnv(tuttiComm_t* comm, tuttiConfig_t* c
     StoreMaker make = [info](const tutti::Deadline& d) {
       return tutti::bootstrap::rendezvousFromLaunchInfo(info, d);
     };
-    return startInit(comm, "tuttiCommInitFromEnv", make, info.rank, info.nranks, config);
+    // Every process of the job inits from the environment the same number of times: the
+    // n-th communicator of each uses the key prefix "env<n>" on the shared launch store.
+    static std::atomic<int> initCount{0};
+    std::string prefix = "env" + std::to_string(initCount++);
+    return startInit(comm, "tuttiCommInitFromEnv", make, prefix, info.rank, info.nranks,
+                     config);
   });
 }
 
@@ -144,7 +150,7 @@ TUTTI_API tuttiResult_t tuttiCommInitMPI(tuttiComm_t* comm, void* mpiComm, tutti
     StoreMaker make = [id, rank](const tutti::Deadline& d) {
       return tutti::bootstrap::rendezvousFromUniqueId(id, rank, d);
     };
-    return startInit(comm, "tuttiCommInitMPI", make, rank, size, config);
+    return startInit(comm, "tuttiCommInitMPI", make, "comm", rank, size, config);
   });
 #else
   tutti::api::threadLastError() = "tuttiCommInitMPI: tutti was built without MPI";

@@ -1,5 +1,8 @@
 #include "bootstrap/rendezvous.h"
 
+#include <map>
+#include <mutex>
+
 #include "bootstrap/file_store.h"
 #include "bootstrap/unique_id.h"
 #include "common/env.h"
@@ -15,6 +18,21 @@ Rendezvous rendezvousFromUniqueId(const tuttiUniqueId& id, int rank, const Deadl
   return r;
 }
 
+namespace {
+// Rank 0 serves the launch address once per process: a job may init several communicators
+// from the environment (each under its own key prefix), and destroying one must not take
+// the store away from the others. Kept until the process exits.
+std::shared_ptr<TcpStoreServer> launchServer(const std::string& key, const SockAddr& addr,
+                                             const Secret& secret) {
+  static std::mutex mu;
+  static auto* servers = new std::map<std::string, std::shared_ptr<TcpStoreServer>>;
+  std::lock_guard lock(mu);
+  auto& slot = (*servers)[key + "/" + secretToHex(secret)];
+  if (!slot) slot = std::make_shared<TcpStoreServer>(addr, secret);
+  return slot;
+}
+}  // namespace
+
 Rendezvous rendezvousFromLaunchInfo(const LaunchInfo& info, const Deadline& deadline) {
   Rendezvous r;
   if (auto dir = env::raw("TUTTI_STORE_FILE")) {
@@ -24,7 +42,7 @@ Rendezvous rendezvousFromLaunchInfo(const LaunchInfo& info, const Deadline& dead
   TUTTI_CHECK_ARG(!info.addr.empty(), "rendezvous: no address");
   Secret secret = secretFromHex(info.secretHex, "TUTTI_SECRET");
   SockAddr addr = SockAddr::parse(info.addr, "rendezvous address (TUTTI_ADDR or MASTER_ADDR)");
-  if (info.rank == 0) r.server = std::make_shared<TcpStoreServer>(addr, secret);
+  if (info.rank == 0) r.server = launchServer(info.addr, addr, secret);
   r.store = std::make_shared<TcpStore>(addr, secret, deadline);
   return r;
 }
