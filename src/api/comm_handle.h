@@ -19,6 +19,8 @@ struct tuttiComm {
   std::thread initThread;
   std::atomic<tuttiResult_t> asyncError{tuttiSuccess};
   std::atomic<bool> abortRequested{false};
+  // Guards store/impl while a non-blocking init publishes them and tuttiCommAbort reads them.
+  std::mutex initMutex;
   std::mutex errorMutex;
   std::string lastError;
   std::string transportsText;  // storage for tuttiCommTransports

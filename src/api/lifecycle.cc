@@ -49,10 +49,16 @@ void initInto(tuttiComm_t handle, const StoreMaker& makeStore, const std::string
               int rank, int nranks, const tutti::CommOptions& options) {
   tutti::Deadline deadline(options.timeoutSec);
   auto rv = makeStore(deadline);
-  handle->store = rv.store;
-  handle->storeServer = rv.server;
-  if (handle->abortRequested) rv.store->abort();
-  handle->impl = std::make_unique<tutti::Communicator>(rv.store, prefix, rank, nranks, options);
+  {
+    std::lock_guard<std::mutex> lock(handle->initMutex);
+    handle->store = rv.store;
+    handle->storeServer = rv.server;
+    if (handle->abortRequested) rv.store->abort();
+  }
+  auto impl = std::make_unique<tutti::Communicator>(rv.store, prefix, rank, nranks, options);
+  std::lock_guard<std::mutex> lock(handle->initMutex);
+  handle->impl = std::move(impl);
+  if (handle->abortRequested) handle->impl->abort();
 }
 
 tuttiResult_t startInit(tuttiComm_t* out, const char* fn, StoreMaker makeStore,
@@ -182,6 +188,7 @@ TUTTI_API tuttiResult_t tuttiCommAbort(tuttiComm_t comm) {
   if (comm == nullptr) return tuttiInvalidArgument;
   comm->abortRequested = true;
   try {
+    std::lock_guard<std::mutex> lock(comm->initMutex);
     if (comm->store) comm->store->abort();
     if (comm->impl) comm->impl->abort();
   } catch (...) {
