@@ -16,61 +16,15 @@
 #include <string>
 #include <vector>
 
+#include "netns_cluster.h"
+
 namespace {
 
 constexpr int kRanks = 8;
 constexpr int kHosts = 4;
 const char* kHostList = "tutti-h0,tutti-h1,tutti-h2,tutti-h3";
 
-std::string run(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) {
-    *rc = -1;
-    return "popen failed";
-  }
-  char buf[1024];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  int st = pclose(p);
-  *rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return out;
-}
-
-// Brings the namespaces up for one test and always tears them down (also on failure).
-class Cluster {
- public:
-  Cluster(int n, const std::string& shaping) {
-    if (geteuid() != 0) {
-      why_ = "needs root (network namespaces); run as root to test tuttirun --hosts";
-      return;
-    }
-    int rc = 0;
-    run("ip netns list", &rc);
-    if (rc != 0) {
-      why_ = "`ip netns` is not usable here (iproute2 missing or no permission)";
-      return;
-    }
-    std::string out =
-        run(std::string(TUTTI_NETNS_SCRIPT) + " up " + std::to_string(n) + " " + shaping, &rc);
-    if (rc != 0) {
-      why_ = "tools/netns-cluster.sh up failed (no bridge or tc here?): " + out;
-      return;
-    }
-    up_ = true;
-    std::printf("%s", out.c_str());
-  }
-  ~Cluster() {
-    if (!up_) return;
-    int rc = 0;
-    run(std::string(TUTTI_NETNS_SCRIPT) + " down", &rc);
-  }
-  bool up() const { return up_; }
-  const std::string& why() const { return why_; }
-
- private:
-  bool up_ = false;
-  std::string why_;
-};
+using tutti::test::runCommand;
 
 std::string tuttirun(const std::string& args) {
   return std::string(TUTTIRUN_PATH) + " -np " + std::to_string(kRanks) + " --hosts " + kHostList +
@@ -80,12 +34,12 @@ std::string tuttirun(const std::string& args) {
 int hostOf(int rank) { return rank / (kRanks / kHosts); }
 
 TEST(CommNetns, CollectivesShmWithinTcpAcrossNamespaces) {
-  Cluster cluster(kHosts, "");
+  tutti::test::NetnsCluster cluster(kHosts, "", "tuttirun --hosts");
   if (!cluster.up()) GTEST_SKIP() << cluster.why();
   int rc = 0;
-  std::string out = run(tuttirun("-x TUTTI_DEBUG=INFO -x TUTTI_DEBUG_SUBSYS=TRANSPORT " +
-                                 std::string(NETNS_ALLREDUCE_PATH)),
-                        &rc);
+  std::string out = runCommand(tuttirun("-x TUTTI_DEBUG=INFO -x TUTTI_DEBUG_SUBSYS=TRANSPORT " +
+                                        std::string(NETNS_ALLREDUCE_PATH)),
+                               &rc);
   ASSERT_EQ(rc, 0) << out;
   for (int r = 0; r < kRanks; ++r)
     EXPECT_NE(out.find("rank " + std::to_string(r) + " OK"), std::string::npos)
@@ -129,11 +83,11 @@ TEST(CommNetns, CollectivesShmWithinTcpAcrossNamespaces) {
 TEST(CommNetns, AllReducePerfOverShapedLinks) {
   if (std::string(ALL_REDUCE_PERF_PATH).empty())
     GTEST_SKIP() << "all_reduce_perf is not built (TUTTI_BUILD_PERF=OFF)";
-  Cluster cluster(kHosts, "--rate 1gbit");
+  tutti::test::NetnsCluster cluster(kHosts, "--rate 1gbit", "tuttirun --hosts");
   if (!cluster.up()) GTEST_SKIP() << cluster.why();
   int rc = 0;
-  std::string out =
-      run(tuttirun(std::string(ALL_REDUCE_PERF_PATH) + " -b 1M -e 16M -f 4 -c 1 -n 5 -w 1"), &rc);
+  std::string out = runCommand(
+      tuttirun(std::string(ALL_REDUCE_PERF_PATH) + " -b 1M -e 16M -f 4 -c 1 -n 5 -w 1"), &rc);
   ASSERT_EQ(rc, 0) << out;
   // Data rows: size count type redop root time algbw busbw #wrong time algbw busbw #wrong.
   std::istringstream lines(out);

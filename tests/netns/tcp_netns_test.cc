@@ -14,6 +14,7 @@
 
 #include "bootstrap/file_store.h"
 #include "common/error.h"
+#include "netns_cluster.h"
 #include "tcp_test_util.h"
 
 namespace tutti::transport {
@@ -21,49 +22,7 @@ namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
 
-std::string run(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) {
-    *rc = -1;
-    return "popen failed";
-  }
-  char buf[512];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  int st = pclose(p);
-  *rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return out;
-}
-
-// Brings the namespaces up for one test and always tears them down.
-class Cluster {
- public:
-  Cluster(int n, const std::string& shaping) {
-    if (geteuid() != 0) {
-      why_ = "needs root (network namespaces); run as root to test tcp across namespaces";
-      return;
-    }
-    int rc = 0;
-    std::string out =
-        run(std::string(TUTTI_NETNS_SCRIPT) + " up " + std::to_string(n) + " " + shaping, &rc);
-    if (rc != 0) {
-      why_ = "tools/netns-cluster.sh up failed (no `ip netns`, bridge or tc here?): " + out;
-      return;
-    }
-    up_ = true;
-    std::printf("%s", out.c_str());
-  }
-  ~Cluster() {
-    int rc = 0;
-    run(std::string(TUTTI_NETNS_SCRIPT) + " down", &rc);
-  }
-  bool up() const { return up_; }
-  const std::string& why() const { return why_; }
-
- private:
-  bool up_ = false;
-  std::string why_;
-};
+using tutti::test::runCommand;
 
 void enterNamespace(int host) {
   std::string path = "/var/run/netns/tutti-h" + std::to_string(host);
@@ -133,7 +92,7 @@ std::string jobDir(const std::string& name) {
 }
 
 TEST(TcpNetns, ConformanceAcrossFourNamespaces) {
-  Cluster cluster(4, "");
+  tutti::test::NetnsCluster cluster(4, "", "tcp across namespaces");
   if (!cluster.up()) GTEST_SKIP() << cluster.why();
   runJob({jobDir("conf"), 4, [](int r, tcptest::TcpRank& tr) {
             conformance::runAll(tr.view(r, 4), 16 * kMiB);
@@ -142,7 +101,7 @@ TEST(TcpNetns, ConformanceAcrossFourNamespaces) {
 }
 
 TEST(TcpNetns, UnshapedBandwidth256MiB) {
-  Cluster cluster(2, "");
+  tutti::test::NetnsCluster cluster(2, "", "tcp across namespaces");
   if (!cluster.up()) GTEST_SKIP() << cluster.why();
   auto f = runJob({jobDir("bw"), 2, [](int r, tcptest::TcpRank& tr) {
                      return tcptest::timedTransfer(*tr.conns[1 - r], r == 0, 256 * kMiB, 0, 1);
@@ -155,7 +114,7 @@ TEST(TcpNetns, UnshapedBandwidth256MiB) {
 }
 
 TEST(TcpNetns, ShapedTo1GbitReaches85Percent) {
-  Cluster cluster(2, "--rate 1gbit");
+  tutti::test::NetnsCluster cluster(2, "--rate 1gbit", "tcp across namespaces");
   if (!cluster.up()) GTEST_SKIP() << cluster.why();
   auto f = runJob({jobDir("shaped"), 2, [](int r, tcptest::TcpRank& tr) {
                      return tcptest::timedTransfer(*tr.conns[1 - r], r == 0, 64 * kMiB, 0, 1);
