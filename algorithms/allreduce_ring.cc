@@ -11,11 +11,7 @@ Schedule allReduceRing(const CollArgs& a) {
   if (a.deterministic) return detAllReduce(a, "ring");
   Schedule s = start(a, "ring");
   Ctx c(a);
-  if (c.n == 1) {
-    copy(at(s, 0), c.in(0, a.count), c.out(0, a.count));
-    trim(s);
-    return s;
-  }
+  if (singleRankCopy(s, c, a.count)) return s;
   std::vector<int> ring = patterns::ringOrderOrIdentity(a.ringOrder, c.n);
   int pos = static_cast<int>(std::find(ring.begin(), ring.end(), c.r) - ring.begin());
   size_t t = ringReduceScatter(s, 0, c, ring, pos, 0, a.count, Buf::kInput);

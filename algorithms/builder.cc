@@ -129,11 +129,7 @@ size_t detReduceToOwners(Schedule& s, size_t t0, const Ctx& c,
 Schedule detAllReduce(const CollArgs& a, const char* name) {
   Schedule s = start(a, name);
   Ctx c(a);
-  if (c.n == 1) {
-    copy(at(s, 0), c.in(0, a.count), c.out(0, a.count));
-    trim(s);
-    return s;
-  }
+  if (singleRankCopy(s, c, a.count)) return s;
   auto blocks = [&](int j) { return c.block(a.count, c.n, j); };
   size_t t = detReduceToOwners(s, 0, c, blocks, c.out(blocks(c.r)), 0);
   std::vector<int> ring = patterns::ringOrderOrIdentity(a.ringOrder, c.n);
@@ -143,14 +139,17 @@ Schedule detAllReduce(const CollArgs& a, const char* name) {
   return s;
 }
 
+bool singleRankCopy(Schedule& s, const Ctx& c, size_t count) {
+  if (c.n != 1) return false;
+  copy(at(s, 0), c.in(0, count), c.out(0, count));
+  trim(s);
+  return true;
+}
+
 Schedule detReduceScatter(const CollArgs& a, const char* name) {
   Schedule s = start(a, name);
   Ctx c(a);
-  if (c.n == 1) {
-    copy(at(s, 0), c.in(0, a.count), c.out(0, a.count));
-    trim(s);
-    return s;
-  }
+  if (singleRankCopy(s, c, a.count)) return s;
   detReduceToOwners(
       s, 0, c,
       [&](int j) {
@@ -164,11 +163,7 @@ Schedule detReduceScatter(const CollArgs& a, const char* name) {
 Schedule detReduce(const CollArgs& a, const char* name) {
   Schedule s = start(a, name);
   Ctx c(a);
-  if (c.n == 1) {
-    copy(at(s, 0), c.in(0, a.count), c.out(0, a.count));
-    trim(s);
-    return s;
-  }
+  if (singleRankCopy(s, c, a.count)) return s;
   auto blocks = [&](int j) { return c.block(a.count, c.n, j); };
   Range mine = blocks(c.r);
   bool root = c.r == a.root;

@@ -55,6 +55,9 @@ Round& at(Schedule& s, size_t t);
 void trim(Schedule& s);
 // Grows scratch to at least bytes.
 void needScratch(Schedule& s, size_t bytes);
+// With one rank the result is the input: emits the copy of `count` elements (a no-op when
+// in place), finishes s and returns true; returns false otherwise.
+bool singleRankCopy(Schedule& s, const Ctx& c, size_t count);
 // A byte sub-range of a slice.
 inline Slice sub(Slice s, size_t byteOff, size_t bytes) {
   return Slice{s.buf, s.offset + byteOff, bytes};
