@@ -127,7 +127,8 @@ Segment Segment::create(SegmentMode mode, size_t bytes, const std::string& dir,
   }
   if (err != 0)
     throwSystemError("shm: posix_fallocate(" + s.path_ + ", " + std::to_string(bytes) + ")", err);
-  void* addr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, s.fd_.get(), 0);
+  void* addr =
+      ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, s.fd_.get(), 0);
   if (addr == MAP_FAILED) throwSystemError("shm: mmap(" + s.path_ + ")");
   s.addr_ = addr;
   return s;
@@ -144,7 +145,7 @@ Segment Segment::open(const std::string& path, size_t bytes) {
   if (static_cast<size_t>(st.st_size) < bytes)
     fail(tuttiInternalError, "shm: segment ", path, " has ", st.st_size, " bytes, expected ",
          bytes);
-  void* addr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* addr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (addr == MAP_FAILED) throwSystemError("shm: mmap(" + path + ")");
   s.addr_ = addr;
   s.bytes_ = bytes;
