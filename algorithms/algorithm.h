@@ -32,6 +32,9 @@ struct CollArgs {
   std::vector<int> ringOrder;
   // Host index of each rank (for hierarchical algorithms); empty = all on one host.
   std::vector<int> hostOf;
+  // Bytes of each rank's shared window (transport::Window, every rank on one host over shm);
+  // 0 = none, and algorithms that need one (direct) do not apply.
+  size_t windowBytes = 0;
 };
 
 struct AlgorithmInfo {

@@ -51,7 +51,8 @@ void recvReduce(Round& rd, int peer, Slice src, Slice dst) {
   if (dst.bytes) rd.ops.push_back(Schedule::recvReduce(peer, src, dst));
 }
 void copy(Round& rd, Slice src, Slice dst) {
-  bool same = src.buf == dst.buf && src.offset == dst.offset && src.bytes == dst.bytes;
+  bool same = src.buf == dst.buf && src.offset == dst.offset && src.bytes == dst.bytes &&
+              src.rank == dst.rank;
   if (src.bytes && !same) rd.ops.push_back(Schedule::copy(src, dst));
 }
 void reduce(Round& rd, Slice a, Slice b, Slice dst) {

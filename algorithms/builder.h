@@ -40,6 +40,10 @@ struct Ctx {
   Slice in(Range g) const { return in(g.offset, g.count); }
   Slice out(Range g) const { return out(g.offset, g.count); }
   Slice tmp(Range g) const { return tmp(g.offset, g.count); }
+  // Elements [off, off+cnt) of rank `owner`'s shared window.
+  Slice win(int owner, size_t off, size_t cnt) const {
+    return Slice{Buf::kWindow, off * es, cnt * es, owner};
+  }
   Range block(size_t total, size_t nblocks, size_t i) const {
     return patterns::blockRange(total, nblocks, i, es);
   }
@@ -60,7 +64,7 @@ void needScratch(Schedule& s, size_t bytes);
 bool singleRankCopy(Schedule& s, const Ctx& c, size_t count);
 // A byte sub-range of a slice.
 inline Slice sub(Slice s, size_t byteOff, size_t bytes) {
-  return Slice{s.buf, s.offset + byteOff, bytes};
+  return Slice{s.buf, s.offset + byteOff, bytes, s.rank};
 }
 
 // Emitters that skip empty slices (both sides of a transfer compute the same sizes, so the

@@ -14,13 +14,16 @@ exec::Schedule allReduceDbtree(const CollArgs& a);
 exec::Schedule allReduceButterfly(const CollArgs& a);
 exec::Schedule allReduceRabenseifner(const CollArgs& a);
 exec::Schedule allReduceHier(const CollArgs& a);
+exec::Schedule allReduceDirect(const CollArgs& a);
 
 exec::Schedule allGatherRing(const CollArgs& a);
 exec::Schedule allGatherRd(const CollArgs& a);
 exec::Schedule allGatherBruck(const CollArgs& a);
+exec::Schedule allGatherDirect(const CollArgs& a);
 
 exec::Schedule reduceScatterRing(const CollArgs& a);
 exec::Schedule reduceScatterRhalving(const CollArgs& a);
+exec::Schedule reduceScatterDirect(const CollArgs& a);
 
 exec::Schedule broadcastChain(const CollArgs& a);
 exec::Schedule broadcastBinomial(const CollArgs& a);

@@ -11,6 +11,12 @@ namespace {
 
 bool always(const CollArgs&) { return true; }
 bool pow2Ranks(const CollArgs& a) { return patterns::isPow2(a.nranks); }
+// Needs the shared window (shm, every rank on one host) big enough for one element per rank
+// (reduce-scatter copies n blocks into it).
+bool hasWindow(const CollArgs& a) {
+  size_t need = dtypeSize(a.dtype) * (a.coll == Coll::kReduceScatter ? a.nranks : 1);
+  return a.windowBytes >= need && a.windowBytes > 0;
+}
 bool multiHost(const CollArgs& a) {
   return static_cast<int>(a.hostOf.size()) == a.nranks && detail::numHosts(a) > 1;
 }
@@ -43,17 +49,27 @@ const std::array kRegistry = {
                   "hierarchical: intra-host reduce-scatter, inter-host ring, intra-host "
                   "all-gather (needs > 1 host)",
                   multiHost, allReduceHier},
+    AlgorithmInfo{Coll::kAllReduce, "direct",
+                  "shm only: reduce straight from every peer's shared window (one-shot up to "
+                  "32 KiB, then two-shot reduce-scatter + all-gather)",
+                  hasWindow, allReduceDirect},
     AlgorithmInfo{Coll::kAllGather, "ring", "ring all-gather along the ring order", always,
                   allGatherRing},
     AlgorithmInfo{Coll::kAllGather, "rd", "recursive doubling (power-of-two rank counts)",
                   pow2Ranks, allGatherRd},
     AlgorithmInfo{Coll::kAllGather, "bruck", "Bruck: ceil(log2 n) steps for any rank count", always,
                   allGatherBruck},
+    AlgorithmInfo{Coll::kAllGather, "direct",
+                  "shm only: copy every block straight from the peers' shared windows", hasWindow,
+                  allGatherDirect},
     AlgorithmInfo{Coll::kReduceScatter, "ring", "ring reduce-scatter along the ring order", always,
                   reduceScatterRing},
     AlgorithmInfo{Coll::kReduceScatter, "rhalving",
                   "recursive halving (non-power-of-two ranks folded first)", always,
                   reduceScatterRhalving},
+    AlgorithmInfo{Coll::kReduceScatter, "direct",
+                  "shm only: reduce the own block straight from every peer's shared window",
+                  hasWindow, reduceScatterDirect},
     AlgorithmInfo{Coll::kBroadcast, "chain", "pipelined chain from the root, in chunks", always,
                   broadcastChain},
     AlgorithmInfo{Coll::kBroadcast, "binomial", "binomial tree from the root", always,

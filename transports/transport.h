@@ -23,6 +23,7 @@
 
 #include "bootstrap/store.h"
 #include "common/clock.h"
+#include "transports/window.h"
 
 namespace tutti::transport {
 
@@ -75,7 +76,7 @@ class Connection {
 struct Context {
   int rank = 0;
   int nranks = 0;
-  std::span<const PeerInfo> peers;  // indexed by rank
+  std::span<const PeerInfo> peers;    // indexed by rank
   bootstrap::Store* store = nullptr;  // namespaced to this communicator
   const std::atomic<bool>* aborted = nullptr;
 };
@@ -92,6 +93,12 @@ class Transport {
   // differing orders cannot deadlock. Throws tuttiTimeout naming the missing peers.
   virtual std::vector<std::unique_ptr<Connection>> connect(std::span<const int> peers,
                                                            const Deadline& deadline) = 0;
+  // Collective over every rank of the communicator (all call it, after setup, with the same
+  // bytes): a shared Window of `bytes` per rank, or nullptr on every rank when this transport
+  // cannot offer one to these ranks (e.g. they span hosts, or one could not map the others).
+  virtual std::unique_ptr<Window> createWindow(size_t bytes, const Deadline& deadline) {
+    return nullptr;
+  }
 };
 
 }  // namespace tutti::transport

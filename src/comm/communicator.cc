@@ -71,6 +71,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
   TUTTI_CHECK_ARG(nranks >= 1, "nranks must be >= 1 (got ", nranks, ")");
   TUTTI_CHECK_ARG(rank >= 0 && rank < nranks, "rank ", rank, " out of range [0, ", nranks, ")");
   log::setThreadRank(rank_);
+  spinUs_ = static_cast<double>(env::getInt("TUTTI_SPIN_US"));
   abortFd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (abortFd_ < 0) throwSystemError("eventfd for communicator abort");
   try {
@@ -178,7 +179,8 @@ void Communicator::execute(const exec::Schedule& schedule, std::span<std::byte* 
   exec::ExecOptions o;
   o.rank = rank_;
   o.timeoutSec = options_.timeoutSec;
-  o.spinUs = static_cast<double>(env::getInt("TUTTI_SPIN_US"));
+  o.spinUs = spinUs_;
+  o.window = window_.get();
   o.aborted = &aborted_;
   o.abortFd = abortFd_;
   o.describePeer = [this](int p) { return describePeer(p); };
@@ -249,11 +251,37 @@ const algo::AlgorithmInfo& Communicator::chooseAlgorithm(const algo::CollArgs& a
   return *candidates[0].info;
 }
 
+void Communicator::ensureWindow() {
+  if (windowTried_) return;
+  windowTried_ = true;
+  int64_t bytes = env::getInt("TUTTI_SHM_WINDOW_BYTES");
+  bool oneHost = std::all_of(hostOf_.begin(), hostOf_.end(), [](int h) { return h == 0; });
+  if (nranks_ < 2 || !oneHost || bytes <= 0) return;
+  Deadline deadline(options_.timeoutSec);
+  for (auto& t : transports_) {
+    window_ = t->createWindow(static_cast<size_t>(bytes), deadline);
+    if (window_) return;
+  }
+}
+
+const exec::Schedule& Communicator::scheduleFor(const algo::AlgorithmInfo& info,
+                                                const algo::CollArgs& args) {
+  std::string key = std::string(info.name) + "/" + std::to_string(static_cast<int>(args.coll)) +
+                    "/" + std::to_string(args.count) + "/" + std::to_string(args.dtype) + "/" +
+                    std::to_string(args.op) + "/" + std::to_string(args.root) + "/" +
+                    std::to_string(args.windowBytes) + "/" + std::to_string(args.deterministic);
+  if (auto it = scheduleCache_.find(key); it != scheduleCache_.end()) return it->second;
+  if (scheduleCache_.size() >= 256) scheduleCache_.clear();
+  return scheduleCache_.emplace(key, info.build(args)).first->second;
+}
+
 void Communicator::collective(algo::CollArgs args, const void* send, void* recv, size_t avgElems,
                               size_t avgOffsetElems, bool applyAvg) {
   log::setThreadRank(rank_);
+  ensureWindow();
+  args.windowBytes = window_ ? window_->bytes() : 0;
   const algo::AlgorithmInfo& info = chooseAlgorithm(args);
-  exec::Schedule schedule = info.build(args);
+  const exec::Schedule& schedule = scheduleFor(info, args);
   lastAlgorithm_ = info.name;
   if (scratch_.size() < schedule.scratchBytes) scratch_.resize(schedule.scratchBytes);
   std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),
@@ -318,15 +346,17 @@ void Communicator::barrier() {
 
 void Communicator::runP2p(std::span<const P2pOp> ops) {
   log::setThreadRank(rank_);
+  TUTTI_CHECK_ARG(ops.size() + exec::kFirstUserBuf <= 65535, "a group holds at most ",
+                  65535 - exec::kFirstUserBuf, " send/recv calls (got ", ops.size(), ")");
   exec::Schedule s;
   s.algorithm = "p2p";
   s.dtype = tuttiUint8;
   exec::Round& r = s.newRound();
-  std::vector<std::byte*> buffers(3 + ops.size(), nullptr);
+  std::vector<std::byte*> buffers(exec::kFirstUserBuf + ops.size(), nullptr);
   for (size_t i = 0; i < ops.size(); ++i) {
     const P2pOp& op = ops[i];
-    buffers[3 + i] = op.buffer;
-    exec::Slice slice{static_cast<exec::Buf>(3 + i), 0, op.bytes};
+    buffers[exec::kFirstUserBuf + i] = op.buffer;
+    exec::Slice slice{static_cast<exec::Buf>(exec::kFirstUserBuf + i), 0, op.bytes};
     if (op.peer == rank_) continue;  // self: matched below
     r.ops.push_back(op.isSend ? exec::Schedule::send(op.peer, slice)
                               : exec::Schedule::recv(op.peer, slice));

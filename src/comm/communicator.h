@@ -82,6 +82,8 @@ class Communicator {
   void collective(algo::CollArgs args, const void* send, void* recv, size_t outputAvgElems,
                   size_t outputAvgOffsetElems, bool applyAvg);
   const algo::AlgorithmInfo& chooseAlgorithm(const algo::CollArgs& args);
+  const exec::Schedule& scheduleFor(const algo::AlgorithmInfo& info, const algo::CollArgs& args);
+  void ensureWindow();
   void connect(std::span<const int> peers);
   void execute(const exec::Schedule& schedule, std::span<std::byte* const> buffers);
   transport::Transport* transportFor(int peer);
@@ -106,6 +108,13 @@ class Communicator {
   std::string lastAlgorithm_ = "none";
   // Automatic choices by (collective, count, dtype, op, root, TUTTI_ALGO).
   std::map<std::string, const algo::AlgorithmInfo*> choiceCache_;
+  // Built schedules by (collective, sizes, algorithm): rebuilding costs more than a small call.
+  std::map<std::string, exec::Schedule> scheduleCache_;
+  // The shared window, created at the first collective (every rank makes its first
+  // collective call in the same order, so creation is collective too).
+  std::unique_ptr<transport::Window> window_;
+  bool windowTried_ = false;
+  double spinUs_ = 50.0;
 };
 
 }  // namespace tutti

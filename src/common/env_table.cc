@@ -52,6 +52,9 @@ constexpr Var kVars[] = {
     {"TUTTI_SHM_SEGMENT", Type::kString, "auto", "TRANSPORT",
      "How shm segments are shared: auto (memfd opened by the peer through /proc/<pid>/fd, "
      "else a named file in TUTTI_SHM_DIR), memfd, or file."},
+    {"TUTTI_SHM_WINDOW_BYTES", Type::kInt, "4194304", "TRANSPORT",
+     "Bytes of each rank's shared window (direct algorithms, every rank on one host over shm); "
+     "0 disables the window and the direct algorithms."},
     {"TUTTI_SOCKET_IFNAME", Type::kString, "", "TRANSPORT",
      "Interfaces the tcp transport may use: a comma list of name prefixes, ^ to exclude, = "
      "for exact names."},

@@ -20,7 +20,23 @@ namespace tutti::exec {
 
 namespace {
 
-std::byte* addressOf(std::span<std::byte* const> buffers, const Slice& s) {
+constexpr size_t kReduceBlockBytes = 32u << 10;  // cache block of fused reduce chains
+
+bool sameSlice(const Slice& a, const Slice& b) {
+  return a.buf == b.buf && a.offset == b.offset && a.bytes == b.bytes && a.rank == b.rank;
+}
+
+bool overlaps(const Slice& a, const Slice& b) {
+  return a.buf == b.buf && a.rank == b.rank && a.offset < b.offset + b.bytes &&
+         b.offset < a.offset + a.bytes;
+}
+
+std::byte* addressOf(std::span<std::byte* const> buffers, const Slice& s,
+                     const transport::Window* window) {
+  if (s.buf == Buf::kWindow) {
+    TUTTI_ASSERT(window != nullptr && s.offset + s.bytes <= window->bytes());
+    return window->base(s.rank) + s.offset;
+  }
   size_t index = static_cast<size_t>(s.buf);
   TUTTI_ASSERT(index < buffers.size());
   if (s.bytes == 0) return buffers[index];  // may be null for empty buffers
@@ -89,14 +105,23 @@ class RoundRunner {
               std::span<transport::Connection* const> conns, const ExecOptions& o)
       : schedule_(s), buffers_(buffers), conns_(conns), options_(o) {}
 
-  void run(const Round& round) {
-    for (const Op& op : round.ops) {
+  void run(const Round& round, uint32_t epoch) {
+    for (const Op& op : round.ops)
+      if (op.type == OpType::kWait)
+        options_.window->wait(op.peer, epoch + op.phase, options_.spinUs, options_.timeoutSec);
+    for (size_t i = 0; i < round.ops.size(); ++i) {
+      const Op& op = round.ops[i];
       switch (op.type) {
         case OpType::kCopy:
           runCopy(op);
           break;
         case OpType::kReduce:
-          runReduce(op);
+          i += runReduceChain(round.ops, i) - 1;
+          break;
+        case OpType::kPost:
+          options_.window->post(epoch + op.phase);
+          break;
+        case OpType::kWait:
           break;
         case OpType::kSend:
           queueOf(op.peer).sends.push_back(&op);
@@ -121,18 +146,50 @@ class RoundRunner {
   void runCopy(const Op& op) {
     TUTTI_ASSERT(op.src.bytes == op.dst.bytes);
     if (op.dst.bytes == 0) return;
-    std::byte* dst = addressOf(buffers_, op.dst);
-    const std::byte* src = addressOf(buffers_, op.src);
+    std::byte* dst = addressOf(buffers_, op.dst, options_.window);
+    const std::byte* src = addressOf(buffers_, op.src, options_.window);
     if (dst != src) std::memmove(dst, src, op.dst.bytes);
+  }
+
+  // Runs ops[first] and the kReduce ops after it that accumulate into the same destination
+  // (dst = dst op x), block by block so the destination stays in cache; returns how many.
+  size_t runReduceChain(const std::vector<Op>& ops, size_t first) {
+    const Op& head = ops[first];
+    size_t n = 1;
+    while (first + n < ops.size()) {
+      const Op& o = ops[first + n];
+      if (o.type != OpType::kReduce || !sameSlice(o.dst, head.dst) || !sameSlice(o.src, head.dst) ||
+          overlaps(o.src2, head.dst))
+        break;
+      ++n;
+    }
+    if (n == 1 || head.dst.bytes <= kReduceBlockBytes) {
+      for (size_t k = 0; k < n; ++k) runReduce(ops[first + k]);
+      return n;
+    }
+    size_t esize = dtypeSize(schedule_.dtype);
+    size_t block = kReduceBlockBytes / esize * esize;
+    for (size_t off = 0; off < head.dst.bytes; off += block) {
+      size_t len = std::min(block, head.dst.bytes - off);
+      for (size_t k = 0; k < n; ++k) {
+        const Op& o = ops[first + k];
+        reduce::reduce(addressOf(buffers_, o.dst, options_.window) + off,
+                       addressOf(buffers_, o.src, options_.window) + off,
+                       addressOf(buffers_, o.src2, options_.window) + off, len / esize,
+                       schedule_.dtype, schedule_.op);
+      }
+    }
+    return n;
   }
 
   void runReduce(const Op& op) {
     size_t esize = dtypeSize(schedule_.dtype);
     TUTTI_ASSERT(op.src.bytes == op.dst.bytes && op.src2.bytes == op.dst.bytes);
     if (op.dst.bytes == 0) return;
-    reduce::reduce(addressOf(buffers_, op.dst), addressOf(buffers_, op.src),
-                   addressOf(buffers_, op.src2), op.dst.bytes / esize, schedule_.dtype,
-                   schedule_.op);
+    reduce::reduce(addressOf(buffers_, op.dst, options_.window),
+                   addressOf(buffers_, op.src, options_.window),
+                   addressOf(buffers_, op.src2, options_.window), op.dst.bytes / esize,
+                   schedule_.dtype, schedule_.op);
   }
 
   void startNext(int peer, PeerQueues& q) {
@@ -142,7 +199,7 @@ class RoundRunner {
       q.sends.pop_front();
       q.sendDone = 0;
       const Slice& s = q.activeSend->src;
-      c.startSend({addressOf(buffers_, s), s.bytes});
+      c.startSend({addressOf(buffers_, s, options_.window), s.bytes});
     }
     if (q.activeRecv == nullptr && !q.recvs.empty()) {
       q.activeRecv = q.recvs.front();
@@ -152,16 +209,16 @@ class RoundRunner {
       transport::RecvTarget target;
       target.bytes = op.dst.bytes;
       if (op.type == OpType::kRecv) {
-        target.direct = addressOf(buffers_, op.dst);
+        target.direct = addressOf(buffers_, op.dst, options_.window);
         std::byte* base = target.direct;
         target.consume = [base](size_t off, std::span<const std::byte> d) {
           std::memcpy(base + off, d.data(), d.size());
         };
       } else {
         TUTTI_ASSERT(op.src.bytes == op.dst.bytes);
-        q.sink =
-            std::make_unique<ReducingSink>(addressOf(buffers_, op.dst), addressOf(buffers_, op.src),
-                                           schedule_.dtype, schedule_.op);
+        q.sink = std::make_unique<ReducingSink>(addressOf(buffers_, op.dst, options_.window),
+                                                addressOf(buffers_, op.src, options_.window),
+                                                schedule_.dtype, schedule_.op);
         ReducingSink* sink = q.sink.get();
         target.consume = [sink](size_t off, std::span<const std::byte> d) {
           sink->consume(off, d);
@@ -286,8 +343,17 @@ class RoundRunner {
 
 void execute(const Schedule& schedule, std::span<std::byte* const> buffers,
              std::span<transport::Connection* const> connections, const ExecOptions& options) {
+  transport::Window* window = options.window;
+  if (schedule.windowBytes > 0 || schedule.windowPhases > 0) {
+    if (window == nullptr || window->bytes() < schedule.windowBytes)
+      fail(tuttiInternalError, "schedule '", schedule.algorithm, "' needs a shared window of ",
+           schedule.windowBytes, " bytes but the communicator has ",
+           window ? std::to_string(window->bytes()) + " bytes" : std::string("none"));
+  }
+  uint32_t epoch = window ? window->epoch() : 0;
   RoundRunner runner(schedule, buffers, connections, options);
-  for (const Round& round : schedule.rounds) runner.run(round);
+  for (const Round& round : schedule.rounds) runner.run(round, epoch);
+  if (window && schedule.windowPhases > 0) window->advance(schedule.windowPhases);
 }
 
 }  // namespace tutti::exec

@@ -23,6 +23,8 @@ struct ExecOptions {
   int abortFd = -1;  // readable when the communicator is aborted (woken from sleep)
   // Describes a peer for error messages ("rank 3 (host h, pid 42)").
   std::function<std::string(int peer)> describePeer;
+  // The communicator's shared window (schedules with Buf::kWindow slices, kPost, kWait).
+  transport::Window* window = nullptr;
 };
 
 // buffers[b] is the base address of buffer index b (Buf::kInput, kOutput, kScratch, then

@@ -8,6 +8,15 @@
 // whole schedule). Within one round, a send must not read bytes that a receive of the same
 // round writes, and receives must write disjoint bytes.
 //
+// Shared windows (algorithms such as `direct`, when the communicator has a transport::Window):
+// a slice in Buf::kWindow addresses the window of rank `Slice::rank`, which every rank maps.
+// kPost publishes this rank's window phase; kWait waits until `peer` posted a phase. A round
+// runs its kWait ops first (all of them), then its local ops in order (kCopy, kReduce,
+// kPost), then its transfers. Phases are relative to the call (1..windowPhases; 0 means
+// "the peer finished its previous window schedule"), so a rank must only overwrite its
+// window after waiting for phase 0 (or a later phase that implies the peers are done with
+// it).
+//
 // Buffers: kInput is the user's send buffer, kOutput the receive buffer, kScratch a
 // temporary of scratchBytes owned by the executor. For in-place calls kInput and kOutput
 // alias as NCCL defines it (all-reduce/broadcast/reduce: same pointer; all-gather: input =
@@ -24,12 +33,15 @@
 
 namespace tutti::exec {
 
-enum class Buf : uint8_t { kInput = 0, kOutput = 1, kScratch = 2 };
+enum class Buf : uint16_t { kInput = 0, kOutput = 1, kScratch = 2, kWindow = 3 };
+// Buffer indices from here on are extra user buffers (grouped point-to-point operations).
+inline constexpr int kFirstUserBuf = 4;
 
 struct Slice {
   Buf buf = Buf::kOutput;
   size_t offset = 0;  // bytes
   size_t bytes = 0;
+  int rank = -1;  // Buf::kWindow: whose window
 };
 
 enum class OpType : uint8_t {
@@ -38,14 +50,17 @@ enum class OpType : uint8_t {
   kRecvReduce,  // receive dst.bytes from peer; dst = src (op) received (src may equal dst)
   kCopy,        // local: dst = src
   kReduce,      // local: dst = src (op) src2 (either may equal dst)
+  kPost,        // local: publish this rank's window phase `phase`
+  kWait,        // wait until `peer` posted window phase `phase` (runs before local ops)
 };
 
 struct Op {
   OpType type;
-  int peer = -1;  // transfers only
-  Slice src;      // kSend, kRecvReduce, kCopy, kReduce
-  Slice src2;     // kReduce
-  Slice dst;      // kRecv, kRecvReduce, kCopy, kReduce
+  int peer = -1;       // transfers only
+  Slice src;           // kSend, kRecvReduce, kCopy, kReduce
+  Slice src2;          // kReduce
+  Slice dst;           // kRecv, kRecvReduce, kCopy, kReduce
+  uint32_t phase = 0;  // kPost, kWait
 };
 
 struct Round {
@@ -57,6 +72,8 @@ struct Schedule {
   tuttiDataType_t dtype = tuttiFloat32;
   tuttiRedOp_t op = tuttiSum;  // never tuttiAvg: the communicator turns avg into sum + divide
   size_t scratchBytes = 0;
+  size_t windowBytes = 0;     // bytes of each rank's shared window the schedule uses
+  uint32_t windowPhases = 0;  // highest phase posted (the executor's epoch advances by it)
   std::vector<Round> rounds;
 
   // Builder helpers.
@@ -69,6 +86,11 @@ struct Schedule {
   static Op copy(Slice src, Slice dst) { return Op{OpType::kCopy, -1, src, {}, dst}; }
   static Op reduce(Slice src, Slice src2, Slice dst) {
     return Op{OpType::kReduce, -1, src, src2, dst};
+  }
+  static Op post(uint32_t phase) { return Op{OpType::kPost, -1, {}, {}, {}, phase}; }
+  static Op wait(int peer, uint32_t phase) { return Op{OpType::kWait, peer, {}, {}, {}, phase}; }
+  static Slice window(int rank, size_t offset, size_t bytes) {
+    return Slice{Buf::kWindow, offset, bytes, rank};
   }
 };
 

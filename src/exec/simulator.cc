@@ -33,13 +33,17 @@ const char* bufName(Buf b) {
       return "out";
     case Buf::kScratch:
       return "tmp";
+    case Buf::kWindow:
+      return "win";
   }
   return "?";
 }
 
 std::string str(const Slice& s) {
   std::ostringstream os;
-  os << bufName(s.buf) << "[" << s.offset << "+" << s.bytes << "]";
+  os << bufName(s.buf);
+  if (s.buf == Buf::kWindow) os << s.rank;
+  os << "[" << s.offset << "+" << s.bytes << "]";
   return os.str();
 }
 
@@ -56,6 +60,10 @@ std::string str(const Op& op) {
       return "copy(" + str(op.src) + " -> " + str(op.dst) + ")";
     case OpType::kReduce:
       return "reduce(" + str(op.src) + ", " + str(op.src2) + " -> " + str(op.dst) + ")";
+    case OpType::kPost:
+      return "post(" + std::to_string(op.phase) + ")";
+    case OpType::kWait:
+      return "wait(" + std::to_string(op.peer) + ", " + std::to_string(op.phase) + ")";
   }
   return "?";
 }
@@ -86,6 +94,8 @@ class Sim {
     es_ = dtypeSize(sched_[0].dtype);
     TUTTI_CHECK_ARG(es_ > 0, "simulate: invalid datatype in rank 0's schedule");
     scratch_.resize(n_);
+    windows_.resize(n_);
+    posted_.assign(n_, 0);
     for (int r = 0; r < n_; ++r) {
       const Schedule& s = sched_[r];
       if (s.dtype != sched_[0].dtype || s.op != sched_[0].op)
@@ -95,6 +105,7 @@ class Sim {
              static_cast<int>(sched_[0].op));
       if (opt_.moveData) {
         scratch_[r].assign(s.scratchBytes, std::byte{0xA5});
+        windows_[r].assign(s.windowBytes, std::byte{0xA5});
         if ((bufs_[r].inputBytes && !bufs_[r].input) || (bufs_[r].outputBytes && !bufs_[r].output))
           fail(tuttiInvalidArgument, "simulate: rank ", r, " has null buffers with moveData");
       }
@@ -114,14 +125,17 @@ class Sim {
   }
   const Op& op(const OpRef& ref) const { return sched_[ref.rank].rounds[ref.round].ops[ref.index]; }
 
-  size_t bufSize(int r, Buf b) const {
-    switch (b) {
+  size_t bufSize(int r, const Slice& s) const {
+    if (s.buf == Buf::kWindow) return s.rank >= 0 && s.rank < n_ ? sched_[s.rank].windowBytes : 0;
+    switch (s.buf) {
       case Buf::kInput:
         return bufs_[r].inputBytes;
       case Buf::kOutput:
         return bufs_[r].outputBytes;
       case Buf::kScratch:
         return sched_[r].scratchBytes;
+      case Buf::kWindow:
+        break;
     }
     return 0;
   }
@@ -133,22 +147,33 @@ class Sim {
         return bufs_[r].output;
       case Buf::kScratch:
         return scratch_[r].data();
+      case Buf::kWindow:
+        break;
     }
     return nullptr;
   }
-  std::byte* ptr(int r, const Slice& s) { return base(r, s.buf) + s.offset; }
+  std::byte* ptr(int r, const Slice& s) {
+    if (s.buf == Buf::kWindow) return windows_[s.rank].data() + s.offset;
+    return base(r, s.buf) + s.offset;
+  }
   Interval where(int r, const Slice& s) const {
     const std::byte* p = nullptr;
     if (s.buf == Buf::kInput) p = bufs_[r].input;
     if (s.buf == Buf::kOutput) p = bufs_[r].output;
     if (s.buf == Buf::kScratch && !scratch_[r].empty()) p = scratch_[r].data();
-    uintptr_t b = p ? reinterpret_cast<uintptr_t>(p)
-                    : (static_cast<uintptr_t>(r * 3 + static_cast<int>(s.buf) + 1) << 44);
+    uintptr_t synthetic = static_cast<uintptr_t>(r * 3 + static_cast<int>(s.buf) + 1) << 44;
+    if (s.buf == Buf::kWindow) {  // shared: the same interval whichever rank addresses it
+      if (s.rank >= 0 && s.rank < n_ && !windows_[s.rank].empty()) p = windows_[s.rank].data();
+      synthetic = static_cast<uintptr_t>(3 * n_ + s.rank + 1) << 44;
+    }
+    uintptr_t b = p ? reinterpret_cast<uintptr_t>(p) : synthetic;
     return Interval{b + s.offset, b + s.offset + s.bytes};
   }
 
   void checkSlice(const OpRef& ref, const Slice& s, const char* role) const {
-    size_t size = bufSize(ref.rank, s.buf);
+    if (s.buf == Buf::kWindow && (s.rank < 0 || s.rank >= n_))
+      opError(ref, std::string(role) + " " + str(s) + " names the window of an invalid rank");
+    size_t size = bufSize(ref.rank, s);
     if (s.offset > size || s.bytes > size - s.offset)
       opError(ref, std::string(role) + " " + str(s) + " exceeds the " + bufName(s.buf) +
                        " buffer of " + std::to_string(size) + " bytes");
@@ -173,7 +198,8 @@ class Sim {
         for (size_t i = 0; i < rd.ops.size(); ++i) {
           OpRef ref{r, t, i};
           const Op& o = rd.ops[i];
-          if (isTransfer(o.type) && (o.peer < 0 || o.peer >= n_ || o.peer == r))
+          if ((isTransfer(o.type) || o.type == OpType::kWait) &&
+              (o.peer < 0 || o.peer >= n_ || o.peer == r))
             opError(ref, "invalid peer " + std::to_string(o.peer) + " for " + std::to_string(n_) +
                              " ranks");
           switch (o.type) {
@@ -207,6 +233,16 @@ class Sim {
                 opError(ref, "operand sizes differ");
               checkAlias(ref, o.src, o.dst, "source and destination");
               checkAlias(ref, o.src2, o.dst, "second source and destination");
+              break;
+            case OpType::kPost:
+              if (o.phase == 0 || o.phase > s.windowPhases)
+                opError(ref, "posts phase " + std::to_string(o.phase) +
+                                 " outside the schedule's 1.." + std::to_string(s.windowPhases));
+              break;
+            case OpType::kWait:
+              if (o.phase > s.windowPhases)
+                opError(ref, "waits for phase " + std::to_string(o.phase) +
+                                 " beyond the schedule's " + std::to_string(s.windowPhases));
               break;
           }
         }
@@ -307,6 +343,11 @@ class Sim {
               st.reducedBytes += o.dst.bytes;
               local += opt_.reduceSecondsPerByte * o.dst.bytes;
               break;
+            case OpType::kWait:  // a synchronisation: the latency of the link, no bytes
+              in[o.peer].first++;
+              break;
+            case OpType::kPost:
+              break;
           }
         }
         double wire = 0;
@@ -369,10 +410,13 @@ class Sim {
       for (int r = 0; r < n_; ++r) {
         if (cur[r] >= sched_[r].rounds.size() || entered[r]) continue;
         const Round& rd = sched_[r].rounds[cur[r]];
+        if (!waitsMet(rd)) continue;
         pending[r] = 0;
         for (const Op& o : rd.ops) {
           if (isTransfer(o.type))
             ++pending[r];
+          else if (o.type == OpType::kPost)
+            posted_[r] = o.phase;
           else
             runLocal(r, o);
         }
@@ -408,6 +452,12 @@ class Sim {
     }
   }
 
+  bool waitsMet(const Round& rd) const {
+    for (const Op& o : rd.ops)
+      if (o.type == OpType::kWait && posted_[o.peer] < o.phase) return false;
+    return true;
+  }
+
   [[noreturn]] void deadlock(const std::vector<size_t>& cur,
                              const std::vector<std::vector<std::vector<char>>>& done) const {
     std::ostringstream os;
@@ -417,6 +467,13 @@ class Sim {
       if (cur[r] >= sched_[r].rounds.size()) continue;
       const Round& rd = sched_[r].rounds[cur[r]];
       for (size_t i = 0; i < rd.ops.size(); ++i) {
+        const Op& w = rd.ops[i];
+        if (w.type == OpType::kWait && posted_[w.peer] < w.phase) {
+          os << " [rank " << r << " round " << cur[r] << " waits for rank " << w.peer
+             << " to post phase " << w.phase << "; it posted " << posted_[w.peer] << "]";
+          ++shown;
+          break;
+        }
         if (!isTransfer(rd.ops[i].type) || done[r][cur[r]][i]) continue;
         const OpRef& m = partner_[r][cur[r]][i];
         os << " [rank " << r << " round " << cur[r] << " waits on " << str(rd.ops[i]) << "; rank "
@@ -437,6 +494,8 @@ class Sim {
   int n_;
   size_t es_ = 0;
   std::vector<std::vector<std::byte>> scratch_;
+  std::vector<std::vector<std::byte>> windows_;
+  std::vector<uint32_t> posted_;  // window phase each rank posted last
   std::vector<std::vector<std::vector<OpRef>>> partner_;
 };
 

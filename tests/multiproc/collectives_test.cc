@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -31,12 +32,12 @@ const std::vector<CollDesc>& colls() {
   static const std::vector<CollDesc> v = {
       {C::kAllReduce,
        "allreduce",
-       {"naive", "ps", "ring", "tree", "dbtree", "butterfly", "rabenseifner", "auto"},
+       {"naive", "ps", "ring", "tree", "dbtree", "butterfly", "rabenseifner", "direct", "auto"},
        true},
       {C::kBroadcast, "broadcast", {"chain", "binomial", "auto"}, false},
       {C::kReduce, "reduce", {"chain", "binomial", "auto"}, true},
-      {C::kAllGather, "allgather", {"ring", "rd", "bruck", "auto"}, false},
-      {C::kReduceScatter, "reducescatter", {"ring", "rhalving", "auto"}, true},
+      {C::kAllGather, "allgather", {"ring", "rd", "bruck", "direct", "auto"}, false},
+      {C::kReduceScatter, "reducescatter", {"ring", "rhalving", "direct", "auto"}, true},
       {C::kAllToAll, "alltoall", {"pairwise"}, false},
   };
   return v;
@@ -296,8 +297,12 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n) {
 std::vector<Case> buildCases(int n, bool full) {
   std::vector<Case> cases;
   const size_t big = (1u << 20) + 3;
+  // TUTTI_TEST_ONLY_ALGO=direct restricts the matrix to one algorithm name (used to rerun
+  // the direct algorithms with a tiny shared window, i.e. many chunks).
+  const char* only = std::getenv("TUTTI_TEST_ONLY_ALGO");
   for (const CollDesc& cd : colls()) {
     for (const char* algo : cd.algos) {
+      if (only && std::string(only) != algo) continue;
       for (tuttiDataType_t t : kAllTypes) {
         for (tuttiRedOp_t op : kAllOps) {
           if (!cd.hasOp && op != tuttiSum) continue;

@@ -12,6 +12,7 @@
 #include "shm_connection.h"
 #include "shm_layout.h"
 #include "shm_os.h"
+#include "shm_window.h"
 
 namespace tutti::transport {
 namespace {
@@ -90,6 +91,10 @@ class ShmTransport final : public Transport {
 
   std::vector<std::unique_ptr<Connection>> connect(std::span<const int> peers,
                                                    const Deadline& deadline) override;
+
+  std::unique_ptr<Window> createWindow(size_t bytes, const Deadline& deadline) override {
+    return shm::createShmWindow(ctx_, shm::WindowConfig{mode_, dir_, bytes}, deadline);
+  }
 
  private:
   std::string key(int from, int to, int attempt) const {

@@ -64,6 +64,33 @@ TEST(Bytes, AllReduceFormulas) {
   }
 }
 
+// direct moves no bytes over connections; its memory traffic (docs/algorithms.md): one-shot
+// copies M into the window and reduces (n-1) times M; two-shot copies 2M (M in, M/n back
+// into the window, (n-1)M/n gathered) and reduces (n-1) blocks of M/n.
+TEST(Bytes, DirectFormulas) {
+  for (int n = 2; n <= 64; ++n) {
+    for (size_t count : {size_t{64} * n, size_t{16384} * n}) {
+      const size_t M = count * 4;
+      const bool oneShot = M <= (32u << 10);
+      Case c;
+      c.algo = find(Coll::kAllReduce, "direct");
+      c.n = n;
+      c.count = count;
+      c.moveData = false;
+      c.windowBytes = 1u << 30;  // one chunk
+      Outcome o = run(c);
+      ASSERT_EQ(o.error, "");
+      for (int r = 0; r < n; ++r) {
+        const auto& st = o.stats.ranks[r];
+        EXPECT_EQ(st.bytesSent + st.bytesRecv, 0u) << n;
+        EXPECT_EQ(st.copiedBytes, oneShot ? M : 2 * M) << n << " " << M;
+        EXPECT_EQ(st.reducedBytes, oneShot ? (n - 1) * M : (n - 1) * (M / n)) << n << " " << M;
+        EXPECT_EQ(st.rounds, oneShot ? 2u : 3u) << n;
+      }
+    }
+  }
+}
+
 TEST(Bytes, HierarchicalFormula) {
   for (int H : {2, 3, 4})
     for (int L : {1, 2, 4}) {

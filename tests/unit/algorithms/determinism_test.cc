@@ -55,6 +55,7 @@ std::vector<std::byte> runDet(const AlgorithmInfo& algo, int n, size_t count, tu
     a.root = n / 2;
     a.deterministic = true;
     if (n > 1) a.hostOf.assign(n, 0), a.hostOf[n - 1] = 1;
+    a.windowBytes = 1024;  // direct too (its builder does not look at hostOf)
     if (!algo.applicable(a)) return {};
     sch.push_back(algo.build(a));
     mem[r].resize(inB + outB);

@@ -207,6 +207,7 @@ CollArgs argsFor(const Case& c, int rank) {
   a.deterministic = c.deterministic;
   a.ringOrder = c.ringOrder;
   a.hostOf = c.hostOf;
+  a.windowBytes = c.windowBytes;
   return a;
 }
 

@@ -22,6 +22,8 @@ struct Case {
   int root = 0;
   std::vector<int> ringOrder;
   std::vector<int> hostOf;
+  // Shared window per rank (direct algorithms); small so that they run many chunks.
+  size_t windowBytes = 1024;
   bool moveData = true;
   exec::LinkCostFn cost;
 };

@@ -1,0 +1,163 @@
+// Direct algorithms over a shared window (shm, every rank on one host): each rank copies its
+// input into its own window once, then reads the peers' windows directly -- no messages, no
+// FIFO copies, one synchronisation per phase. docs/algorithms.md "direct".
+//
+// Phases of one chunk (relative to the chunk's first phase ph; the first wait also covers the
+// previous chunk or call: nobody still reads this rank's window):
+//   all-reduce one-shot:  wait(ph) copy-in post(ph+1) | wait(ph+1) out = x0 op .. op x_{n-1}
+//                         post(ph+2)
+//   all-reduce two-shot:  wait(ph) copy-in post(ph+1) | wait(ph+1) reduce own block into out,
+//                         copy it into the window, post(ph+2) | wait(ph+2) copy the others'
+//                         blocks, post(ph+3)
+//   all-gather:           wait(ph) copy-in post(ph+1) | wait(ph+1) copy every block post(ph+2)
+//   reduce-scatter:       wait(ph) copy-in (all n blocks) post(ph+1) | wait(ph+1) reduce own
+//                         block from every window post(ph+2)
+// Reductions run in rank order 0..n-1 for every element, so the results are the ones of
+// deterministic mode.
+#include <algorithm>
+
+#include "builder.h"
+#include "builders.h"
+
+namespace tutti::algo::detail {
+
+namespace {
+
+// All-reduce messages up to this size use one-shot (each rank reduces the whole buffer).
+constexpr size_t kOneShotMaxBytes = 32u << 10;
+
+void waitAll(Round& rd, const Ctx& c, uint32_t phase) {
+  for (int p = 0; p < c.n; ++p)
+    if (p != c.r) rd.ops.push_back(Schedule::wait(p, phase));
+}
+
+void post(Round& rd, uint32_t phase) { rd.ops.push_back(Schedule::post(phase)); }
+
+// dst = src(0) op src(1) op ... op src(n-1), in rank order.
+template <class SrcOf>
+void chainReduce(Round& rd, const Ctx& c, SrcOf srcOf, Slice dst) {
+  if (dst.bytes == 0) return;
+  reduce(rd, srcOf(0), srcOf(1), dst);
+  for (int p = 2; p < c.n; ++p) reduce(rd, dst, srcOf(p), dst);
+}
+
+void finish(Schedule& s, size_t windowBytes, uint32_t phases) {
+  s.windowBytes = windowBytes;
+  s.windowPhases = phases;
+  trim(s);
+}
+
+size_t chunkElems(const CollArgs& a, size_t es, size_t perElementCopies) {
+  size_t fit = a.windowBytes / (es * perElementCopies);
+  TUTTI_CHECK_ARG(fit >= 1, "direct: the shared window (", a.windowBytes,
+                  " bytes) cannot hold one chunk");
+  return fit;
+}
+
+}  // namespace
+
+Schedule allReduceDirect(const CollArgs& a) {
+  checkArgs(a);
+  Ctx c(a);
+  Schedule s = start(a, "direct");
+  if (singleRankCopy(s, c, a.count)) return s;
+  const size_t chunk = std::min(a.count, chunkElems(a, c.es, 1));
+  const bool oneShot = a.count * c.es <= kOneShotMaxBytes;
+  size_t t = 0;
+  uint32_t ph = 0;
+  for (size_t off = 0; off < a.count; off += chunk) {
+    const size_t cnt = std::min(chunk, a.count - off);
+    {
+      Round& rd = at(s, t++);
+      waitAll(rd, c, ph);
+      copy(rd, c.in(off, cnt), c.win(c.r, 0, cnt));
+      post(rd, ph + 1);
+    }
+    Round& rd = at(s, t++);
+    waitAll(rd, c, ph + 1);
+    if (oneShot) {
+      chainReduce(
+          rd, c, [&](int p) { return c.win(p, 0, cnt); }, c.out(off, cnt));
+      post(rd, ph + 2);
+      ph += 2;
+      continue;
+    }
+    const Range mine = c.block(cnt, c.n, c.r);
+    chainReduce(
+        rd, c, [&](int p) { return c.win(p, mine.offset, mine.count); },
+        c.out(off + mine.offset, mine.count));
+    copy(rd, c.out(off + mine.offset, mine.count), c.win(c.r, mine.offset, mine.count));
+    post(rd, ph + 2);
+    Round& gather = at(s, t++);
+    waitAll(gather, c, ph + 2);
+    for (int p = 0; p < c.n; ++p) {
+      if (p == c.r) continue;
+      const Range b = c.block(cnt, c.n, p);
+      copy(gather, c.win(p, b.offset, b.count), c.out(off + b.offset, b.count));
+    }
+    post(gather, ph + 3);
+    ph += 3;
+  }
+  finish(s, chunk * c.es, ph);
+  return s;
+}
+
+Schedule allGatherDirect(const CollArgs& a) {
+  checkArgs(a);
+  Ctx c(a);
+  Schedule s = start(a, "direct");
+  const size_t m = a.count;
+  if (singleRankCopy(s, c, m)) return s;
+  const size_t chunk = std::max<size_t>(1, std::min(m, chunkElems(a, c.es, 1)));
+  size_t t = 0;
+  uint32_t ph = 0;
+  for (size_t off = 0; off < m; off += chunk) {
+    const size_t cnt = std::min(chunk, m - off);
+    {
+      Round& rd = at(s, t++);
+      waitAll(rd, c, ph);
+      copy(rd, c.in(off, cnt), c.win(c.r, 0, cnt));
+      post(rd, ph + 1);
+    }
+    Round& rd = at(s, t++);
+    waitAll(rd, c, ph + 1);
+    for (int p = 0; p < c.n; ++p) {
+      Slice src = p == c.r ? c.in(off, cnt) : c.win(p, 0, cnt);
+      copy(rd, src, c.out(p * m + off, cnt));
+    }
+    post(rd, ph + 2);
+    ph += 2;
+  }
+  finish(s, m ? chunk * c.es : 0, ph);
+  return s;
+}
+
+Schedule reduceScatterDirect(const CollArgs& a) {
+  checkArgs(a);
+  Ctx c(a);
+  Schedule s = start(a, "direct");
+  const size_t m = a.count;
+  if (singleRankCopy(s, c, m)) return s;
+  const size_t chunk = std::max<size_t>(1, std::min(m, chunkElems(a, c.es, c.n)));
+  size_t t = 0;
+  uint32_t ph = 0;
+  for (size_t off = 0; off < m; off += chunk) {
+    const size_t cnt = std::min(chunk, m - off);
+    {
+      Round& rd = at(s, t++);
+      waitAll(rd, c, ph);
+      for (int q = 0; q < c.n; ++q) copy(rd, c.in(q * m + off, cnt), c.win(c.r, q * cnt, cnt));
+      post(rd, ph + 1);
+    }
+    Round& rd = at(s, t++);
+    waitAll(rd, c, ph + 1);
+    chainReduce(
+        rd, c, [&](int p) { return c.win(p, c.r * cnt, cnt); }, c.out(off, cnt));
+    post(rd, ph + 2);
+    ph += 2;
+  }
+  finish(s, m ? chunk * c.n * c.es : 0, ph);
+  return s;
+}
+
+}  // namespace tutti::algo::detail

@@ -1,0 +1,181 @@
+#include "shm_window.h"
+
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+#include <ctime>
+#include <new>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/log.h"
+
+namespace tutti::transport::shm {
+
+namespace {
+
+constexpr uint64_t kWindowMagic = 0x6e69777474747574ull;  // "tuttwin"
+constexpr size_t kWindowCtrlBytes = 4096;
+constexpr long kSleepSliceNs = 10'000'000;  // re-check peer / abort / deadline every 10 ms
+
+static_assert(sizeof(WindowCtrl) <= kWindowCtrlBytes);
+
+bool reached(uint32_t current, uint32_t wanted) {
+  return static_cast<int32_t>(current - wanted) >= 0;
+}
+
+long futex(std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* timeout) {
+  // Not FUTEX_PRIVATE: the word lives in memory shared between processes.
+  return ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
+}
+
+class ShmWindow final : public Window {
+ public:
+  ShmWindow(int rank, std::span<const PeerInfo> peers, const std::atomic<bool>* aborted,
+            size_t bytes, std::vector<Segment> segments)
+      : rank_(rank),
+        peers_(peers.begin(), peers.end()),
+        aborted_(aborted),
+        bytes_(bytes),
+        segments_(std::move(segments)) {
+    for (const PeerInfo& p : peers_)
+      procs_.push_back(p.rank == rank_ ? nullptr : std::make_unique<PeerProcess>(p.pid));
+  }
+
+  size_t bytes() const override { return bytes_; }
+  std::byte* base(int rank) const override {
+    TUTTI_ASSERT(rank >= 0 && static_cast<size_t>(rank) < segments_.size());
+    return segments_[rank].data() + kWindowCtrlBytes;
+  }
+
+  void post(uint32_t phase) override {
+    WindowCtrl* c = ctrl(rank_);
+    c->phase.store(phase, std::memory_order_release);
+    // Dekker with the waiter (waiters++ then phase load): one of us sees the other's store.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (c->waiters.load(std::memory_order_relaxed) != 0)
+      futex(&c->phase, FUTEX_WAKE, INT_MAX, nullptr);
+  }
+
+  void wait(int rank, uint32_t phase, double spinUs, double timeoutSec) override {
+    WindowCtrl* c = ctrl(rank);
+    if (reached(c->phase.load(std::memory_order_acquire), phase)) return;
+    double start = nowSeconds();
+    double spinEnd = start + spinUs * 1e-6;
+    while (nowSeconds() < spinEnd) {
+      // Ranks often share cores: give the core to the rank we wait for.
+      sched_yield();
+      if (reached(c->phase.load(std::memory_order_acquire), phase)) return;
+    }
+    uint32_t last = c->phase.load(std::memory_order_acquire);
+    double lastChange = nowSeconds();
+    for (;;) {
+      c->waiters.fetch_add(1, std::memory_order_seq_cst);
+      uint32_t cur = c->phase.load(std::memory_order_seq_cst);
+      if (!reached(cur, phase)) {
+        timespec ts{0, kSleepSliceNs};
+        futex(&c->phase, FUTEX_WAIT, cur, &ts);
+      }
+      c->waiters.fetch_sub(1, std::memory_order_relaxed);
+      cur = c->phase.load(std::memory_order_acquire);
+      if (reached(cur, phase)) return;
+      double now = nowSeconds();
+      if (cur != last) {
+        last = cur;
+        lastChange = now;
+      }
+      if (aborted_ && aborted_->load(std::memory_order_relaxed))
+        fail(tuttiRemoteError, "shm window: rank ", rank_,
+             ": communicator aborted while waiting for ", describe(rank));
+      if (procs_[rank] && procs_[rank]->exited())
+        fail(tuttiRemoteError, "shm window: rank ", rank_, ": peer ", describe(rank),
+             " died while this rank waited for it (phase ", phase, ", it reached ", cur, ")");
+      if (now - lastChange > timeoutSec)
+        fail(tuttiTimeout, "shm window: rank ", rank_, ": no progress for ", timeoutSec,
+             " s (TUTTI_TIMEOUT) waiting for ", describe(rank), " to reach phase ", phase,
+             " (it is at ", cur, "): mismatched collective calls or a stuck rank");
+    }
+  }
+
+ private:
+  WindowCtrl* ctrl(int rank) const { return reinterpret_cast<WindowCtrl*>(segments_[rank].data()); }
+  std::string describe(int rank) const {
+    const PeerInfo& p = peers_[rank];
+    return "rank " + std::to_string(rank) + " (host " + p.hostname + ", pid " +
+           std::to_string(p.pid) + ")";
+  }
+
+  int rank_;
+  std::vector<PeerInfo> peers_;
+  const std::atomic<bool>* aborted_;
+  size_t bytes_;
+  std::vector<Segment> segments_;
+  std::vector<std::unique_ptr<PeerProcess>> procs_;
+};
+
+std::string key(int rank) { return "win/" + std::to_string(rank); }
+
+}  // namespace
+
+std::unique_ptr<Window> createShmWindow(const Context& ctx, const WindowConfig& cfg,
+                                        const Deadline& deadline) {
+  TUTTI_CHECK_ARG(ctx.store != nullptr, "shm window: no store");
+  const PeerInfo& self = ctx.peers[ctx.rank];
+  for (const PeerInfo& p : ctx.peers)
+    if (self.hostId.empty() || p.hostId != self.hostId) return nullptr;  // same on every rank
+
+  const size_t region = (cfg.bytes + 4095) / 4096 * 4096;
+  const size_t segBytes = kWindowCtrlBytes + region;
+  std::vector<Segment> segs(ctx.nranks);
+  std::string problem;
+  try {
+    segs[ctx.rank] =
+        Segment::create(cfg.mode, segBytes, cfg.dir, uniqueName("win" + std::to_string(ctx.rank)));
+    auto* c = new (segs[ctx.rank].data()) WindowCtrl{};
+    c->magic = kWindowMagic;
+    c->bytes = region;
+    c->rank = ctx.rank;
+    ctx.store->setString(key(ctx.rank), segs[ctx.rank].path());
+  } catch (const Error& e) {
+    problem = e.what();
+    ctx.store->setString(key(ctx.rank), "fail " + problem);
+  }
+  for (int r = 0; r < ctx.nranks; ++r) {
+    if (r == ctx.rank) continue;
+    std::string path = ctx.store->getString(key(r), deadline);
+    if (!problem.empty()) continue;
+    if (path.rfind("fail ", 0) == 0) {
+      problem = "rank " + std::to_string(r) + ": " + path.substr(5);
+      continue;
+    }
+    try {
+      segs[r] = Segment::open(path, segBytes);
+      auto* c = reinterpret_cast<const WindowCtrl*>(segs[r].data());
+      if (c->magic != kWindowMagic || c->rank != r || c->bytes != region)
+        fail(tuttiInternalError, "shm window: segment ", path, " of rank ", r, " has a bad header");
+    } catch (const Error& e) {
+      problem = e.what();
+    }
+  }
+  // Everyone mapped everyone (or failed) before the creators close their fds / names.
+  ctx.store->setString(key(ctx.rank) + "/mapped", problem.empty() ? "ok" : "fail " + problem);
+  for (int r = 0; r < ctx.nranks; ++r) {
+    std::string st = r == ctx.rank ? (problem.empty() ? "ok" : "fail " + problem)
+                                   : ctx.store->getString(key(r) + "/mapped", deadline);
+    if (st != "ok" && problem.empty()) problem = st.substr(std::min<size_t>(st.size(), 5));
+  }
+  if (!segs[ctx.rank].path().empty()) segs[ctx.rank].release();
+  if (!problem.empty()) {
+    TUTTI_INFO(kTransport, "shm window of " << region << " bytes per rank unavailable (" << problem
+                                            << "): algorithms that need it are off");
+    return nullptr;
+  }
+  TUTTI_INFO(kTransport,
+             "shm window: " << region << " bytes per rank, " << ctx.nranks << " ranks mapped");
+  return std::make_unique<ShmWindow>(ctx.rank, ctx.peers, ctx.aborted, region, std::move(segs));
+}
+
+}  // namespace tutti::transport::shm

@@ -1,0 +1,37 @@
+// The shm transport's shared window: one segment per rank (a 4 KiB control page with the
+// rank's phase counter, then the region), mapped by every rank of the communicator. Waits
+// spin, then sleep on a futex on the peer's phase word (shared between processes), waking
+// every few milliseconds to check the peer process, the abort flag and the deadline.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "shm_os.h"
+#include "transports/transport.h"
+#include "transports/window.h"
+
+namespace tutti::transport::shm {
+
+struct WindowCtrl {
+  uint64_t magic;
+  uint64_t bytes;
+  int32_t rank;
+  alignas(64) std::atomic<uint32_t> phase;    // the futex word
+  alignas(64) std::atomic<uint32_t> waiters;  // peers sleeping (or about to) on phase
+};
+
+struct WindowConfig {
+  SegmentMode mode = SegmentMode::kMemfd;
+  std::string dir;
+  size_t bytes = 0;
+};
+
+// Collective over all ranks of ctx (each calls it once, same bytes). Returns nullptr on
+// every rank when any rank could not create or map (logged at INFO with the reason).
+std::unique_ptr<Window> createShmWindow(const Context& ctx, const WindowConfig& cfg,
+                                        const Deadline& deadline);
+
+}  // namespace tutti::transport::shm
