@@ -10,6 +10,7 @@
 // call without resetting the counters.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -31,6 +32,11 @@ class Window {
   // tuttiRemoteError naming the rank when it died, tuttiTimeout after timeoutSec without the
   // phase, tuttiRemoteError when `aborted` becomes true.
   virtual void wait(int rank, uint32_t phase, double spinUs, double timeoutSec) = 0;
+  // A small tag describing this rank's current call (what the caller wants peers to check,
+  // e.g. collective / count / dtype). Written before post(), read after wait() returned.
+  using Tag = std::array<uint64_t, 2>;
+  virtual void setTag(const Tag& tag) = 0;
+  virtual Tag tag(int rank) const = 0;
 
   uint32_t epoch() const { return epoch_; }
   void advance(uint32_t phases) { epoch_ += phases; }

@@ -58,6 +58,7 @@ CommOptions commOptionsFromEnv() {
   o.deterministic = env::getBool("TUTTI_DETERMINISTIC");
   o.algo = env::getString("TUTTI_ALGO");
   o.transport = env::getString("TUTTI_TRANSPORT");
+  o.checkCalls = env::getBool("TUTTI_CHECK_CALLS");
   return o;
 }
 
@@ -181,6 +182,8 @@ void Communicator::execute(const exec::Schedule& schedule, std::span<std::byte* 
   o.timeoutSec = options_.timeoutSec;
   o.spinUs = spinUs_;
   o.window = window_.get();
+  o.callTag = callTag_;
+  o.describeCall = [this](const transport::Window::Tag& t) { return describeCall(t); };
   o.aborted = &aborted_;
   o.abortFd = abortFd_;
   o.describePeer = [this](int p) { return describePeer(p); };
@@ -251,6 +254,44 @@ const algo::AlgorithmInfo& Communicator::chooseAlgorithm(const algo::CollArgs& a
   return *candidates[0].info;
 }
 
+namespace {
+transport::Window::Tag tagOf(const algo::CollArgs& a) {
+  return {static_cast<uint64_t>(a.count),
+          (static_cast<uint64_t>(a.coll) + 1) | (static_cast<uint64_t>(a.dtype) << 8) |
+              (static_cast<uint64_t>(a.op) << 16) | (static_cast<uint64_t>(a.root) << 24)};
+}
+}  // namespace
+
+std::string Communicator::describeCall(const transport::Window::Tag& t) const {
+  if (t[1] == 0) return "no collective";
+  int coll = static_cast<int>(t[1] & 0xff) - 1;
+  auto dtype = static_cast<tuttiDataType_t>((t[1] >> 8) & 0xff);
+  auto op = static_cast<tuttiRedOp_t>((t[1] >> 16) & 0xff);
+  std::ostringstream os;
+  os << (coll >= 0 && coll < algo::kNumColls ? algo::collName(static_cast<algo::Coll>(coll)) : "?")
+     << "(count " << t[0] << ", " << dtypeName(dtype) << ", " << opName(op) << ", root "
+     << (t[1] >> 24) << ")";
+  return os.str();
+}
+
+// TUTTI_CHECK_CALLS: an all-gather of every rank's call tag before the call itself.
+void Communicator::checkSameCall(const algo::CollArgs& args) {
+  transport::Window::Tag mine = tagOf(args);
+  std::vector<uint64_t> all(2 * static_cast<size_t>(nranks_));
+  algo::CollArgs a = baseArgs(algo::Coll::kAllGather, 2, tuttiUint64);
+  exec::Schedule s = algo::find(algo::Coll::kAllGather, "bruck")->build(a);
+  std::vector<std::byte> tmp(s.scratchBytes);
+  std::byte* buffers[3] = {reinterpret_cast<std::byte*>(mine.data()),
+                           reinterpret_cast<std::byte*>(all.data()), tmp.data()};
+  execute(s, buffers);
+  for (int r = 0; r < nranks_; ++r) {
+    transport::Window::Tag theirs{all[2 * r], all[2 * r + 1]};
+    if (theirs != mine)
+      fail(tuttiInvalidUsage, "TUTTI_CHECK_CALLS: rank ", rank_, " called ", describeCall(mine),
+           " but ", describePeer(r), " called ", describeCall(theirs));
+  }
+}
+
 void Communicator::ensureWindow() {
   if (windowTried_) return;
   windowTried_ = true;
@@ -282,11 +323,14 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
   args.windowBytes = window_ ? window_->bytes() : 0;
   const algo::AlgorithmInfo& info = chooseAlgorithm(args);
   const exec::Schedule& schedule = scheduleFor(info, args);
+  if (options_.checkCalls && nranks_ > 1) checkSameCall(args);
+  callTag_ = tagOf(args);
   lastAlgorithm_ = info.name;
   if (scratch_.size() < schedule.scratchBytes) scratch_.resize(schedule.scratchBytes);
   std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),
                            static_cast<std::byte*>(recv), scratch_.data()};
   execute(schedule, buffers);
+  callTag_ = {};
   if (applyAvg && avgElems > 0) {
     size_t es = dtypeSize(args.dtype);
     reduce::divide(static_cast<std::byte*>(recv) + avgOffsetElems * es, avgElems, args.dtype,

@@ -25,6 +25,7 @@ struct CommOptions {
   std::string algo;       // TUTTI_ALGO syntax; empty = automatic
   std::string transport;  // force one transport; empty = by priority
   std::string name;
+  bool checkCalls = false;  // TUTTI_CHECK_CALLS: compare every collective call across ranks
 };
 
 // Reads TUTTI_TIMEOUT / TUTTI_DETERMINISTIC / TUTTI_ALGO / TUTTI_TRANSPORT.
@@ -84,6 +85,8 @@ class Communicator {
   const algo::AlgorithmInfo& chooseAlgorithm(const algo::CollArgs& args);
   const exec::Schedule& scheduleFor(const algo::AlgorithmInfo& info, const algo::CollArgs& args);
   void ensureWindow();
+  void checkSameCall(const algo::CollArgs& args);
+  std::string describeCall(const transport::Window::Tag& tag) const;
   void connect(std::span<const int> peers);
   void execute(const exec::Schedule& schedule, std::span<std::byte* const> buffers);
   transport::Transport* transportFor(int peer);
@@ -114,6 +117,7 @@ class Communicator {
   // collective call in the same order, so creation is collective too).
   std::unique_ptr<transport::Window> window_;
   bool windowTried_ = false;
+  transport::Window::Tag callTag_{};  // of the collective being executed (0: p2p)
   double spinUs_ = 50.0;
 };
 

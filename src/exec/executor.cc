@@ -106,9 +106,11 @@ class RoundRunner {
       : schedule_(s), buffers_(buffers), conns_(conns), options_(o) {}
 
   void run(const Round& round, uint32_t epoch) {
-    for (const Op& op : round.ops)
-      if (op.type == OpType::kWait)
-        options_.window->wait(op.peer, epoch + op.phase, options_.spinUs, options_.timeoutSec);
+    for (const Op& op : round.ops) {
+      if (op.type != OpType::kWait) continue;
+      options_.window->wait(op.peer, epoch + op.phase, options_.spinUs, options_.timeoutSec);
+      if (op.phase == 1 && options_.describeCall) checkSameCall(op.peer);
+    }
     for (size_t i = 0; i < round.ops.size(); ++i) {
       const Op& op = round.ops[i];
       switch (op.type) {
@@ -119,6 +121,7 @@ class RoundRunner {
           i += runReduceChain(round.ops, i) - 1;
           break;
         case OpType::kPost:
+          if (op.phase == 1) options_.window->setTag(options_.callTag);
           options_.window->post(epoch + op.phase);
           break;
         case OpType::kWait:
@@ -149,6 +152,16 @@ class RoundRunner {
     std::byte* dst = addressOf(buffers_, op.dst, options_.window);
     const std::byte* src = addressOf(buffers_, op.src, options_.window);
     if (dst != src) std::memmove(dst, src, op.dst.bytes);
+  }
+
+  void checkSameCall(int peer) {
+    transport::Window::Tag theirs = options_.window->tag(peer);
+    if (theirs == options_.callTag) return;
+    fail(tuttiInvalidUsage, "rank ", options_.rank,
+         ": mismatched collective calls: this rank called ",
+         options_.describeCall(options_.callTag), " but ",
+         options_.describePeer ? options_.describePeer(peer) : "rank " + std::to_string(peer),
+         " called ", options_.describeCall(theirs));
   }
 
   // Runs ops[first] and the kReduce ops after it that accumulate into the same destination

@@ -25,6 +25,10 @@ struct ExecOptions {
   std::function<std::string(int peer)> describePeer;
   // The communicator's shared window (schedules with Buf::kWindow slices, kPost, kWait).
   transport::Window* window = nullptr;
+  // Describes this call to peers through the window (checked at phase 1: every rank must make
+  // the same collective call); describeCall turns a tag into words for the error message.
+  transport::Window::Tag callTag{};
+  std::function<std::string(const transport::Window::Tag&)> describeCall;
 };
 
 // buffers[b] is the base address of buffer index b (Buf::kInput, kOutput, kScratch, then

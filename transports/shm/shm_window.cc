@@ -60,6 +60,12 @@ class ShmWindow final : public Window {
       futex(&c->phase, FUTEX_WAKE, INT_MAX, nullptr);
   }
 
+  void setTag(const Tag& t) override {
+    ctrl(rank_)->tag[0] = t[0];
+    ctrl(rank_)->tag[1] = t[1];
+  }
+  Tag tag(int rank) const override { return {ctrl(rank)->tag[0], ctrl(rank)->tag[1]}; }
+
   void wait(int rank, uint32_t phase, double spinUs, double timeoutSec) override {
     WindowCtrl* c = ctrl(rank);
     if (reached(c->phase.load(std::memory_order_acquire), phase)) return;

@@ -21,6 +21,7 @@ struct WindowCtrl {
   int32_t rank;
   alignas(64) std::atomic<uint32_t> phase;    // the futex word
   alignas(64) std::atomic<uint32_t> waiters;  // peers sleeping (or about to) on phase
+  alignas(64) uint64_t tag[2];                // Window::setTag (ordered by phase)
 };
 
 struct WindowConfig {

@@ -1,0 +1,101 @@
+// Collectives that go wrong: mismatched calls across ranks and a rank killed between calls
+// must turn into clear errors naming the other rank, within the timeout, never a hang. Runs
+// over the shared window (direct), over shm connections (ring) and over tcp (ring).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "comm_test_util.h"
+#include "harness/fork_harness.h"
+#include "tutti/tutti.h"
+
+namespace tutti::test {
+namespace {
+
+struct Path {
+  const char* name;
+  const char* algo;       // TUTTI_ALGO
+  const char* transport;  // TUTTI_TRANSPORT ("" = by priority)
+};
+
+class Failures : public ::testing::TestWithParam<Path> {
+ protected:
+  void SetUp() override {
+    setenv("TUTTI_ALGO", GetParam().algo, 1);
+    if (*GetParam().transport) setenv("TUTTI_TRANSPORT", GetParam().transport, 1);
+    setenv("TUTTI_TIMEOUT", "20", 1);
+  }
+  void TearDown() override {
+    unsetenv("TUTTI_ALGO");
+    unsetenv("TUTTI_TRANSPORT");
+    unsetenv("TUTTI_TIMEOUT");
+    unsetenv("TUTTI_CHECK_CALLS");
+  }
+};
+
+// Rank 0 all-reduces 10 elements, ranks 1 and 2 all-reduce 5000: over the window every rank
+// sees the other's call (no debug flag needed); over connections the message sizes differ.
+TEST_P(Failures, MismatchedCountsAreAnErrorOnEveryRank) {
+  if (std::string(GetParam().algo) != "allreduce:direct") setenv("TUTTI_CHECK_CALLS", "1", 1);
+  tuttiUniqueId id = makeId();
+  auto r = runRanks(3, [&](int rank) {
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 3, id, rank), nullptr);
+    std::vector<float> buf(5000, 1.0f);
+    size_t count = rank == 0 ? 10 : 5000;
+    auto t0 = std::chrono::steady_clock::now();
+    tuttiResult_t res =
+        tuttiAllReduce(buf.data(), buf.data(), count, tuttiFloat32, tuttiSum, comm, nullptr);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::string msg = tuttiGetLastError(comm);
+    EXPECT_EQ(res, tuttiInvalidUsage) << msg;
+    EXPECT_LT(secs, 15.0) << msg;
+    EXPECT_NE(msg.find(rank == 0 ? "count 5000" : "count 10"), std::string::npos) << msg;
+    tuttiCommAbort(comm);
+  });
+  EXPECT_TRUE(r.allOk()) << r.describe();
+}
+
+// Rank 2 dies (SIGKILL) after a first successful all-reduce; ranks 0 and 1 then call the next
+// one and must fail with tuttiRemoteError naming rank 2 within a few seconds.
+TEST_P(Failures, KilledRankIsNamedByTheOthers) {
+  tuttiUniqueId id = makeId();
+  auto r = runRanks(3, [&](int rank) {
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 3, id, rank), nullptr);
+    std::vector<float> buf(1000, 1.0f);
+    TUTTI_ASSERT_OK(
+        tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat32, tuttiSum, comm, nullptr),
+        comm);
+    ASSERT_EQ(buf[0], 3.0f);
+    if (rank == 2) ::raise(SIGKILL);
+    auto t0 = std::chrono::steady_clock::now();
+    tuttiResult_t res =
+        tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat32, tuttiSum, comm, nullptr);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::string msg = tuttiGetLastError(comm);
+    EXPECT_EQ(res, tuttiRemoteError) << msg;
+    EXPECT_LT(secs, 10.0) << msg;
+    // Rank 0 or 1 may first see the other survivor give up (it names that rank then), but
+    // the death of rank 2 must be named by at least the rank that waits for it directly.
+    EXPECT_NE(msg.find("rank"), std::string::npos) << msg;
+    if (msg.find("rank 2") == std::string::npos)
+      EXPECT_NE(msg.find("rank " + std::to_string(1 - rank)), std::string::npos) << msg;
+    tuttiCommAbort(comm);
+  });
+  EXPECT_EQ(r.ranks[2].signal, SIGKILL) << r.describe();
+  EXPECT_TRUE(r.ranks[0].ok() && r.ranks[1].ok()) << r.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, Failures,
+                         ::testing::Values(Path{"direct", "allreduce:direct", ""},
+                                           Path{"shm_ring", "allreduce:ring", "shm"},
+                                           Path{"tcp_ring", "allreduce:ring", "tcp"}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace tutti::test
