@@ -68,6 +68,9 @@ constexpr Var kVars[] = {
     {"TUTTI_ALGO", Type::kString, "", "TUNING",
      "Force algorithms: 'ring' for every collective, or per collective "
      "'allreduce:ring;broadcast:tree'."},
+    {"TUTTI_TUNING_FILE", Type::kString, "", "TUNING",
+     "Cost model file written by tutti-tune (alpha/beta of shm and tcp, gamma); the tuner "
+     "uses its values instead of the built-in ones."},
     {"TUTTI_CHUNK_BYTES", Type::kInt, "262144", "EXEC",
      "Pipeline chunk size of the schedule executor."},
     {"TUTTI_DETERMINISTIC", Type::kBool, "0", "TUNING",

@@ -1,0 +1,51 @@
+// The alpha-beta-gamma cost model shared by the tuner (automatic algorithm choice) and
+// tutti-sim, and the tuning file that tutti-tune writes and TUTTI_TUNING_FILE loads.
+// docs/tuning.md describes the model and the file format.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace tutti::tuning {
+
+struct LinkCost {
+  double alpha;  // seconds per message
+  double beta;   // seconds per byte
+};
+
+struct CostModel {
+  LinkCost intraHost{3e-6, 1.0 / 3.0e9};   // shm: ~3 GB/s per copy on a shared core
+  LinkCost interHost{40e-6, 1.0 / 1.0e9};  // tcp: ~1 GB/s
+  double gammaPerByte = 1.0 / 4.0e9;       // local reduction (a copy costs half of it)
+  // Inter-host links per host: the inter-host bytes that all ranks of a host move in one
+  // round share them (contention), so a round's inter-host time is at least
+  // host bytes / nicsPerHost * beta.
+  int nicsPerHost = 1;
+  // > 0: cores per host doing shm copies; with L ranks on a host the intra-host byte time is
+  // multiplied by max(1, L / coresPerHost). 0: unlimited.
+  int coresPerHost = 0;
+  // Optional per-pair intra-host cost by global rank (topology-aware: NVLink, PCIe, SYS);
+  // empty: intraHost for every pair on one host.
+  std::function<LinkCost(int rankA, int rankB)> intraPair;
+  std::string origin = "built-in";  // "built-in" or the tuning file it came from
+
+  // The built-in planning values, replaced by the values of TUTTI_TUNING_FILE when it is set
+  // (the file is read once per distinct path; a bad file throws tutti::Error).
+  CostModel();
+  static CostModel builtin();
+
+ private:
+  struct BuiltinTag {};
+  explicit CostModel(BuiltinTag) {}
+};
+
+// Reads a tuning file ("key value" lines, '#' comments) on top of the built-in values.
+// Keys: shm.alpha_us shm.gbps tcp.alpha_us tcp.gbps gamma.gbps nics_per_host cores_per_host.
+// Throws tutti::Error naming the file, the line and the problem.
+CostModel loadTuningFile(const std::string& path);
+// Writes m in the same format; `comment` lines are prefixed with '#'.
+void writeTuningFile(const CostModel& m, const std::string& path, const std::string& comment);
+// The model's values in the tuning-file format.
+std::string tuningFileText(const CostModel& m);
+
+}  // namespace tutti::tuning

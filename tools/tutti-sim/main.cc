@@ -1,0 +1,365 @@
+// tutti-sim: predicts the time and busbw of every algorithm of a collective with the tuner's
+// cost model (src/tuning/cost_model.h) on the schedules the library would build, for a
+// topology file or a synthetic cluster of K hosts joined by a network. docs/tuning.md.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "common/dtype.h"
+#include "common/error.h"
+#include "topology/load.h"
+#include "topology/paths.h"
+#include "tuning/cost_model.h"
+#include "tuning/timed_sim.h"
+
+namespace algo = tutti::algo;
+namespace topo = tutti::topo;
+namespace tuning = tutti::tuning;
+
+namespace {
+
+void usage(std::ostream& os) {
+  os << "usage: tutti-sim [options]\n"
+        "  --topo FILE          topology of one host (hwloc XML v1/v2 or NCCL XML); ranks use\n"
+        "                       its GPUs (or its NUMA nodes when it has none); intra-host\n"
+        "                       links from the topology's link classes (docs/topology.md)\n"
+        "  --hosts K            hosts in the job (default: as many as the ranks need)\n"
+        "  -n, --ranks N        ranks (default: hosts x ranks per host)\n"
+        "  --ranks-per-host L   default: GPUs of --topo, else 1\n"
+        "  --net-gbps X         network bandwidth per NIC in Gbit/s (default: the NIC speed of\n"
+        "                       --topo, else the tuning file's tcp bandwidth); without --topo\n"
+        "                       the slower of X and the tcp bandwidth counts\n"
+        "  --net-latency-us Y   network latency per message (with --topo: replaces the NIC's;\n"
+        "                       without: added to the tuning file's tcp alpha)\n"
+        "  --nics K             NICs per host shared by its ranks (default: --topo's, else 1)\n"
+        "  --cores C            cores per host for shm copies (default: tuning file's)\n"
+        "  --gamma-gbps X       local reduction GB/s (default: tuning file's; GPUs 1000)\n"
+        "  --tuning FILE        cost model file (default: TUTTI_TUNING_FILE, else built-in)\n"
+        "  --coll C             allreduce (default) allgather reducescatter broadcast reduce\n"
+        "                       alltoall\n"
+        "  -b, -e, -f           min size, max size, factor (nccl-tests sizes; default 1M 1G 4)\n"
+        "  -d, --dtype T        float (default) double half bfloat16 int32 int8 ...\n"
+        "  --algos a,b          only these algorithms (default: every applicable one)\n"
+        "  --exact              build every rank's schedule even for large jobs\n"
+        "  --csv                CSV (one row per size and algorithm) instead of the table\n";
+}
+
+size_t parseSize(const std::string& s) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  std::string suf = end ? end : "";
+  double mult = 1;
+  if (suf == "K" || suf == "k")
+    mult = 1024.0;
+  else if (suf == "M" || suf == "m")
+    mult = 1024.0 * 1024;
+  else if (suf == "G" || suf == "g")
+    mult = 1024.0 * 1024 * 1024;
+  else if (!suf.empty())
+    tutti::fail(tuttiInvalidArgument, "bad size '", s, "'");
+  if (!(v > 0)) tutti::fail(tuttiInvalidArgument, "bad size '", s, "'");
+  return static_cast<size_t>(v * mult);
+}
+
+bool parseColl(const std::string& s, algo::Coll* c) {
+  for (int i = 0; i < algo::kNumColls; ++i)
+    if (s == algo::collName(static_cast<algo::Coll>(i))) {
+      *c = static_cast<algo::Coll>(i);
+      return true;
+    }
+  return false;
+}
+
+bool parseDtype(const std::string& s, tuttiDataType_t* t) {
+  static const std::map<std::string, tuttiDataType_t> kTypes = {
+      {"int8", tuttiInt8},        {"uint8", tuttiUint8},   {"int32", tuttiInt32},
+      {"uint32", tuttiUint32},    {"int64", tuttiInt64},   {"uint64", tuttiUint64},
+      {"half", tuttiFloat16},     {"float", tuttiFloat32}, {"double", tuttiFloat64},
+      {"bfloat16", tuttiBfloat16}};
+  auto it = kTypes.find(s);
+  if (it == kTypes.end()) return false;
+  *t = it->second;
+  return true;
+}
+
+// nccl-tests conventions: the count argument for a size column S, and the busbw factor.
+size_t countFor(algo::Coll c, size_t bytes, size_t es, int n) {
+  switch (c) {
+    case algo::Coll::kAllGather:
+    case algo::Coll::kReduceScatter:
+    case algo::Coll::kAllToAll:
+      return std::max<size_t>(1, bytes / es / n);
+    default:
+      return std::max<size_t>(1, bytes / es);
+  }
+}
+size_t sizeFor(algo::Coll c, size_t count, size_t es, int n) {
+  switch (c) {
+    case algo::Coll::kAllGather:
+    case algo::Coll::kReduceScatter:
+    case algo::Coll::kAllToAll:
+      return count * es * n;
+    default:
+      return count * es;
+  }
+}
+double busFactor(algo::Coll c, int n) {
+  switch (c) {
+    case algo::Coll::kAllReduce:
+      return 2.0 * (n - 1) / n;
+    case algo::Coll::kAllGather:
+    case algo::Coll::kReduceScatter:
+    case algo::Coll::kAllToAll:
+      return static_cast<double>(n - 1) / n;
+    default:
+      return 1.0;
+  }
+}
+
+struct Options {
+  std::string topoFile, tuningFile, algos;
+  int hosts = 0, ranks = 0, perHost = 0, nics = 0, cores = -1;
+  double netGbps = 0, netLatencyUs = -1, gammaGbps = 0;
+  algo::Coll coll = algo::Coll::kAllReduce;
+  tuttiDataType_t dtype = tuttiFloat32;
+  size_t minBytes = 1 << 20, maxBytes = size_t{1} << 30;
+  double factor = 4;
+  bool exact = false, csv = false;
+};
+
+int run(const Options& o) {
+  tuning::CostModel m =
+      o.tuningFile.empty() ? tuning::CostModel() : tuning::loadTuningFile(o.tuningFile);
+  std::string intraDesc = "shm " + std::to_string(1e-9 / m.intraHost.beta).substr(0, 5) + " GB/s";
+  topo::Topology t;
+  bool haveTopo = !o.topoFile.empty();
+  int perHost = o.perHost;
+  std::string netDesc;
+  if (haveTopo) {
+    t = topo::loadTopologyFile(o.topoFile);
+    int g = static_cast<int>(t.gpus.size());
+    if (perHost <= 0) perHost = g > 0 ? g : std::max<int>(1, t.numaNodes.size());
+  }
+  int n = o.ranks, hosts = o.hosts;
+  if (perHost <= 0) {  // no topology: the ranks spread evenly over the hosts
+    perHost = n > 0 ? (n + std::max(hosts, 1) - 1) / std::max(hosts, 1) : 1;
+  }
+  if (n <= 0) n = (hosts > 0 ? hosts : 1) * perHost;
+  if (hosts <= 0) hosts = (n + perHost - 1) / perHost;
+  if (static_cast<long>(hosts) * perHost < n)
+    tutti::fail(tuttiInvalidArgument, n, " ranks do not fit on ", hosts, " hosts x ", perHost);
+  perHost = std::min(perHost, n);
+  int numa = std::max<int>(1, t.numaNodes.size());
+  auto devOf = [&](int r) {
+    topo::DeviceRef d;
+    d.host = r / perHost;
+    int local = r % perHost;
+    if (!t.gpus.empty()) {
+      d.kind = topo::DevKind::kGpu;
+      d.index = local % static_cast<int>(t.gpus.size());
+    } else {
+      d.kind = topo::DevKind::kCpu;
+      d.index = t.numaNodes.empty() ? -1 : local % numa;
+    }
+    return d;
+  };
+  if (haveTopo) {
+    // Intra-host pairs: the topology's link class between the two ranks' devices.
+    std::map<std::pair<int, int>, tuning::LinkCost> cache;
+    auto pairCost = [t, devOf, cache](int a, int b) mutable {
+      topo::DeviceRef da = devOf(a), db = devOf(b);
+      da.host = db.host = 0;
+      auto key = std::make_pair(da.index, db.index);
+      if (auto it = cache.find(key); it != cache.end()) return it->second;
+      topo::Path p = topo::pathBetween(t, da, db);
+      tuning::LinkCost lc{p.latencyUs * 1e-6, 1.0 / (std::max(p.bandwidthGBps, 1e-3) * 1e9)};
+      cache[key] = lc;
+      return lc;
+    };
+    if (!t.gpus.empty()) {
+      m.intraPair = pairCost;
+      m.coresPerHost = 0;
+      m.gammaPerByte = 1.0 / 1000e9;
+      topo::Path p = topo::pathBetween(t, devOf(0), devOf(std::min(1, n - 1)));
+      intraDesc = "GPU0-GPU1 " + p.label() + " " + std::to_string(p.bandwidthGBps).substr(0, 5) +
+                  " GB/s, alpha " + std::to_string(p.latencyUs).substr(0, 4) + " us";
+    }
+    // Network: the NET path between GPU 0 (or NUMA 0) of two hosts.
+    topo::DeviceRef a = devOf(0), b = a;
+    b.host = 1;
+    topo::Path net = topo::pathBetween(t, a, b);
+    if (!t.gpus.empty() || !t.nics.empty()) {
+      m.interHost = {net.latencyUs * 1e-6, 1.0 / (std::max(net.bandwidthGBps, 1e-3) * 1e9)};
+      int nics = 0;
+      for (const auto& nic : t.nics) nics += (nic.rdma || t.nics.size() == 1) ? 1 : 0;
+      m.nicsPerHost = std::max(1, nics);
+    }
+  }
+  if (o.netGbps > 0) {
+    double beta = 8.0 / (o.netGbps * 1e9);
+    m.interHost.beta = haveTopo ? beta : std::max(beta, m.interHost.beta);
+  }
+  if (o.netLatencyUs >= 0)
+    m.interHost.alpha = (haveTopo ? 0.0 : m.interHost.alpha) + o.netLatencyUs * 1e-6;
+  if (o.nics > 0) m.nicsPerHost = o.nics;
+  if (o.cores >= 0) m.coresPerHost = o.cores;
+  if (o.gammaGbps > 0) m.gammaPerByte = 1.0 / (o.gammaGbps * 1e9);
+
+  algo::CollArgs base;
+  base.coll = o.coll;
+  base.dtype = o.dtype;
+  base.nranks = n;
+  if (hosts > 1) {
+    base.hostOf.resize(n);
+    base.ringOrder.resize(n);
+    for (int r = 0; r < n; ++r) {
+      base.hostOf[r] = r / perHost;
+      base.ringOrder[r] = r;  // the communicator's order: ranks sorted by host
+    }
+  }
+  std::vector<const algo::AlgorithmInfo*> algos;
+  for (const algo::AlgorithmInfo& info : algo::registry()) {
+    if (info.coll != o.coll) continue;
+    if (!o.algos.empty() &&
+        ("," + o.algos + ",").find("," + std::string(info.name) + ",") == std::string::npos)
+      continue;
+    if (!info.applicable(base)) continue;
+    algos.push_back(&info);
+  }
+  if (algos.empty())
+    tutti::fail(tuttiInvalidArgument, "no ", algo::collName(o.coll),
+                " algorithm applies (or matches --algos '", o.algos, "')");
+  tuning::TimedOptions topt;
+  topt.exactUpTo = o.exact ? (1 << 30) : 256;
+  size_t es = tutti::dtypeSize(o.dtype);
+  double bf = busFactor(o.coll, n);
+  if (o.csv) {
+    std::printf("collective,nranks,hosts,size,algo,time_us,algbw_GBps,busbw_GBps,exact\n");
+  } else {
+    std::printf("# tutti-sim: %s, %d ranks on %d host(s) x %d, %s\n", algo::collName(o.coll), n,
+                hosts, perHost, haveTopo ? ("topology " + o.topoFile).c_str() : "no topology");
+    std::printf(
+        "# intra-host: %s%s; network: %.1f Gbit/s x %d NIC(s)/host, "
+        "alpha %.1f us; gamma %.0f GB/s; model from %s\n",
+        (m.intraPair ? intraDesc
+                     : intraDesc + ", alpha " +
+                           std::to_string(m.intraHost.alpha * 1e6).substr(0, 5) + " us")
+            .c_str(),
+        m.coresPerHost > 0 ? (", " + std::to_string(m.coresPerHost) + " cores").c_str() : "",
+        8e-9 / m.interHost.beta, m.nicsPerHost, m.interHost.alpha * 1e6, 1e-9 / m.gammaPerByte,
+        m.origin.c_str());
+    std::printf(
+        "# time in us, busbw in GB/s; %s\n#%11s",
+        n <= topt.exactUpTo ? "every rank simulated" : "symmetric mode (representative hosts)",
+        "size(B)");
+    for (auto* a : algos) std::printf(" %12s %7s", a->name, "busbw");
+    std::printf("  %s\n", "best");
+  }
+  for (double s = static_cast<double>(o.minBytes); s <= static_cast<double>(o.maxBytes) * 1.0001;
+       s = o.factor > 1 ? s * o.factor : s + static_cast<double>(o.maxBytes)) {
+    algo::CollArgs a = base;
+    a.count = countFor(o.coll, static_cast<size_t>(s), es, n);
+    size_t bytes = sizeFor(o.coll, a.count, es, n);
+    if (!o.csv) std::printf("%12zu", bytes);
+    const algo::AlgorithmInfo* best = nullptr;
+    double bestT = 0;
+    for (auto* info : algos) {
+      tuning::TimedResult r = tuning::timeCollective(*info, a, m, topt);
+      double algbw = r.seconds > 0 ? bytes / r.seconds / 1e9 : 0;
+      if (o.csv) {
+        std::printf("%s,%d,%d,%zu,%s,%.3f,%.6f,%.6f,%d\n", algo::collName(o.coll), n, hosts, bytes,
+                    info->name, r.seconds * 1e6, algbw, algbw * bf, r.exact ? 1 : 0);
+      } else {
+        std::printf(" %12.1f %7.2f", r.seconds * 1e6, algbw * bf);
+      }
+      if (!best || r.seconds < bestT) best = info, bestT = r.seconds;
+    }
+    if (!o.csv) std::printf("  %s\n", best->name);
+    std::fflush(stdout);
+    if (o.factor <= 1) break;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  auto need = [&](int& i) -> std::string {
+    if (i + 1 >= argc) {
+      std::cerr << "tutti-sim: " << argv[i] << " needs a value\n";
+      std::exit(2);
+    }
+    return argv[++i];
+  };
+  try {
+    for (int i = 1; i < argc; ++i) {
+      std::string f = argv[i];
+      if (f == "-h" || f == "--help") {
+        usage(std::cout);
+        return 0;
+      } else if (f == "--topo") {
+        o.topoFile = need(i);
+      } else if (f == "--tuning") {
+        o.tuningFile = need(i);
+      } else if (f == "--hosts") {
+        o.hosts = std::stoi(need(i));
+      } else if (f == "-n" || f == "--ranks") {
+        o.ranks = std::stoi(need(i));
+      } else if (f == "--ranks-per-host") {
+        o.perHost = std::stoi(need(i));
+      } else if (f == "--net-gbps") {
+        o.netGbps = std::stod(need(i));
+      } else if (f == "--net-latency-us") {
+        o.netLatencyUs = std::stod(need(i));
+      } else if (f == "--nics") {
+        o.nics = std::stoi(need(i));
+      } else if (f == "--cores") {
+        o.cores = std::stoi(need(i));
+      } else if (f == "--gamma-gbps") {
+        o.gammaGbps = std::stod(need(i));
+      } else if (f == "--coll") {
+        if (!parseColl(need(i), &o.coll)) {
+          std::cerr << "tutti-sim: unknown collective '" << argv[i] << "'\n";
+          return 2;
+        }
+      } else if (f == "-d" || f == "--dtype") {
+        if (!parseDtype(need(i), &o.dtype)) {
+          std::cerr << "tutti-sim: unknown dtype '" << argv[i] << "'\n";
+          return 2;
+        }
+      } else if (f == "-b" || f == "--minbytes") {
+        o.minBytes = parseSize(need(i));
+      } else if (f == "-e" || f == "--maxbytes") {
+        o.maxBytes = parseSize(need(i));
+      } else if (f == "-f" || f == "--stepfactor") {
+        o.factor = std::stod(need(i));
+      } else if (f == "--algos") {
+        o.algos = need(i);
+      } else if (f == "--exact") {
+        o.exact = true;
+      } else if (f == "--csv") {
+        o.csv = true;
+      } else {
+        std::cerr << "tutti-sim: unknown option '" << f << "'\n";
+        usage(std::cerr);
+        return 2;
+      }
+    }
+    if (o.ranks < 0 || o.hosts < 0 || o.perHost < 0 || o.minBytes > o.maxBytes) {
+      std::cerr << "tutti-sim: bad ranks/hosts/sizes\n";
+      return 2;
+    }
+    return run(o);
+  } catch (const std::exception& e) {
+    std::cerr << "tutti-sim: " << e.what() << "\n";
+    return 1;
+  }
+}
