@@ -66,21 +66,30 @@ class CudaMemory : public Memory {
   CudaMemory(int device, cudaStream_t s) : device_(device), stream_(s) {}
   ~CudaMemory() override { cudaStreamDestroy(stream_); }
   const char* name() const override { return "cuda"; }
+  // Every copy and fill goes through stream_ and waits for it: the collectives run on the
+  // non-blocking stream_, which the legacy default stream would not order against.
   void* alloc(size_t bytes) override {
     void* p = nullptr;
     if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) return nullptr;
-    cudaMemset(p, 0, bytes ? bytes : 1);
+    cudaMemsetAsync(p, 0, bytes ? bytes : 1, stream_);
+    cudaStreamSynchronize(stream_);
     return p;
   }
-  void free(void* p) override { cudaFree(p); }
+  void free(void* p) override {
+    cudaStreamSynchronize(stream_);
+    cudaFree(p);
+  }
   void toDevice(void* dst, const void* src, size_t bytes) override {
-    if (bytes) cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+    if (bytes) cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_);
+    cudaStreamSynchronize(stream_);
   }
   void toHost(void* dst, const void* src, size_t bytes) override {
-    if (bytes) cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
+    if (bytes) cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_);
+    cudaStreamSynchronize(stream_);
   }
   void zero(void* p, size_t bytes) override {
-    if (bytes) cudaMemset(p, 0, bytes);
+    if (bytes) cudaMemsetAsync(p, 0, bytes, stream_);
+    cudaStreamSynchronize(stream_);
   }
   tuttiStream_t stream() override { return stream_; }
   void synchronize() override { cudaStreamSynchronize(stream_); }

@@ -1,10 +1,11 @@
 // Collective entry points: argument checks, then the communicator (or the open group).
+#include <cstring>
+
 #include "api_guard.h"
 #include "comm_handle.h"
 #include "common/dtype.h"
-
-#include <cstring>
 #include "group.h"
+#include "memory_space.h"
 
 using tutti::api::guarded;
 using tutti::api::ready;
@@ -40,14 +41,23 @@ void checkRoot(tutti::Communicator& c, int root) {
   TUTTI_CHECK_ARG(root >= 0 && root < c.size(), "root ", root, " out of range [0, ", c.size(), ")");
 }
 
-// Runs now, or records the call when a group is open.
+// Runs now, or records the call when a group is open. body(send, recv) gets the user's
+// buffers, or host copies of them when they are device memory (memory_space.h).
 template <typename F>
-tuttiResult_t issue(tuttiComm_t comm, const char* fn, F&& body) {
+tuttiResult_t issue(tuttiComm_t comm, const char* fn, const tutti::api::CallBuffers& b,
+                    tuttiStream_t stream, F&& body) {
+  const bool device = tutti::api::buffersOnDevice(fn, b);
+  auto run = [fn, b, stream, device, body = std::forward<F>(body)]() {
+    if (device)
+      tutti::api::runStaged(fn, b, stream, body);
+    else
+      body(b.send, b.recv);
+  };
   if (tutti::api::groupDepth() > 0) {
-    tutti::api::deferCollective(comm, std::forward<F>(body));
+    tutti::api::deferCollective(comm, std::move(run));
     return tuttiSuccess;
   }
-  body();
+  run();
   return tuttiSuccess;
 }
 
@@ -62,9 +72,11 @@ TUTTI_API tuttiResult_t tuttiAllReduce(const void* sendbuff, void* recvbuff, siz
     checkCommon(comm, sendbuff, recvbuff, count, count, datatype);
     checkOp(op);
     auto& c = ready(comm);
-    return issue(comm, "tuttiAllReduce", [&c, sendbuff, recvbuff, count, datatype, op] {
-      c.allReduce(sendbuff, recvbuff, count, datatype, op);
-    });
+    const size_t bytes = count * tutti::dtypeSize(datatype);
+    return issue(comm, "tuttiAllReduce", {sendbuff, bytes, recvbuff, bytes}, stream,
+                 [&c, count, datatype, op](const void* send, void* recv) {
+                   c.allReduce(send, recv, count, datatype, op);
+                 });
   });
 }
 
@@ -77,9 +89,11 @@ TUTTI_API tuttiResult_t tuttiBroadcast(const void* sendbuff, void* recvbuff, siz
     checkRoot(c, root);
     TUTTI_CHECK_ARG(c.rank() != root || count == 0 || sendbuff != nullptr,
                     "sendbuff is NULL on the root");
-    return issue(comm, "tuttiBroadcast", [&c, sendbuff, recvbuff, count, datatype, root] {
-      c.broadcast(sendbuff, recvbuff, count, datatype, root);
-    });
+    const size_t bytes = count * tutti::dtypeSize(datatype);
+    return issue(comm, "tuttiBroadcast", {sendbuff, c.rank() == root ? bytes : 0, recvbuff, bytes},
+                 stream, [&c, count, datatype, root](const void* send, void* recv) {
+                   c.broadcast(send, recv, count, datatype, root);
+                 });
   });
 }
 
@@ -93,9 +107,11 @@ TUTTI_API tuttiResult_t tuttiReduce(const void* sendbuff, void* recvbuff, size_t
     checkRoot(c, root);
     TUTTI_CHECK_ARG(c.rank() != root || count == 0 || recvbuff != nullptr,
                     "recvbuff is NULL on the root");
-    return issue(comm, "tuttiReduce", [&c, sendbuff, recvbuff, count, datatype, op, root] {
-      c.reduce(sendbuff, recvbuff, count, datatype, op, root);
-    });
+    const size_t bytes = count * tutti::dtypeSize(datatype);
+    return issue(comm, "tuttiReduce", {sendbuff, bytes, recvbuff, c.rank() == root ? bytes : 0},
+                 stream, [&c, count, datatype, op, root](const void* send, void* recv) {
+                   c.reduce(send, recv, count, datatype, op, root);
+                 });
   });
 }
 
@@ -105,9 +121,11 @@ TUTTI_API tuttiResult_t tuttiAllGather(const void* sendbuff, void* recvbuff, siz
   return guarded(comm, "tuttiAllGather", [&] {
     checkCommon(comm, sendbuff, recvbuff, sendcount, sendcount, datatype);
     auto& c = ready(comm);
-    return issue(comm, "tuttiAllGather", [&c, sendbuff, recvbuff, sendcount, datatype] {
-      c.allGather(sendbuff, recvbuff, sendcount, datatype);
-    });
+    const size_t bytes = sendcount * tutti::dtypeSize(datatype);
+    return issue(comm, "tuttiAllGather", {sendbuff, bytes, recvbuff, bytes * c.size()}, stream,
+                 [&c, sendcount, datatype](const void* send, void* recv) {
+                   c.allGather(send, recv, sendcount, datatype);
+                 });
   });
 }
 
@@ -118,9 +136,11 @@ TUTTI_API tuttiResult_t tuttiReduceScatter(const void* sendbuff, void* recvbuff,
     checkCommon(comm, sendbuff, recvbuff, recvcount, recvcount, datatype);
     checkOp(op);
     auto& c = ready(comm);
-    return issue(comm, "tuttiReduceScatter", [&c, sendbuff, recvbuff, recvcount, datatype, op] {
-      c.reduceScatter(sendbuff, recvbuff, recvcount, datatype, op);
-    });
+    const size_t bytes = recvcount * tutti::dtypeSize(datatype);
+    return issue(comm, "tuttiReduceScatter", {sendbuff, bytes * c.size(), recvbuff, bytes}, stream,
+                 [&c, recvcount, datatype, op](const void* send, void* recv) {
+                   c.reduceScatter(send, recv, recvcount, datatype, op);
+                 });
   });
 }
 
@@ -130,16 +150,18 @@ TUTTI_API tuttiResult_t tuttiAllToAll(const void* sendbuff, void* recvbuff, size
   return guarded(comm, "tuttiAllToAll", [&] {
     checkCommon(comm, sendbuff, recvbuff, count, count, datatype);
     auto& c = ready(comm);
-    return issue(comm, "tuttiAllToAll", [&c, sendbuff, recvbuff, count, datatype] {
-      c.allToAll(sendbuff, recvbuff, count, datatype);
-    });
+    const size_t bytes = count * tutti::dtypeSize(datatype) * c.size();
+    return issue(comm, "tuttiAllToAll", {sendbuff, bytes, recvbuff, bytes}, stream,
+                 [&c, count, datatype](const void* send, void* recv) {
+                   c.allToAll(send, recv, count, datatype);
+                 });
   });
 }
 
 TUTTI_API tuttiResult_t tuttiBarrier(tuttiComm_t comm, tuttiStream_t stream) {
   return guarded(comm, "tuttiBarrier", [&] {
     auto& c = ready(comm);
-    return issue(comm, "tuttiBarrier", [&c] { c.barrier(); });
+    return issue(comm, "tuttiBarrier", {}, stream, [&c](const void*, void*) { c.barrier(); });
   });
 }
 

@@ -5,6 +5,9 @@
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
 #include "tutti/config.h"
+#if TUTTI_HAVE_TRANSPORT_CUDA_IPC
+#include "transports/cuda_ipc/cuda_ipc_transport.h"
+#endif
 
 namespace tutti {
 
@@ -14,9 +17,18 @@ struct Entry {
   const char* disableVar;
   std::unique_ptr<transport::Transport> (*make)();
 };
+#if TUTTI_HAVE_TRANSPORT_CUDA_IPC
+// Only for same-host peers that both have a GPU, and only when TUTTI_CUDA_IPC_ENABLE=1 or
+// TUTTI_TRANSPORT=cuda_ipc: the executor passes host buffers today (device buffers are
+// staged by the C API), which shm moves faster than a device FIFO would.
+std::unique_ptr<transport::Transport> makeCudaIpc() { return transport::makeCudaIpcTransport(); }
+#endif
 std::unique_ptr<transport::Transport> makeShm() { return transport::makeShmTransport(); }
 std::unique_ptr<transport::Transport> makeTcp() { return transport::makeTcpTransport(); }
 const Entry kEntries[] = {
+#if TUTTI_HAVE_TRANSPORT_CUDA_IPC
+    {"cuda_ipc", "TUTTI_CUDA_IPC_DISABLE", &makeCudaIpc},
+#endif
     {"shm", "TUTTI_SHM_DISABLE", &makeShm},
     {"tcp", "TUTTI_TCP_DISABLE", &makeTcp},
 };

@@ -41,6 +41,14 @@ constexpr Var kVars[] = {
      "Never use the tcp transport (jobs across hosts then need ibverbs)."},
     {"TUTTI_IB_DISABLE", Type::kBool, "0", "TRANSPORT", "Never use the ibverbs transport."},
     {"TUTTI_CUDA_IPC_DISABLE", Type::kBool, "0", "TRANSPORT", "Never use the cuda_ipc transport."},
+    {"TUTTI_CUDA_IPC_ENABLE", Type::kBool, "0", "TRANSPORT",
+     "Use cuda_ipc between same-host ranks that both have a GPU. Off by default: the executor "
+     "still hands transports host buffers (device buffers are staged), for which shm is faster."},
+    {"TUTTI_CUDA_IPC_P2P", Type::kBool, "1", "TRANSPORT",
+     "0: skip cuda_ipc's device-memory FIFO (IPC handles + P2P self-test) and stage every pair "
+     "through shared host memory."},
+    {"TUTTI_CUDA_IPC_CHUNK_BYTES", Type::kInt, "1048576", "TRANSPORT",
+     "Bytes per cuda_ipc FIFO slot (4 slots per peer and direction)."},
     {"TUTTI_SHM_DIR", Type::kString, "/dev/shm", "TRANSPORT",
      "Directory (a tmpfs) where shm segments are created and unlinked at once."},
     {"TUTTI_SHM_FIFO_BYTES", Type::kInt, "4194304", "TRANSPORT",

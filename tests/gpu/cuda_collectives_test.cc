@@ -1,0 +1,323 @@
+// Collectives on CUDA device buffers over real processes sharing one GPU (label gpu):
+// every collective x dtype x op x count x in/out of place on device buffers gives the same
+// bytes as the same call on host buffers; host/device mixes are rejected; a rank killed
+// mid-collective turns into an error on the others. Skips, naming the reason, without a GPU.
+// The parent never initialises CUDA (the ranks are forked); it probes in a child process.
+// NoCuda.* runs where CUDA is *not* usable: a device-looking pointer gets a clear error.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "comm_test_util.h"
+#include "harness/fork_harness.h"
+#include "tutti/tutti.h"
+
+namespace tutti::test {
+namespace {
+
+// "" when a CUDA device is usable, else why not (probed in a child process).
+std::string gpuMissingReason() {
+  static std::string reason = [] {
+    int fds[2];
+    if (pipe(fds) != 0) return std::string("pipe failed");
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      int n = 0;
+      cudaError_t e = cudaGetDeviceCount(&n);
+      std::string why = e != cudaSuccess
+                            ? std::string("cudaGetDeviceCount: ") + cudaGetErrorName(e) + " (" +
+                                  cudaGetErrorString(e) + ")"
+                        : n == 0 ? std::string("no CUDA device visible")
+                                 : std::string();
+      if (!why.empty() && write(fds[1], why.data(), why.size()) < 0) _exit(3);
+      _exit(0);
+    }
+    close(fds[1]);
+    std::string why;
+    char buf[256];
+    for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;) why.append(buf, n);
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status)) return std::string("CUDA probe process crashed");
+    return why;
+  }();
+  return reason;
+}
+
+#define SKIP_WITHOUT_GPU()                                                  \
+  do {                                                                      \
+    std::string why_ = gpuMissingReason();                                  \
+    if (!why_.empty()) GTEST_SKIP() << "no usable GPU, skipping: " << why_; \
+  } while (0)
+
+#define CUDA_OK(call)                                                    \
+  do {                                                                   \
+    cudaError_t e_ = (call);                                             \
+    ASSERT_EQ(e_, cudaSuccess) << #call << ": " << cudaGetErrorName(e_); \
+  } while (0)
+
+enum class C { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAllToAll };
+struct Coll {
+  C c;
+  const char* name;
+  bool hasOp;
+};
+const Coll kColls[] = {{C::kAllReduce, "allreduce", true},
+                       {C::kBroadcast, "broadcast", false},
+                       {C::kReduce, "reduce", true},
+                       {C::kAllGather, "allgather", false},
+                       {C::kReduceScatter, "reducescatter", true},
+                       {C::kAllToAll, "alltoall", false}};
+const tuttiDataType_t kTypes[] = {tuttiInt8,    tuttiUint8,  tuttiInt32,   tuttiUint32,
+                                  tuttiInt64,   tuttiUint64, tuttiFloat16, tuttiBfloat16,
+                                  tuttiFloat32, tuttiFloat64};
+const tuttiRedOp_t kOps[] = {tuttiSum, tuttiProd, tuttiMin, tuttiMax, tuttiAvg};
+
+size_t dsize(tuttiDataType_t t) {
+  switch (t) {
+    case tuttiInt8:
+    case tuttiUint8:
+      return 1;
+    case tuttiFloat16:
+    case tuttiBfloat16:
+      return 2;
+    case tuttiInt32:
+    case tuttiUint32:
+    case tuttiFloat32:
+      return 4;
+    default:
+      return 8;
+  }
+}
+
+// Small values, exact in every dtype: 1 or 2 (products stay finite), as raw bytes.
+void fill(std::vector<std::byte>& buf, tuttiDataType_t t, int rank, unsigned salt) {
+  const size_t es = dsize(t);
+  for (size_t i = 0; i < buf.size() / es; ++i) {
+    const int v = 1 + static_cast<int>((i * 7 + rank * 3 + salt) % 2);
+    std::byte* p = buf.data() + i * es;
+    switch (t) {
+      case tuttiFloat16: {
+        uint16_t h = v == 1 ? 0x3c00 : 0x4000;
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      case tuttiBfloat16: {
+        uint16_t h = v == 1 ? 0x3f80 : 0x4000;
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      case tuttiFloat32: {
+        float f = static_cast<float>(v);
+        std::memcpy(p, &f, 4);
+        break;
+      }
+      case tuttiFloat64: {
+        double d = v;
+        std::memcpy(p, &d, 8);
+        break;
+      }
+      default: {
+        uint64_t u = static_cast<uint64_t>(v);
+        std::memcpy(p, &u, es);  // little endian
+        break;
+      }
+    }
+  }
+}
+
+tuttiResult_t call(const Coll& c, const void* in, void* out, size_t count, tuttiDataType_t t,
+                   tuttiRedOp_t op, int root, tuttiComm_t comm, cudaStream_t s) {
+  switch (c.c) {
+    case C::kAllReduce:
+      return tuttiAllReduce(in, out, count, t, op, comm, s);
+    case C::kBroadcast:
+      return tuttiBroadcast(in, out, count, t, root, comm, s);
+    case C::kReduce:
+      return tuttiReduce(in, out, count, t, op, root, comm, s);
+    case C::kAllGather:
+      return tuttiAllGather(in, out, count, t, comm, s);
+    case C::kReduceScatter:
+      return tuttiReduceScatter(in, out, count, t, op, comm, s);
+    case C::kAllToAll:
+      return tuttiAllToAll(in, out, count, t, comm, s);
+  }
+  return tuttiInternalError;
+}
+
+// One case on this rank: host run (reference) then device run; returns "" or what differs.
+std::string runCase(tuttiComm_t comm, cudaStream_t s, const Coll& c, tuttiDataType_t t,
+                    tuttiRedOp_t op, size_t count, bool inPlace, int rank, int n) {
+  const size_t es = dsize(t);
+  size_t inElems = count, outElems = count;
+  if (c.c == C::kAllGather) outElems = count * n;
+  if (c.c == C::kReduceScatter) inElems = count * n;
+  if (c.c == C::kAllToAll) inElems = outElems = count * n;
+  // One allocation holds both buffers; in place, input and output share it as NCCL expects.
+  const size_t inBytes = inElems * es, outBytes = outElems * es;
+  const size_t total = inPlace ? std::max(inBytes, outBytes) : inBytes + outBytes;
+  size_t inOff = 0, outOff = inPlace ? 0 : inBytes;
+  if (inPlace && c.c == C::kAllGather) inOff = rank * count * es;
+  if (inPlace && c.c == C::kReduceScatter) outOff = rank * count * es;
+  const int root = n - 1;
+  std::vector<std::byte> host(total, std::byte{0x5a});
+  std::vector<std::byte> input(inBytes);
+  fill(input, t, rank, static_cast<unsigned>(count));
+  std::memcpy(host.data() + inOff, input.data(), inBytes);
+  std::vector<std::byte> dev0 = host;  // what the device buffer starts with
+  tuttiResult_t r =
+      call(c, host.data() + inOff, host.data() + outOff, count, t, op, root, comm, nullptr);
+  if (r != tuttiSuccess) return std::string("host call: ") + tuttiGetLastError(comm);
+  void* d = nullptr;
+  if (cudaMalloc(&d, total) != cudaSuccess) return "cudaMalloc failed";
+  cudaMemcpy(d, dev0.data(), total, cudaMemcpyHostToDevice);
+  auto* db = static_cast<std::byte*>(d);
+  r = call(c, db + inOff, db + outOff, count, t, op, root, comm, s);
+  std::vector<std::byte> got(total);
+  cudaStreamSynchronize(s);
+  cudaMemcpy(got.data(), d, total, cudaMemcpyDeviceToHost);
+  cudaFree(d);
+  if (r != tuttiSuccess) return std::string("device call: ") + tuttiGetLastError(comm);
+  if (c.c == C::kReduce && rank != root) return "";  // output undefined off the root
+  if (std::memcmp(got.data() + outOff, host.data() + outOff, outBytes) != 0) {
+    for (size_t i = 0; i < outBytes; ++i)
+      if (got[outOff + i] != host[outOff + i])
+        return "output byte " + std::to_string(i) + " differs from the host run";
+  }
+  return "";
+}
+
+class DeviceCollectives : public ::testing::TestWithParam<int> {};
+
+TEST_P(DeviceCollectives, EveryCollectiveDtypeOpMatchesHostRun) {
+  SKIP_WITHOUT_GPU();
+  const int n = GetParam();
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        CUDA_OK(cudaSetDevice(0));
+        cudaStream_t s;
+        CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        tuttiComm_t comm;
+        TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+        int cases = 0;
+        for (const Coll& c : kColls)
+          for (tuttiDataType_t t : kTypes)
+            for (tuttiRedOp_t op : kOps) {
+              if (!c.hasOp && op != tuttiSum) continue;
+              for (size_t count : {size_t{1}, size_t{1031}, size_t{65543}})
+                for (bool inPlace : {false, true}) {
+                  std::string err = runCase(comm, s, c, t, op, count, inPlace, rank, n);
+                  ASSERT_EQ(err, "") << c.name << " n=" << n << " dtype " << t << " op " << op
+                                     << " count " << count << (inPlace ? " in place" : "");
+                  ++cases;
+                }
+            }
+        EXPECT_EQ(cases, 3 * (3 * 10 * 5 + 3 * 10) * 2);
+        TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+        cudaStreamDestroy(s);
+      },
+      600);
+  EXPECT_RANKS_OK(result);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, DeviceCollectives, ::testing::Values(1, 2, 4, 8));
+
+TEST(DeviceBuffers, HostDeviceMixIsRejected) {
+  SKIP_WITHOUT_GPU();
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(1, [&](int rank) {
+    tuttiComm_t comm;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 1, id, rank), nullptr);
+    void* d = nullptr;
+    CUDA_OK(cudaMalloc(&d, 4096));
+    std::vector<float> h(1024);
+    EXPECT_EQ(tuttiAllReduce(h.data(), d, 1024, tuttiFloat32, tuttiSum, comm, nullptr),
+              tuttiInvalidArgument);
+    EXPECT_NE(std::string(tuttiGetLastError(comm)).find("same memory space"), std::string::npos)
+        << tuttiGetLastError(comm);
+    EXPECT_EQ(tuttiAllGather(d, h.data(), 1024, tuttiFloat32, comm, nullptr), tuttiInvalidArgument);
+    cudaFree(d);
+    TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+  });
+  EXPECT_RANKS_OK(result);
+}
+
+// Rank 2 of 3 dies while the others run a 64 MiB all-reduce on device buffers: they must get
+// an error (naming a rank), not hang, well within the harness timeout.
+TEST(DeviceBuffers, KilledRankTurnsIntoError) {
+  SKIP_WITHOUT_GPU();
+  setenv("TUTTI_TIMEOUT", "20", 1);
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      3,
+      [&](int rank) {
+        CUDA_OK(cudaSetDevice(0));
+        tuttiComm_t comm;
+        TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 3, id, rank), nullptr);
+        const size_t count = 16 << 20;
+        void* d = nullptr;
+        CUDA_OK(cudaMalloc(&d, count * 4));
+        CUDA_OK(cudaMemset(d, 0, count * 4));
+        TUTTI_ASSERT_OK(tuttiAllReduce(d, d, 1024, tuttiFloat32, tuttiSum, comm, nullptr), comm);
+        CUDA_OK(cudaDeviceSynchronize());
+        if (rank == 2) {
+          usleep(50 * 1000);  // let the others start the big one
+          raise(SIGKILL);
+        }
+        tuttiResult_t r = tuttiAllReduce(d, d, count, tuttiFloat32, tuttiSum, comm, nullptr);
+        EXPECT_NE(r, tuttiSuccess);
+        EXPECT_NE(std::string(tuttiGetLastError(comm)).find("rank"), std::string::npos)
+            << tuttiGetLastError(comm);
+        tuttiCommAbort(comm);
+        _exit(::testing::Test::HasFailure() ? kExitGtestFailure : 0);
+      },
+      90);
+  unsetenv("TUTTI_TIMEOUT");
+  ASSERT_EQ(result.ranks.size(), 3u);
+  EXPECT_TRUE(result.ranks[0].ok()) << result.describe();
+  EXPECT_TRUE(result.ranks[1].ok()) << result.describe();
+  EXPECT_EQ(result.ranks[2].signal, SIGKILL) << result.describe();
+  EXPECT_LT(result.seconds, 60);
+}
+
+// Where CUDA is not usable, memory the process cannot read (as a device pointer would be)
+// is reported as such instead of crashing the host path.
+TEST(NoCuda, UnreadablePointerGetsClearError) {
+  if (gpuMissingReason().empty()) GTEST_SKIP() << "CUDA is usable here; covered by the GPU tests";
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(1, [&](int rank) {
+    tuttiComm_t comm;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 1, id, rank), nullptr);
+    void* p = mmap(nullptr, 1 << 16, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    std::vector<float> h(1024, 1.0f);
+    EXPECT_EQ(tuttiAllReduce(p, p, 1024, tuttiFloat32, tuttiSum, comm, nullptr),
+              tuttiInvalidArgument);
+    std::string msg = tuttiGetLastError(comm);
+    EXPECT_NE(msg.find("not readable host memory"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("CUDA is not available"), std::string::npos) << msg;
+    EXPECT_EQ(tuttiBroadcast(h.data(), p, 1024, tuttiFloat32, 0, comm, nullptr),
+              tuttiInvalidArgument);
+    // Host buffers still work.
+    EXPECT_EQ(tuttiAllReduce(h.data(), h.data(), 1024, tuttiFloat32, tuttiSum, comm, nullptr),
+              tuttiSuccess);
+    EXPECT_EQ(h[5], 1.0f);
+    munmap(p, 1 << 16);
+    TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+  });
+  EXPECT_RANKS_OK(result);
+}
+
+}  // namespace
+}  // namespace tutti::test
