@@ -8,7 +8,7 @@ packages=(build-essential cmake ninja-build pkg-config git python3
           libgtest-dev libgmock-dev libbenchmark-dev
           libhwloc-dev hwloc libibverbs-dev ibverbs-utils rdma-core
           libopenmpi-dev openmpi-bin libgloo-dev
-          iproute2 procps util-linux)
+          iproute2 procps util-linux gnuplot-nox)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -238,6 +238,10 @@ const algo::AlgorithmInfo& Communicator::chooseAlgorithm(const algo::CollArgs& a
                     std::to_string(args.root) + "/" + spec;
   if (auto it = choiceCache_.find(key); it != choiceCache_.end()) return *it->second;
   tuning::CostModel model;
+  // Ranks on one host share its cores (same machine: every rank computes the same value, so
+  // the choice stays rank-independent); across hosts core counts may differ: leave it out.
+  if (model.coresPerHost == 0 && args.hostOf.empty())
+    model.coresPerHost = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   auto candidates = tuning::rankCandidates(args, model);
   if (candidates.empty())
     fail(tuttiInternalError, "no algorithm applies to ", algo::collName(args.coll));

@@ -9,6 +9,12 @@ namespace {
 // One rank's traffic in one round.
 struct RoundStat {
   double intraAlpha = 0;
+  // Intra-host messages are handled one after another by the rank's core (FIFO header,
+  // doorbell, wake-up): the round pays alpha per message on the busier side. Waits on a
+  // shared window (kWait) overlap: one alpha per round however many peers.
+  int intraSends = 0;
+  int intraRecvs = 0;
+  bool sync = false;
   double intraSendSec = 0;  // sum of bytes * beta over intra-host sends
   double intraRecvSec = 0;
   bool intra = false;
@@ -52,6 +58,7 @@ RankStats statsOf(const exec::Schedule& s, int rank, const std::vector<int>& hos
           st.local += 0.5 * static_cast<double>(op.dst.bytes);
           continue;
         case exec::OpType::kWait:  // a synchronisation with peer: its latency, no bytes
+          st.sync = true;
           break;
         default:  // kPost and other local bookkeeping
           continue;
@@ -66,6 +73,7 @@ RankStats statsOf(const exec::Schedule& s, int rank, const std::vector<int>& hos
         LinkCost lc = m.intraPair ? m.intraPair(rank, op.peer) : m.intraHost;
         st.intra = true;
         st.intraAlpha = std::max(st.intraAlpha, lc.alpha);
+        if (op.type != exec::OpType::kWait) ++(isSend ? st.intraSends : st.intraRecvs);
         (isSend ? st.intraSendSec : st.intraRecvSec) += static_cast<double>(bytes) * lc.beta;
       } else {
         st.inter = true;
@@ -79,13 +87,18 @@ RankStats statsOf(const exec::Schedule& s, int rank, const std::vector<int>& hos
 double roundTime(const RoundStat& st, double hostSent, double hostRecv, double oversub,
                  const CostModel& m) {
   double intra = 0, inter = 0;
-  if (st.intra) intra = st.intraAlpha + std::max(st.intraSendSec, st.intraRecvSec) * oversub;
+  if (st.intra) {
+    int messages = std::max(st.intraSends, st.intraRecvs);
+    intra = st.intraAlpha * std::max(messages, st.sync ? 1 : 0) +
+            std::max(st.intraSendSec, st.intraRecvSec) * oversub;
+  }
   if (st.inter) {
     double nics = std::max(1, m.nicsPerHost);
     double bytes = std::max({st.interSent, st.interRecv, hostSent / nics, hostRecv / nics});
     inter = m.interHost.alpha + bytes * m.interHost.beta;
   }
-  return std::max(intra, inter) + st.local * m.gammaPerByte;
+  // Local copies and reductions share the cores too.
+  return std::max(intra, inter) + st.local * m.gammaPerByte * oversub;
 }
 
 double oversubscription(const CostModel& m, size_t ranksOnHost) {

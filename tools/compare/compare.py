@@ -6,8 +6,12 @@ Runs, for R repetitions, in the order A B C A B C ...:
   B  mpirun --allow-run-as-root --oversubscribe -np N mpi_allreduce_perf   (MPI_Allreduce)
   C  N x gloo_allreduce_perf -R r -S N -F <fresh store dir>                (Gloo tcp loopback)
 with the same sizes, float32 sum, and prints per size the median out-of-place busbw of each,
-the ratios tutti/MPI and tutti/Gloo, and optionally CSV (--csv) and a plot (--plot, gnuplot or
-python3-matplotlib). Interleaving spreads the noise of a shared machine over all three.
+the ratios tutti/MPI and tutti/Gloo, then the median time per call (us) of each, and optionally
+CSV (--csv) and a plot (--plot, gnuplot or python3-matplotlib). Interleaving spreads the noise
+of a shared machine over all three. tutti runs with --limit 1, which measures single-thread
+memcpy bandwidth B (GB/s) in the same run; the table adds the memory-traffic ceiling of a
+host all-reduce, 2(n-1)/n * B_rw / (2n) with B_rw = 2B (every input read once, every output
+written once), and tutti's busbw as a percentage of it.
 Standard library only.
 
   tools/compare/compare.py --build build -np 4 -b 8 -e 64M -f 4 --reps 5 --csv cmp.csv
@@ -33,7 +37,7 @@ def find(build, names):
 
 
 def run_tutti(a, sizes):
-    cmd = [a.tuttirun, "-np", str(a.np), a.tutti_bin] + sizes
+    cmd = [a.tuttirun, "-np", str(a.np), a.tutti_bin, "--limit", "1"] + sizes
     if a.algo:
         cmd += ["-A", a.algo]
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -61,17 +65,25 @@ def run_gloo(a, sizes):
         shutil.rmtree(store, ignore_errors=True)
 
 
-def busbw_by_size(text, name):
-    t = nccl_table.parse(text)
+def measures_by_size(text, name, extra_columns=0):
+    """{size: (busbw GB/s, time us)} of the out-of-place column, and the memcpy ceiling."""
+    t = nccl_table.parse(text, extra_columns)
     if not t.ok() or not t.rows:
         sys.stderr.write("%s: unexpected output:\n%s\n" % (name, text[-2000:]))
-        return {}
+        return {}, None
     if nccl_table.wrong_total(t):
         sys.stderr.write("%s: WRONG RESULTS reported\n" % name)
-    return {r["size"]: r["oop"]["busbw"] for r in t.rows}
+    ceiling = None
+    for line in text.splitlines():
+        if line.startswith("# Ceiling:"):
+            try:
+                ceiling = float(line.split()[2])
+            except (IndexError, ValueError):
+                pass
+    return {r["size"]: (r["oop"]["busbw"], r["oop"]["time"]) for r in t.rows}, ceiling
 
 
-def plot(path, sizes, med, systems):
+def plot(path, sizes, med, systems, floor=None, title=""):
     data = path + ".dat"
     with open(data, "w") as f:
         for s in sizes:
@@ -79,9 +91,12 @@ def plot(path, sizes, med, systems):
     if shutil.which("gnuplot"):
         cols = ", ".join("'%s' using 1:%d with linespoints title '%s'" % (data, i + 2, n)
                          for i, n in enumerate(systems))
+        if floor:
+            cols += ", %g with lines dashtype 2 lc rgb 'gray' title 'memory ceiling'" % floor
         script = ("set terminal png size 900,600; set output '%s'; set logscale x 2; "
-                  "set xlabel 'size (B)'; set ylabel 'busbw (GB/s)'; set key left top; "
-                  "plot %s" % (path, cols))
+                  "set format x '%%.0s%%cB'; set title '%s'; "
+                  "set xlabel 'message size'; set ylabel 'busbw (GB/s)'; set key left top; "
+                  "plot %s" % (path, title.replace("'", ""), cols))
         subprocess.run(["gnuplot", "-e", script], check=True)
         return "gnuplot"
     try:
@@ -94,6 +109,9 @@ def plot(path, sizes, med, systems):
         return None
     for n in systems:
         plt.plot(sizes, [med[n].get(s) or 0 for s in sizes], marker="o", label=n)
+    if floor:
+        plt.axhline(floor, linestyle="--", color="gray", label="memory ceiling")
+    plt.title(title)
     plt.xscale("log", base=2)
     plt.xlabel("size (B)")
     plt.ylabel("busbw (GB/s)")
@@ -141,14 +159,24 @@ def main():
         return 1
     sizes = ["-b", a.b, "-e", a.e, "-f", a.f, "-n", a.n, "-w", a.w]
     runs = {n: [] for n in systems}
+    ceilings = []
     for rep in range(a.reps):
         for n in systems:  # interleaved: A B C A B C ...
             sys.stderr.write("rep %d/%d: %s\n" % (rep + 1, a.reps, n))
-            runs[n].append(busbw_by_size(runners[n][0](a, sizes), n))
+            by_size, ceiling = measures_by_size(runners[n][0](a, sizes), n,
+                                                2 if n == "tutti" else 0)
+            runs[n].append(by_size)
+            if ceiling:
+                ceilings.append(ceiling)
     all_sizes = sorted({s for n in systems for r in runs[n] for s in r})
-    med = {n: {s: statistics.median([r[s] for r in runs[n] if r.get(s) is not None])
-               for s in all_sizes if any(r.get(s) is not None for r in runs[n])}
-           for n in systems}
+
+    def median_of(n, k):
+        return {s: statistics.median([r[s][k] for r in runs[n] if r.get(s) is not None])
+                for s in all_sizes if any(r.get(s) is not None for r in runs[n])}
+    med = {n: median_of(n, 0) for n in systems}
+    tmed = {n: median_of(n, 1) for n in systems}
+    memcpy = statistics.median(ceilings) if ceilings else None
+    floor = 2.0 * (a.np - 1) / a.np * (2.0 * memcpy) / (2.0 * a.np) if memcpy else None
 
     label = "tutti" + (" -A " + a.algo if a.algo else "")
     print("# all-reduce float32 sum, %d ranks, out-of-place busbw (GB/s), median of %d "
@@ -156,6 +184,8 @@ def main():
     head = "%12s" % "size(B)" + "".join("%10s" % n for n in systems)
     if "tutti" in systems:
         head += "".join("%12s" % ("tutti/" + n) for n in systems if n != "tutti")
+    if floor:
+        head += "%12s" % "tutti/ceil"
     print(head + ("   # " + label if "tutti" in systems else ""))
     for s in all_sizes:
         line = "%12d" % s + "".join("%10.3f" % med[n].get(s, float("nan")) for n in systems)
@@ -165,19 +195,39 @@ def main():
                     continue
                 b, t = med[n].get(s), med["tutti"].get(s)
                 line += "%12s" % ("%.2f" % (t / b) if b and t is not None else "-")
+        if floor and "tutti" in systems and med["tutti"].get(s) is not None:
+            line += "%11.0f%%" % (100.0 * med["tutti"][s] / floor)
+        print(line)
+    if floor:
+        print("# memory ceiling: single-thread memcpy %.2f GB/s (median of the tutti runs), "
+              "B_rw = %.2f GB/s -> all-reduce busbw ceiling 2(n-1)/n * B_rw/(2n) = %.3f GB/s"
+              % (memcpy, 2 * memcpy, floor))
+    print("# median time per call (us), out-of-place")
+    print("%12s" % "size(B)" + "".join("%10s" % n for n in systems) +
+          "".join("%12s" % ("tutti/" + n) for n in systems if n != "tutti" and "tutti" in systems))
+    for s in all_sizes:
+        line = "%12d" % s + "".join("%10.1f" % tmed[n].get(s, float("nan")) for n in systems)
+        if "tutti" in systems:
+            for n in systems:
+                if n == "tutti":
+                    continue
+                b, t = tmed[n].get(s), tmed["tutti"].get(s)
+                line += "%12s" % ("%.2f" % (t / b) if b and t is not None else "-")
         print(line)
     if a.csv:
         with open(a.csv, "w") as f:
-            f.write("system,rep,size,busbw_GBps\n")
+            f.write("system,rep,size,busbw_GBps,time_us\n")
             for n in systems:
                 for i, r in enumerate(runs[n]):
                     for s in sorted(r):
-                        f.write("%s,%d,%d,%.6f\n" % (n, i, s, r[s]))
+                        f.write("%s,%d,%d,%.6f,%.3f\n" % (n, i, s, r[s][0], r[s][1]))
                 for s in sorted(med[n]):
-                    f.write("%s,median,%d,%.6f\n" % (n, s, med[n][s]))
+                    f.write("%s,median,%d,%.6f,%.3f\n" % (n, s, med[n][s], tmed[n][s]))
         print("# CSV written to %s" % a.csv)
     if a.plot:
-        how = plot(a.plot, all_sizes, med, systems)
+        how = plot(a.plot, all_sizes, med, systems, floor,
+                   "all-reduce float32 sum, %d ranks (median busbw of %d interleaved runs)"
+                   % (a.np, a.reps))
         if how:
             print("# plot written to %s (%s)" % (a.plot, how))
     return 0
