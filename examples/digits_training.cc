@@ -1,10 +1,12 @@
 // Data-parallel softmax regression on the UCI digits (tests/data/digits.csv.gz) with the
 // gradient all-reduced four ways: dense float32 (tuttiAllReduce), top-k 1% without and with
 // error feedback, and QSGD s=4 (tuttiAllReduceCompressed). Run under the launcher:
-//   tuttirun -np 8 examples/digits_training [--steps 3000] [--seeds 1] [--data FILE]
+//   tuttirun -np 8 examples/digits_training [--steps 3000] [--seeds 3] [--every 500]
+//            [--split interleaved|head|shuffled] [--split-seed N] [--data FILE] [--check]
 // Model: W (65 x 10), features/16 plus a bias column, W0 = 0, loss cross-entropy +
-// (1e-4/2)||W||^2; rows permuted once (fixed), then 1440 train (sharded evenly over ranks)
-// and 357 test; batch 32 per rank drawn with replacement; learning rate 0.5.
+// (1e-4/2)||W||^2; a fixed split of 1440 train / 357 test (see splitRows); rank r trains on
+// train rows [180r, 180r + 180) (8 ranks); batch 32 per rank drawn with replacement; lr 0.5.
+// --check exits non-zero unless the thresholds of issue 7 hold for every seed.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -68,17 +70,33 @@ Data load(const std::string& path) {
   return d;
 }
 
-// A fixed split: the file is ordered by writer, so rows are permuted (Fisher-Yates with a
-// hand-written 64-bit LCG: the same on every platform and every rank).
-void shuffleRows(Data& d) {
-  uint64_t state = 20260101;
-  for (size_t i = d.rows() - 1; i > 0; --i) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    size_t j = static_cast<size_t>((state >> 33) % (i + 1));
-    std::swap(d.y[i], d.y[j]);
-    std::swap_ranges(d.x.begin() + i * kFeat, d.x.begin() + (i + 1) * kFeat,
-                     d.x.begin() + j * kFeat);
+// The fixed split, reordering the rows to [1440 train | 357 test] (the same on every rank and
+// platform). "interleaved" (default): row i is a test row iff floor((i+1)*357/1797) >
+// floor(i*357/1797), i.e. every ~5th row, evenly spread over the file (which is ordered by
+// writer), train rows kept in file order. "head": rows [0, 1440) train, the rest test (the test
+// set is then the last writers only). "shuffled": a Fisher-Yates permutation from a 64-bit LCG
+// seeded with --split-seed, then head.
+void splitRows(Data& d, const std::string& split, uint64_t state) {
+  const size_t n = d.rows(), nTest = n - kTrain;
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  if (split == "interleaved") {
+    std::stable_partition(order.begin(), order.end(),
+                          [&](size_t i) { return (i + 1) * nTest / n == i * nTest / n; });
+  } else if (split == "shuffled") {
+    for (size_t i = n - 1; i > 0; --i) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      std::swap(order[i], order[static_cast<size_t>((state >> 33) % (i + 1))]);
+    }
+  } else if (split != "head") {
+    throw std::runtime_error("--split must be interleaved, head or shuffled, not " + split);
   }
+  Data out;
+  for (size_t i : order) {
+    out.y.push_back(d.y[i]);
+    out.x.insert(out.x.end(), d.x.begin() + i * kFeat, d.x.begin() + (i + 1) * kFeat);
+  }
+  d = std::move(out);
 }
 
 // Adds the mean cross-entropy gradient over `rows` to grad; returns the mean loss.
@@ -141,21 +159,64 @@ struct Method {
   int errorFeedback;
 };
 
+// --check: the thresholds of issue 7, per seed. Returns the number of violations.
+struct Result {
+  double loss = 0, acc = 0, bytes = 0;
+};
+
+int checkThresholds(const std::vector<std::vector<Result>>& res) {
+  int bad = 0;
+  auto fail = [&](const char* what, int seed, double v) {
+    std::printf("CHECK FAILED: %s (seed %d: %.4f)\n", what, seed, v);
+    ++bad;
+  };
+  for (size_t s = 0; s < res[0].size(); ++s) {
+    const int seed = static_cast<int>(s);
+    for (int m : {0, 2, 3}) {
+      if (!(res[m][s].loss <= 0.112)) fail("training loss <= 0.112", seed, res[m][s].loss);
+      if (!(res[m][s].acc >= 0.97)) fail("test accuracy >= 0.97", seed, res[m][s].acc);
+    }
+    if (!(res[1][s].loss >= 0.20)) fail("top-k without EF loss >= 0.20", seed, res[1][s].loss);
+    const double gap = res[1][s].loss - res[0][s].loss,
+                 closed = (res[1][s].loss - res[2][s].loss) / gap;
+    if (!(closed >= 0.9)) fail("EF closes >= 90% of the gap", seed, closed);
+    if (res[0][s].bytes != 2600 || res[1][s].bytes != 48 || res[2][s].bytes != 48 ||
+        res[3][s].bytes != 333)
+      fail("wire bytes 2600 / 48 / 48 / 333", seed, res[3][s].bytes);
+  }
+  std::printf("%s\n", bad == 0 ? "CHECK PASSED" : "CHECK FAILED");
+  return bad;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int steps = 3000, seeds = 1, every = 500;
-  std::string path = TUTTI_DIGITS_PATH;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool checkMode = false;
+  std::string path = TUTTI_DIGITS_PATH, split = "interleaved";
+  uint64_t splitSeed = 20260101;
+  for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--check") {
+      checkMode = true;
+      continue;
+    }
+    if (i + 1 >= argc) throw std::runtime_error("missing value after " + a);
+    std::string v = argv[++i];
     if (a == "--steps")
-      steps = std::atoi(argv[i + 1]);
+      steps = std::stoi(v);
     else if (a == "--seeds")
-      seeds = std::atoi(argv[i + 1]);
+      seeds = std::stoi(v);
     else if (a == "--every")
-      every = std::atoi(argv[i + 1]);
+      every = std::stoi(v);
     else if (a == "--data")
-      path = argv[i + 1];
+      path = v;
+    else if (a == "--split")
+      split = v;
+    else if (a == "--split-seed")
+      splitSeed = std::stoull(v);
+    else
+      throw std::runtime_error("unknown option " + a);
   }
   tuttiComm_t comm = nullptr;
   check(tuttiCommInitFromEnv(&comm, nullptr), nullptr, "tuttiCommInitFromEnv");
@@ -164,8 +225,8 @@ int main(int argc, char** argv) {
   check(tuttiCommCount(comm, &nranks), comm, "tuttiCommCount");
   Data d = load(path);
   if (d.rows() <= kTrain) throw std::runtime_error("digits: too few rows in " + path);
-  shuffleRows(d);
-  const size_t shard = kTrain / nranks, first = shard * rank;
+  splitRows(d, split, splitSeed);
+  const size_t shard = kTrain / nranks, first = shard * rank;  // rank r: train rows [180r, +180)
   std::vector<size_t> trainRows(kTrain);
   for (size_t r = 0; r < kTrain; ++r) trainRows[r] = r;
 
@@ -173,10 +234,9 @@ int main(int argc, char** argv) {
                             {"top-k 1% no EF", "topk:ratio=0.01", 0},
                             {"top-k 1% + EF", "topk:ratio=0.01", 1},
                             {"QSGD s=4 b=512", "qsgd:s=4,b=512", 0}};
-  std::vector<std::string> summary;
+  std::vector<std::vector<Result>> results(4, std::vector<Result>(seeds));
   for (int m = 0; m < 4; ++m) {
     const Method& method = methods[m];
-    double sumLoss = 0, sumAcc = 0, sumBytes = 0;
     for (int seed = 0; seed < seeds; ++seed) {
       const uint64_t key = static_cast<uint64_t>(m) * 1000 + seed;
       std::vector<float> w(kParams, 0.0f), grad(kParams), sum(kParams);
@@ -184,7 +244,7 @@ int main(int argc, char** argv) {
       std::uniform_int_distribution<size_t> pick(first, first + shard - 1);
       std::vector<size_t> batch(kBatch);
       uint64_t bytes = 0;
-      if (rank == 0)
+      if (rank == 0 && every > 0)
         std::printf("== %s, %d ranks, seed %d ==\n%6s %10s %9s %14s\n", method.name, nranks, seed,
                     "step", "loss", "test acc", "wire B/rank");
       for (int step = 1; step <= steps; ++step) {
@@ -207,25 +267,33 @@ int main(int argc, char** argv) {
         }
         for (int i = 0; i < kParams; ++i)
           w[i] -= static_cast<float>(kLr * (sum[i] / nranks + kLambda * w[i]));
-        if (rank == 0 && (step % every == 0 || step == steps))
+        if (rank == 0 && every > 0 && (step % every == 0 || step == steps))
           std::printf("%6d %10.4f %9.4f %14llu\n", step, regularisedLoss(d, w, trainRows),
                       accuracy(d, w, kTrain, d.rows()), static_cast<unsigned long long>(bytes));
       }
-      sumLoss += regularisedLoss(d, w, trainRows);
-      sumAcc += accuracy(d, w, kTrain, d.rows());
-      sumBytes += static_cast<double>(bytes);
+      results[m][seed] = {regularisedLoss(d, w, trainRows), accuracy(d, w, kTrain, d.rows()),
+                          static_cast<double>(bytes)};
       check(tuttiCompressionResetKey(comm, key), comm, "tuttiCompressionResetKey");
     }
-    char line[200];
-    std::snprintf(line, sizeof(line), "| %-16s | %8.4f | %8.4f | %6.0f |", method.name,
-                  sumLoss / seeds, sumAcc / seeds, sumBytes / seeds);
-    summary.push_back(line);
   }
+  int bad = 0;
   if (rank == 0) {
-    std::printf("\nmean over %d seed(s), %d steps, %d ranks\n", seeds, steps, nranks);
-    std::printf("| %-16s | %8s | %8s | %6s |\n", "all-reduce", "loss", "test acc", "B/rank");
-    for (const auto& s : summary) std::printf("%s\n", s.c_str());
+    std::printf("\n%d steps, %d ranks, split %s; per seed loss / test acc, then the mean\n", steps,
+                nranks, split.c_str());
+    std::printf("| %-16s |", "all-reduce");
+    for (int s = 0; s < seeds; ++s) std::printf(" seed %d          |", s);
+    std::printf(" %8s | %8s | %6s |\n", "loss", "test acc", "B/rank");
+    for (int m = 0; m < 4; ++m) {
+      Result mean;
+      std::printf("| %-16s |", methods[m].name);
+      for (const Result& r : results[m]) {
+        std::printf(" %.4f / %.4f |", r.loss, r.acc);
+        mean.loss += r.loss / seeds, mean.acc += r.acc / seeds, mean.bytes += r.bytes / seeds;
+      }
+      std::printf(" %8.4f | %8.4f | %6.0f |\n", mean.loss, mean.acc, mean.bytes);
+    }
+    if (checkMode) bad = checkThresholds(results);
   }
   check(tuttiCommDestroy(comm), comm, "tuttiCommDestroy");
-  return 0;
+  return bad == 0 ? 0 : 1;
 }

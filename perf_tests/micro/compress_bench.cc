@@ -53,6 +53,24 @@ void benchDecode(benchmark::State& state, std::string spec) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kD * 4);
 }
 
+// What the compressed all-reduce does with 4 ranks: out = sum of 4 decoded payloads (decodeSum).
+void benchDecodeSum4(benchmark::State& state, std::string spec) {
+  auto codec = tutti::compress::makeCodec(spec);
+  std::vector<std::vector<std::byte>> bufs(4);
+  std::vector<std::span<const std::byte>> wires;
+  for (uint32_t r = 0; r < 4; ++r) {
+    bufs[r].resize(codec->maxEncodedBytes(kD));
+    const size_t n = codec->encode(input(), bufs[r], {.seed = 1, .rank = r});
+    wires.emplace_back(bufs[r].data(), n);
+  }
+  std::vector<float> out(kD, 0.0f);
+  for (auto _ : state) {
+    codec->decodeSum(wires, out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kD * 4 * 4);
+}
+
 void benchMemcpy(benchmark::State& state) {
   std::vector<float> dst(kD, 0.0f);
   for (auto _ : state) {
@@ -73,6 +91,9 @@ int main(int argc, char** argv) {
                                  std::string(spec))
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark((std::string("decode/") + spec).c_str(), benchDecode,
+                                 std::string(spec))
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark((std::string("decodeSum4/") + spec).c_str(), benchDecodeSum4,
                                  std::string(spec))
         ->Unit(benchmark::kMillisecond);
   }

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 
@@ -13,6 +14,19 @@ namespace tutti::compress {
 void Codec::decode(std::span<const std::byte> wire, std::span<float> out) const {
   std::fill(out.begin(), out.end(), 0.0f);
   decodeAccumulate(wire, out);
+}
+
+void Codec::decodeSubtract(std::span<const std::byte> wire, std::span<float> x) const {
+  thread_local std::vector<float> q;
+  q.resize(x.size());
+  decode(wire, q);
+  for (size_t i = 0; i < x.size(); ++i) x[i] -= q[i];
+}
+
+void Codec::decodeSum(std::span<const std::span<const std::byte>> wires,
+                      std::span<float> out) const {
+  std::fill(out.begin(), out.end(), 0.0f);
+  for (const auto& w : wires) decodeAccumulate(w, out);
 }
 
 namespace {

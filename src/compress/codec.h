@@ -46,6 +46,24 @@ class Codec {
 
   // acc = decoded (overwrites; same arithmetic as decodeAccumulate into zeros).
   void decode(std::span<const std::byte> wire, std::span<float> out) const;
+
+  // 0: a payload covers the whole vector. A > 0: a vector may be cut into chunks of a
+  // multiple of A elements (the last one shorter), each encoded on its own with
+  // StepInfo::offset = its first index; the chunk payloads then have exactly the sizes
+  // maxEncodedBytes(chunk) (summing to maxEncodedBytes(d)) and decode to the same values as
+  // the whole vector's payload. Lets the all-reduce pipeline encode, transfer and decode.
+  virtual size_t chunkAlign() const { return 0; }
+
+  // x[i] -= decoded[i]: the error-feedback residual e = p - D(C(p)) computed in place (equal
+  // to decode() into q followed by x - q, up to the sign of zeros). The default decodes into a
+  // scratch buffer; sparse codecs touch only the sent elements.
+  virtual void decodeSubtract(std::span<const std::byte> wire, std::span<float> x) const;
+
+  // out = ((0 + D(wires[0])) + D(wires[1])) + ...: bitwise the same as zero-filling out and
+  // calling decodeAccumulate for every payload in order. Codecs may decode block by block
+  // (all payloads of one cache-sized block before the next) to save memory passes.
+  virtual void decodeSum(std::span<const std::span<const std::byte>> wires,
+                         std::span<float> out) const;
 };
 
 enum class Norm { kL2, kMax };

@@ -34,12 +34,10 @@ size_t ErrorFeedback::encode(const EfKey& key, std::span<const float> g, const C
     }
     e.assign(d, 0.0f);
   }
-  p_.resize(d);
-  for (size_t i = 0; i < d; ++i) p_[i] = g[i] + e[i];
-  const size_t bytes = codec.encode(p_, out, step);
-  q_.resize(d);
-  codec.decode(out.first(bytes), q_);
-  for (size_t i = 0; i < d; ++i) e[i] = p_[i] - q_[i];
+  // In place: e <- p = g + e, send C(p), e <- p - D(C(p)).
+  for (size_t i = 0; i < d; ++i) e[i] = g[i] + e[i];
+  const size_t bytes = codec.encode(e, out, step);
+  codec.decodeSubtract(out.first(bytes), e);
   return bytes;
 }
 

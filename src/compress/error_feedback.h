@@ -45,8 +45,6 @@ class ErrorFeedback {
 
  private:
   std::unordered_map<EfKey, std::vector<float>> states_;
-  std::vector<float> p_;      // g + e
-  std::vector<float> q_;      // decode(C(p))
   std::vector<float> input_;  // converted half/bf16 input
   uint64_t resets_ = 0;
 };

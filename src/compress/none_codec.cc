@@ -12,6 +12,7 @@ class NoneCodec final : public Codec {
   std::string describe() const override { return "none"; }
   size_t maxEncodedBytes(size_t d) const override { return 4 * d; }
   bool fixedSize() const override { return true; }
+  size_t chunkAlign() const override { return 1; }
 
   size_t encode(std::span<const float> in, std::span<std::byte> out,
                 const StepInfo&) const override {

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "compress/bitpack.h"
 #include "compress/codec.h"
+#include "compress/qsgd_kernels.h"
 
 namespace tutti::compress {
 namespace {
@@ -46,6 +47,14 @@ class QsgdCodec final : public Codec {
 
   bool fixedSize() const override { return !opt_.eliasGamma; }
 
+  // Buckets start on a byte boundary and codes fill whole bytes (2, 4 or 8 bits; B a multiple
+  // of 8 / bits): the byte-wise fast paths apply.
+  bool byteAligned() const {
+    return !opt_.eliasGamma && 8 % bits_ == 0 && (opt_.bucket * bits_) % 8 == 0;
+  }
+
+  size_t chunkAlign() const override { return byteAligned() ? opt_.bucket : 0; }
+
   size_t encode(std::span<const float> in, std::span<std::byte> out,
                 const StepInfo& step) const override {
     const size_t d = in.size();
@@ -53,10 +62,12 @@ class QsgdCodec final : public Codec {
     TUTTI_CHECK_ARG(out.size() >= maxEncodedBytes(d), "qsgd codec: output of ", out.size(),
                     " bytes, need ", maxEncodedBytes(d));
     uint8_t* base = reinterpret_cast<uint8_t*>(out.data());
-    BitWriter w(base + 4 * nb);
+    uint8_t* stream8 = base + 4 * nb;
+    BitWriter w(stream8);
     const uint64_t stream = streamBase(step);
     const uint32_t s = opt_.s;
     const float sf = static_cast<float>(s);
+    const bool aligned = byteAligned();
     thread_local std::vector<uint32_t> codes;
     codes.resize(std::min(d, opt_.bucket));
     for (size_t b = 0; b < nb; ++b) {
@@ -65,38 +76,44 @@ class QsgdCodec final : public Codec {
       const float* x = in.data() + begin;
       float norm = bucketNorm(x, n);
       std::memcpy(base + 4 * b, &norm, 4);
+      uint32_t* c = codes.data();
       if (!(norm > 0) || !std::isfinite(norm)) {  // zero, NaN or Inf: every code is "0"
-        std::fill(codes.begin(), codes.begin() + static_cast<std::ptrdiff_t>(n), s);
+        std::fill(c, c + n, s);
       } else {
-        const float scale = sf / norm;
-        for (size_t i = 0; i < n; ++i) {
-          const float r = std::fabs(x[i]) * scale;  // in [0, s] (up to rounding)
-          const float fl = std::floor(r);
-          const float u = uniform24(draw(stream, begin + i));
-          uint32_t level = static_cast<uint32_t>(fl) + (u < r - fl ? 1u : 0u);
-          level = std::min(level, s);
-          codes[i] = std::signbit(x[i]) ? s - level : s + level;
-        }
+        qsgdLevels(x, n, sf / norm, s, stream, step.offset + begin, c);
       }
-      if (opt_.eliasGamma) {
-        for (size_t i = 0; i < n; ++i) putGamma(w, zigzagPlusOne(codes[i]));
+      if (aligned) {  // n codes into n * bits / 8 bytes at the bucket's byte offset
+        uint8_t* o = stream8 + begin * bits_ / 8;
+        if (bits_ == 4) {
+          size_t i = 0;
+          for (; i + 2 <= n; i += 2) *o++ = static_cast<uint8_t>(c[i] | (c[i + 1] << 4));
+          if (i < n) *o = static_cast<uint8_t>(c[i]);
+        } else {
+          const unsigned per = 8 / bits_;
+          for (size_t i = 0; i < n; i += per) {
+            uint32_t byte = 0;
+            for (unsigned j = 0; j < per && i + j < n; ++j) byte |= c[i + j] << (j * bits_);
+            *o++ = static_cast<uint8_t>(byte);
+          }
+        }
+      } else if (opt_.eliasGamma) {
+        for (size_t i = 0; i < n; ++i) putGamma(w, zigzagPlusOne(c[i]));
       } else {
-        for (size_t i = 0; i < n; ++i) w.put(codes[i], bits_);
+        for (size_t i = 0; i < n; ++i) w.put(c[i], bits_);
       }
     }
+    if (aligned) return maxEncodedBytes(d);
     return 4 * nb + w.finish();
   }
 
   void decodeAccumulate(std::span<const std::byte> wire, std::span<float> acc) const override {
     const size_t d = acc.size();
-    const size_t nb = buckets(d);
-    if (opt_.eliasGamma) {
-      TUTTI_CHECK_ARG(wire.size() >= 4 * nb && wire.size() <= maxEncodedBytes(d),
-                      "qsgd codec: gamma payload of ", wire.size(), " bytes for ", d, " elements");
-    } else {
-      TUTTI_CHECK_ARG(wire.size() == maxEncodedBytes(d), "qsgd codec: payload of ", wire.size(),
-                      " bytes for ", d, " elements (need ", maxEncodedBytes(d), ")");
+    checkSize(wire, d);
+    if (byteAligned()) {
+      decodeBuckets(wire, 0, buckets(d), acc);
+      return;
     }
+    const size_t nb = buckets(d);
     const uint8_t* base = reinterpret_cast<const uint8_t*>(wire.data());
     BitReader r(base + 4 * nb, wire.size() - 4 * nb);
     const uint32_t s = opt_.s;
@@ -124,11 +141,80 @@ class QsgdCodec final : public Codec {
     TUTTI_CHECK_ARG(bad == 0, "qsgd codec: level code out of range (corrupt payload?)");
   }
 
+  // Blocked: all payloads of a block of buckets (~32 KiB of floats) before the next block.
+  void decodeSum(std::span<const std::span<const std::byte>> wires,
+                 std::span<float> out) const override {
+    if (!byteAligned()) return Codec::decodeSum(wires, out);
+    const size_t d = out.size(), nb = buckets(d);
+    for (const auto& w : wires) checkSize(w, d);
+    const size_t step = std::max<size_t>(1, 8192 / opt_.bucket);
+    for (size_t b = 0; b < nb; b += step) {
+      const size_t e = std::min(nb, b + step);
+      std::fill(out.begin() + b * opt_.bucket, out.begin() + std::min(d, e * opt_.bucket), 0.0f);
+      for (const auto& w : wires) decodeBuckets(w, b, e, out);
+    }
+  }
+
  private:
+  void checkSize(std::span<const std::byte> wire, size_t d) const {
+    if (opt_.eliasGamma) {
+      TUTTI_CHECK_ARG(wire.size() >= 4 * buckets(d) && wire.size() <= maxEncodedBytes(d),
+                      "qsgd codec: gamma payload of ", wire.size(), " bytes for ", d, " elements");
+    } else {
+      TUTTI_CHECK_ARG(wire.size() == maxEncodedBytes(d), "qsgd codec: payload of ", wire.size(),
+                      " bytes for ", d, " elements (need ", maxEncodedBytes(d), ")");
+    }
+  }
+
+  // acc += D(wire) for buckets [b0, b1) of a byte-aligned payload: 4-bit codes through the
+  // (AVX2) kernel, 2 / 8 bits through a table of the 2^bits values unit * q per bucket; both
+  // compute the generic path's float32 product unit * q.
+  void decodeBuckets(std::span<const std::byte> wire, size_t b0, size_t b1,
+                     std::span<float> acc) const {
+    const size_t d = acc.size(), nb = buckets(d);
+    const uint8_t* base = reinterpret_cast<const uint8_t*>(wire.data());
+    const uint8_t* stream8 = base + 4 * nb;
+    const uint32_t s = opt_.s, mask = (1u << bits_) - 1;
+    const float sf = static_cast<float>(s);
+    float table[256];
+    uint32_t bad = 0;
+    for (size_t b = b0; b < b1; ++b) {
+      const size_t begin = b * opt_.bucket;
+      const size_t n = std::min(opt_.bucket, d - begin);
+      float norm;
+      std::memcpy(&norm, base + 4 * b, 4);
+      const float unit = norm / sf;
+      const uint8_t* in = stream8 + begin * bits_ / 8;
+      float* a = acc.data() + begin;
+      if (bits_ == 4) {
+        bad |= qsgdDecode4(in, n, unit, s, a) > 2 * s;
+      } else {
+        for (uint32_t c = 0; c <= mask; ++c)
+          table[c] = unit * static_cast<float>(static_cast<int32_t>(c) - static_cast<int32_t>(s));
+        bad |= bits_ == 2 ? decodeTable<2>(in, n, table, s, a) : decodeTable<8>(in, n, table, s, a);
+      }
+    }
+    TUTTI_CHECK_ARG(bad == 0, "qsgd codec: level code out of range (corrupt payload?)");
+  }
+
+  // a[i] += table[c_i] for n codes of Bits (2 or 8) bits; returns 1 if a code exceeds 2s.
+  template <unsigned Bits>
+  static uint32_t decodeTable(const uint8_t* in, size_t n, const float* table, uint32_t s,
+                              float* a) {
+    constexpr unsigned kPer = 8 / Bits;
+    constexpr uint32_t kMask = (1u << Bits) - 1;
+    uint32_t bad = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t c = (in[i / kPer] >> ((i % kPer) * Bits)) & kMask;
+      bad |= c > 2 * s;
+      a[i] += table[c];
+    }
+    return bad;
+  }
+
   float bucketNorm(const float* x, size_t n) const {
     if (opt_.norm == Norm::kL2) {
-      double sq = 0;
-      for (size_t i = 0; i < n; ++i) sq += static_cast<double>(x[i]) * x[i];
+      const double sq = sumSquares(x, n);
       if (!std::isfinite(sq)) return std::numeric_limits<float>::quiet_NaN();
       return static_cast<float>(std::sqrt(sq));
     }

@@ -19,6 +19,10 @@ struct StepInfo {
   uint32_t rank = 0;  // encoding rank
   uint64_t step = 0;  // training step / call counter
   uint64_t key = 0;   // tensor identity (e.g. a hash of the error-feedback key)
+  // Index of in[0] within the whole tensor when a chunk is encoded on its own (see
+  // Codec::chunkAlign): element i draws number offset + i, so the chunks' codes equal the
+  // whole tensor's. Not part of streamBase.
+  uint64_t offset = 0;
 };
 
 // Stream base for one encode call.

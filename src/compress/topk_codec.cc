@@ -82,6 +82,21 @@ class TopKCodec final : public Codec {
     }
   }
 
+  void decodeSubtract(std::span<const std::byte> wire, std::span<float> x) const override {
+    TUTTI_CHECK_ARG(wire.size() % 8 == 0, "top-k codec: payload of ", wire.size(),
+                    " bytes is not a whole number of 8-byte (index, value) pairs");
+    const std::byte* p = wire.data();
+    for (size_t j = 0; j < wire.size() / 8; ++j, p += 8) {
+      uint32_t i;
+      float v;
+      std::memcpy(&i, p, 4);
+      std::memcpy(&v, p + 4, 4);
+      TUTTI_CHECK_ARG(i < x.size(), "top-k codec: index ", i, " out of range for ", x.size(),
+                      " elements (corrupt payload?)");
+      x[i] -= v;
+    }
+  }
+
  private:
   TopKOptions opt_;
 };

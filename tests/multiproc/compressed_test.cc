@@ -174,6 +174,41 @@ TEST_P(Compressed, QsgdIsIdenticalAndUnbiased) {
   EXPECT_TRUE(result.allOk()) << result.describe();
 }
 
+// Large QSGD / none calls without error feedback are pipelined (chunks of whole buckets,
+// all-gathers on a helper thread); the same call with error feedback on a fresh residual
+// (p = g + 0) takes the one-shot path with the same random stream: both results must be
+// bitwise equal, identical on every rank, and cost the same payload bytes.
+TEST_P(Compressed, PipelinedEqualsOneShot) {
+  const int n = GetParam();
+  const size_t d = (size_t{1} << 20) + 300;  // 4 MiB + 1200 B: pipelined, last chunk partial
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        tuttiComm_t comm = nullptr;
+        TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+        std::vector<float> g = gradient(rank, d), piped(d), oneShot(d);
+        for (const char* spec : {"qsgd:s=4,b=512", "none"}) {
+          TUTTI_ASSERT_OK(tuttiAllReduceCompressed(g.data(), piped.data(), d, tuttiFloat32, spec, 9,
+                                                   0, comm, nullptr),
+                          comm);
+          const uint64_t pipedBytes = stats(comm).wireBytesLastCall;
+          TUTTI_ASSERT_OK(tuttiCompressionResetKey(comm, 9), comm);  // step 0 again
+          TUTTI_ASSERT_OK(tuttiAllReduceCompressed(g.data(), oneShot.data(), d, tuttiFloat32, spec,
+                                                   9, 1, comm, nullptr),
+                          comm);
+          TUTTI_ASSERT_OK(tuttiCompressionResetKey(comm, 9), comm);
+          EXPECT_EQ(pipedBytes, stats(comm).wireBytesLastCall) << spec;
+          EXPECT_EQ(std::memcmp(piped.data(), oneShot.data(), d * 4), 0) << spec;
+          expectIdenticalOnAllRanks(piped, n, comm);
+        }
+        EXPECT_EQ(stats(comm).wireBytesLastCall, 4 * d);  // none
+        TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+      },
+      120);
+  EXPECT_TRUE(result.allOk()) << result.describe();
+}
+
 // Error feedback conserves mass: after T top-k steps and one flush (compressor "none",
 // zero gradient, same key), the sum of all results equals the sum of all dense gradients up
 // to float32 rounding. Without error feedback most of the mass is lost.

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -159,6 +160,60 @@ TEST(CompressCodecs, DecodeInRankOrderIsIdenticalOnEveryRank) {
       EXPECT_EQ(0, std::memcmp(ref.data(), acc.data(), 777 * 4)) << spec;
     }
   }
+}
+
+// decodeSum (blocked for QSGD) is bitwise the zero-fill + rank-order decodeAccumulate loop.
+TEST(CompressCodecs, DecodeSumEqualsRankOrderLoop) {
+  constexpr size_t d = 20000;  // several 16-bucket blocks, last bucket partial
+  for (const char* spec : {"none", "topk:k=50", "qsgd:s=4,b=512", "qsgd:s=1,b=100",
+                           "qsgd:s=100,b=64", "qsgd:s=3,b=512", "qsgd:s=4,b=512,gamma"}) {
+    auto c = makeCodec(spec);
+    std::vector<std::vector<std::byte>> wire(3);
+    std::vector<std::span<const std::byte>> spans;
+    for (uint32_t r = 0; r < 3; ++r) {
+      wire[r].resize(c->maxEncodedBytes(d));
+      wire[r].resize(c->encode(gaussian(d, 40 + r), wire[r], {.seed = 5, .rank = r}));
+      spans.emplace_back(wire[r]);
+    }
+    std::vector<float> loop(d, 0.0f), sum(d, 1.0f);
+    for (const auto& w : spans) c->decodeAccumulate(w, loop);
+    c->decodeSum(spans, sum);
+    EXPECT_EQ(0, std::memcmp(loop.data(), sum.data(), d * 4)) << spec;
+  }
+}
+
+// Chunkable codecs: chunks of a multiple of chunkAlign() elements encoded with their offset
+// give exactly maxEncodedBytes(chunk) bytes, summing to the whole payload's size, and decode
+// to the whole payload's values, bitwise.
+TEST(CompressCodecs, ChunksEncodeLikeTheWholeVector) {
+  constexpr size_t d = 5000;  // not a multiple of B
+  const auto v = gaussian(d, 77);
+  for (const char* spec : {"none", "qsgd:s=4,b=512", "qsgd:s=1,b=128", "qsgd:s=4,b=512,norm=max"}) {
+    auto c = makeCodec(spec);
+    const size_t a = c->chunkAlign();
+    ASSERT_GT(a, 0u) << spec;
+    const StepInfo step{.seed = 9, .rank = 2, .step = 4, .key = 1};
+    std::vector<std::byte> whole(c->maxEncodedBytes(d));
+    ASSERT_EQ(c->encode(v, whole, step), whole.size());
+    std::vector<float> ref(d), got(d);
+    c->decode(whole, ref);
+    const size_t per = 2 * a;
+    size_t total = 0;
+    for (size_t b = 0; b < d; b += per) {
+      const size_t n = std::min(per, d - b);
+      StepInfo s = step;
+      s.offset = b;
+      std::vector<std::byte> part(c->maxEncodedBytes(n));
+      ASSERT_EQ(c->encode(std::span(v).subspan(b, n), part, s), part.size()) << spec;
+      total += part.size();
+      c->decode(part, std::span(got).subspan(b, n));
+    }
+    EXPECT_EQ(total, whole.size()) << spec;
+    EXPECT_EQ(0, std::memcmp(ref.data(), got.data(), d * 4)) << spec;
+  }
+  EXPECT_EQ(makeCodec("topk:k=5")->chunkAlign(), 0u);
+  EXPECT_EQ(makeCodec("qsgd:s=3,b=512")->chunkAlign(), 0u);  // 3-bit codes: not byte aligned
+  EXPECT_EQ(makeCodec("qsgd:s=4,b=511")->chunkAlign(), 0u);  // odd bucket of 4-bit codes
 }
 
 TEST(CompressEdge, ZeroTensorDecodesToZeros) {

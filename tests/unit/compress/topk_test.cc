@@ -67,6 +67,29 @@ TEST(TopK, ContractionExactCountSameSetAsSort) {
   }
 }
 
+// Large inputs take the sampled-threshold exact path (n >= 2^18, k <= n/16; falls back to the
+// histogram when the sample misses): still exactly the full sort's set, ties to small indices.
+TEST(TopK, LargeExactSameSetAsSort) {
+  constexpr size_t d = (1 << 19) + 3;
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> gauss;
+  std::cauchy_distribution<float> cauchy;
+  std::vector<float> x(d);
+  std::vector<uint32_t> sel;
+  for (int dist = 0; dist < 4; ++dist) {
+    for (auto& v : x) {
+      v = dist == 0   ? gauss(rng)
+          : dist == 1 ? cauchy(rng)
+          : dist == 2 ? std::round(gauss(rng) * 3)               // many ties
+                      : (rng() % 100 == 0 ? gauss(rng) : 0.0f);  // mostly zeros
+    }
+    for (size_t k : {size_t{1}, size_t{5242}, size_t{30000}}) {
+      selectTopKExact(x, k, sel);
+      EXPECT_EQ(sel, fullSortTopK(x, k)) << "distribution " << dist << ", k = " << k;
+    }
+  }
+}
+
 TEST(TopK, ApproximateCountWithinBounds) {
   constexpr size_t d = 1 << 20;
   std::mt19937_64 rng(7);
