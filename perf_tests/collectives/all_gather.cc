@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
                                     false,
                                     false,
                                     true,
-                                    {"ring", "rd", "bruck"},
+                                    {"ring", "rd", "bruck", "direct"},
                                     layout,
                                     algFactor,
                                     busFactor,

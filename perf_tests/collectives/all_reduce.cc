@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
       true,
       false,
       true,
-      {"naive", "ps", "ring", "tree", "dbtree", "butterfly", "rabenseifner", "hier"},
+      {"naive", "ps", "ring", "tree", "dbtree", "butterfly", "rabenseifner", "hier", "direct"},
       layout,
       algFactor,
       busFactor,

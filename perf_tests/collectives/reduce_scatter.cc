@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
                                     true,
                                     false,
                                     true,
-                                    {"ring", "rhalving"},
+                                    {"ring", "rhalving", "direct"},
                                     layout,
                                     algFactor,
                                     busFactor,
