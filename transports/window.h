@@ -18,6 +18,15 @@
 
 namespace tutti::transport {
 
+// How a waiting rank spends the time before it sleeps.
+struct WaitPolicy {
+  double spinUs = 50.0;  // poll this long before sleeping (TUTTI_SPIN_US)
+  // true: sched_yield between polls (more ranks than cores: hand the core to a peer);
+  // false: pause-spin (every rank has a core; a yield would hand it to unrelated processes).
+  bool yield = false;
+  double timeoutSec = 60.0;  // no progress for this long -> tuttiTimeout
+};
+
 class Window {
  public:
   virtual ~Window() = default;
@@ -28,10 +37,10 @@ class Window {
   // Publishes this rank's phase (release: every write before it is visible to a peer whose
   // wait for this value returned) and wakes peers sleeping on it.
   virtual void post(uint32_t phase) = 0;
-  // Blocks until `rank` has posted `phase` or later: spins for spinUs, then sleeps. Throws
-  // tuttiRemoteError naming the rank when it died, tuttiTimeout after timeoutSec without the
-  // phase, tuttiRemoteError when `aborted` becomes true.
-  virtual void wait(int rank, uint32_t phase, double spinUs, double timeoutSec) = 0;
+  // Blocks until `rank` has posted `phase` or later: polls for policy.spinUs, then sleeps.
+  // Throws tuttiRemoteError naming the rank when it died, tuttiTimeout after
+  // policy.timeoutSec without progress, tuttiRemoteError when the communicator is aborted.
+  virtual void wait(int rank, uint32_t phase, const WaitPolicy& policy) = 0;
   // A small tag describing this rank's current call (what the caller wants peers to check,
   // e.g. collective / count / dtype). Written before post(), read after wait() returned.
   using Tag = std::array<uint64_t, 2>;

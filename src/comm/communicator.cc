@@ -90,6 +90,16 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
       auto it = hostIndex.emplace(peers_[r].hostId, static_cast<int>(hostIndex.size())).first;
       hostOf_[r] = it->second;
     }
+    std::string yield = env::getString("TUTTI_SPIN_YIELD");
+    if (yield == "auto") {
+      long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+      long local = std::count(hostOf_.begin(), hostOf_.end(), hostOf_[rank_]);
+      spinYield_ = local > cores;
+    } else if (yield == "1" || yield == "0") {
+      spinYield_ = yield == "1";
+    } else {
+      fail(tuttiInvalidArgument, "TUTTI_SPIN_YIELD=", yield, ": use auto, 0 or 1");
+    }
     transports_ = makeTransports(options_.transport);
     transport::Context ctx{rank_, nranks_, peers_, store_.get(), &aborted_};
     for (auto& t : transports_) t->setup(ctx);
@@ -181,6 +191,7 @@ void Communicator::execute(const exec::Schedule& schedule, std::span<std::byte* 
   o.rank = rank_;
   o.timeoutSec = options_.timeoutSec;
   o.spinUs = spinUs_;
+  o.spinYield = spinYield_;
   o.window = window_.get();
   o.callTag = callTag_;
   o.describeCall = [this](const transport::Window::Tag& t) { return describeCall(t); };

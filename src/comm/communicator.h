@@ -119,6 +119,7 @@ class Communicator {
   bool windowTried_ = false;
   transport::Window::Tag callTag_{};  // of the collective being executed (0: p2p)
   double spinUs_ = 50.0;
+  bool spinYield_ = false;
 };
 
 }  // namespace tutti

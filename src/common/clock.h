@@ -13,6 +13,15 @@ inline double nowSeconds() {
   return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
 }
 
+// A spin-loop hint (x86 pause): lets a sibling hyperthread run and saves power.
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 class Deadline {
  public:
   explicit Deadline(double seconds)

@@ -72,6 +72,9 @@ constexpr Var kVars[] = {
      "Bytes per stripe unit on a multi-socket tcp connection."},
     {"TUTTI_SPIN_US", Type::kInt, "50", "EXEC",
      "Microseconds to poll for progress before sleeping on the transports' wait fds."},
+    {"TUTTI_SPIN_YIELD", Type::kString, "auto", "EXEC",
+     "While polling, 1: sched_yield between polls, 0: pause-spin; auto: yield only when this "
+     "host runs more ranks of the communicator than it has cores."},
     // ---- algorithms / tuning ----
     {"TUTTI_ALGO", Type::kString, "", "TUNING",
      "Force algorithms: 'ring' for every collective, or per collective "

@@ -108,7 +108,8 @@ class RoundRunner {
   void run(const Round& round, uint32_t epoch) {
     for (const Op& op : round.ops) {
       if (op.type != OpType::kWait) continue;
-      options_.window->wait(op.peer, epoch + op.phase, options_.spinUs, options_.timeoutSec);
+      options_.window->wait(op.peer, epoch + op.phase,
+                            {options_.spinUs, options_.spinYield, options_.timeoutSec});
       if (op.phase == 1 && options_.describeCall) checkSameCall(op.peer);
     }
     for (size_t i = 0; i < round.ops.size(); ++i) {
@@ -334,9 +335,12 @@ class RoundRunner {
         fail(tuttiTimeout, "rank ", options_.rank, ": no progress for ", options_.timeoutSec,
              " s (TUTTI_TIMEOUT) waiting for ", pendingPeers());
       if (idle < spinSec) {
-        // Ranks often share cores (4-8 ranks on a busy node): give the core to the peer we
-        // are waiting for instead of burning it.
-        sched_yield();
+        // More ranks than cores: give the core to the peer we are waiting for; otherwise
+        // every rank has its own core and a yield would only hand it to other processes.
+        if (options_.spinYield)
+          sched_yield();
+        else
+          cpuRelax();
         continue;
       }
       sleepOnce((options_.timeoutSec - idle) * 1000.0);

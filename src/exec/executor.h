@@ -19,6 +19,7 @@ struct ExecOptions {
   int rank = 0;
   double timeoutSec = 60.0;  // no progress for this long -> tuttiTimeout naming the peers
   double spinUs = 50.0;
+  bool spinYield = false;  // sched_yield while polling (more ranks than cores), else pause
   const std::atomic<bool>* aborted = nullptr;
   int abortFd = -1;  // readable when the communicator is aborted (woken from sleep)
   // Describes a peer for error messages ("rank 3 (host h, pid 42)").

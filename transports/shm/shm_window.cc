@@ -23,6 +23,8 @@ constexpr long kSleepSliceNs = 10'000'000;  // re-check peer / abort / deadline 
 
 static_assert(sizeof(WindowCtrl) <= kWindowCtrlBytes);
 
+constexpr int kPurePolls = 2000;  // ~1-3 us of pause-spinning before the policy's polling
+
 bool reached(uint32_t current, uint32_t wanted) {
   return static_cast<int32_t>(current - wanted) >= 0;
 }
@@ -66,14 +68,23 @@ class ShmWindow final : public Window {
   }
   Tag tag(int rank) const override { return {ctrl(rank)->tag[0], ctrl(rank)->tag[1]}; }
 
-  void wait(int rank, uint32_t phase, double spinUs, double timeoutSec) override {
+  void wait(int rank, uint32_t phase, const WaitPolicy& policy) override {
+    const double timeoutSec = policy.timeoutSec;
     WindowCtrl* c = ctrl(rank);
     if (reached(c->phase.load(std::memory_order_acquire), phase)) return;
+    // A peer on another core usually posts within a microsecond or two: poll without
+    // syscalls first, then yield the core between polls (ranks often share cores).
+    for (int i = 0; i < kPurePolls; ++i) {
+      cpuRelax();
+      if (reached(c->phase.load(std::memory_order_acquire), phase)) return;
+    }
     double start = nowSeconds();
-    double spinEnd = start + spinUs * 1e-6;
+    double spinEnd = start + policy.spinUs * 1e-6;
     while (nowSeconds() < spinEnd) {
-      // Ranks often share cores: give the core to the rank we wait for.
-      sched_yield();
+      if (policy.yield)
+        sched_yield();  // more ranks than cores: give the core to the rank we wait for
+      else
+        cpuRelax();
       if (reached(c->phase.load(std::memory_order_acquire), phase)) return;
     }
     uint32_t last = c->phase.load(std::memory_order_acquire);
