@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake ninja-build pkg-config git python3
           libgtest-dev libgmock-dev libbenchmark-dev
           libhwloc-dev hwloc libibverbs-dev ibverbs-utils rdma-core
+          ibverbs-providers qemu-system-x86 busybox-static cpio kmod xz-utils
           libopenmpi-dev openmpi-bin libgloo-dev
           iproute2 procps util-linux gnuplot-nox)
 missing=()

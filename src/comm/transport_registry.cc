@@ -5,6 +5,9 @@
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
 #include "tutti/config.h"
+#if TUTTI_HAVE_TRANSPORT_IBVERBS
+#include "transports/ibverbs/ib_transport.h"
+#endif
 #if TUTTI_HAVE_TRANSPORT_CUDA_IPC
 #include "transports/cuda_ipc/cuda_ipc_transport.h"
 #endif
@@ -25,11 +28,18 @@ std::unique_ptr<transport::Transport> makeCudaIpc() { return transport::makeCuda
 #endif
 std::unique_ptr<transport::Transport> makeShm() { return transport::makeShmTransport(); }
 std::unique_ptr<transport::Transport> makeTcp() { return transport::makeTcpTransport(); }
+#if TUTTI_HAVE_TRANSPORT_IBVERBS
+// Used only between ranks that both have an active RDMA port (canConnect), else tcp follows.
+std::unique_ptr<transport::Transport> makeIb() { return transport::makeIbTransport(); }
+#endif
 const Entry kEntries[] = {
 #if TUTTI_HAVE_TRANSPORT_CUDA_IPC
     {"cuda_ipc", "TUTTI_CUDA_IPC_DISABLE", &makeCudaIpc},
 #endif
     {"shm", "TUTTI_SHM_DISABLE", &makeShm},
+#if TUTTI_HAVE_TRANSPORT_IBVERBS
+    {"ibverbs", "TUTTI_IB_DISABLE", &makeIb},
+#endif
     {"tcp", "TUTTI_TCP_DISABLE", &makeTcp},
 };
 }  // namespace
