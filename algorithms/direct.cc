@@ -41,6 +41,20 @@ void chainReduce(Round& rd, const Ctx& c, SrcOf srcOf, Slice dst) {
   for (int p = 2; p < c.n; ++p) reduce(rd, dst, srcOf(p), dst);
 }
 
+// Round t: wait until nobody reads this rank's window any more (phase ph), copy this rank's
+// contribution in (copyIn), post ph+1. Returns round t+1, which starts by waiting for everyone's
+// ph+1: from there on every window holds its owner's contribution.
+template <class CopyIn>
+Round& publish(Schedule& s, size_t& t, const Ctx& c, uint32_t ph, CopyIn copyIn) {
+  Round& first = at(s, t++);
+  waitAll(first, c, ph);
+  copyIn(first);
+  post(first, ph + 1);
+  Round& next = at(s, t++);  // may reallocate: `first` is not used after this
+  waitAll(next, c, ph + 1);
+  return next;
+}
+
 void finish(Schedule& s, size_t windowBytes, uint32_t phases) {
   s.windowBytes = windowBytes;
   s.windowPhases = phases;
@@ -67,14 +81,8 @@ Schedule allReduceDirect(const CollArgs& a) {
   uint32_t ph = 0;
   for (size_t off = 0; off < a.count; off += chunk) {
     const size_t cnt = std::min(chunk, a.count - off);
-    {
-      Round& rd = at(s, t++);
-      waitAll(rd, c, ph);
-      copy(rd, c.in(off, cnt), c.win(c.r, 0, cnt));
-      post(rd, ph + 1);
-    }
-    Round& rd = at(s, t++);
-    waitAll(rd, c, ph + 1);
+    Round& rd =
+        publish(s, t, c, ph, [&](Round& r) { copy(r, c.in(off, cnt), c.win(c.r, 0, cnt)); });
     if (oneShot) {
       chainReduce(
           rd, c, [&](int p) { return c.win(p, 0, cnt); }, c.out(off, cnt));
@@ -113,14 +121,8 @@ Schedule allGatherDirect(const CollArgs& a) {
   uint32_t ph = 0;
   for (size_t off = 0; off < m; off += chunk) {
     const size_t cnt = std::min(chunk, m - off);
-    {
-      Round& rd = at(s, t++);
-      waitAll(rd, c, ph);
-      copy(rd, c.in(off, cnt), c.win(c.r, 0, cnt));
-      post(rd, ph + 1);
-    }
-    Round& rd = at(s, t++);
-    waitAll(rd, c, ph + 1);
+    Round& rd =
+        publish(s, t, c, ph, [&](Round& r) { copy(r, c.in(off, cnt), c.win(c.r, 0, cnt)); });
     for (int p = 0; p < c.n; ++p) {
       Slice src = p == c.r ? c.in(off, cnt) : c.win(p, 0, cnt);
       copy(rd, src, c.out(p * m + off, cnt));
@@ -143,14 +145,9 @@ Schedule reduceScatterDirect(const CollArgs& a) {
   uint32_t ph = 0;
   for (size_t off = 0; off < m; off += chunk) {
     const size_t cnt = std::min(chunk, m - off);
-    {
-      Round& rd = at(s, t++);
-      waitAll(rd, c, ph);
-      for (int q = 0; q < c.n; ++q) copy(rd, c.in(q * m + off, cnt), c.win(c.r, q * cnt, cnt));
-      post(rd, ph + 1);
-    }
-    Round& rd = at(s, t++);
-    waitAll(rd, c, ph + 1);
+    Round& rd = publish(s, t, c, ph, [&](Round& r) {
+      for (int q = 0; q < c.n; ++q) copy(r, c.in(q * m + off, cnt), c.win(c.r, q * cnt, cnt));
+    });
     chainReduce(
         rd, c, [&](int p) { return c.win(p, c.r * cnt, cnt); }, c.out(off, cnt));
     post(rd, ph + 2);

@@ -15,7 +15,6 @@ std::vector<int> peersOf(const Schedule& s) {
   return peers;
 }
 
-namespace {
 const char* bufName(Buf b) {
   switch (b) {
     case Buf::kInput:
@@ -27,14 +26,39 @@ const char* bufName(Buf b) {
     case Buf::kWindow:
       return "win";
   }
-  return "?";
+  return "user";  // extra user buffers of grouped point-to-point calls
 }
-std::ostream& operator<<(std::ostream& os, const Slice& s) {
+
+std::string toString(const Slice& s) {
+  std::ostringstream os;
   os << bufName(s.buf);
   if (s.buf == Buf::kWindow) os << s.rank;
-  return os << "[" << s.offset << "+" << s.bytes << "]";
+  if (static_cast<int>(s.buf) >= kFirstUserBuf) os << static_cast<int>(s.buf) - kFirstUserBuf;
+  os << "[" << s.offset << "+" << s.bytes << "]";
+  return os.str();
 }
-}  // namespace
+
+std::string toString(const Op& op) {
+  switch (op.type) {
+    case OpType::kSend:
+      return "send(to " + std::to_string(op.peer) + ", " + toString(op.src) + ")";
+    case OpType::kRecv:
+      return "recv(from " + std::to_string(op.peer) + ", " + toString(op.dst) + ")";
+    case OpType::kRecvReduce:
+      return "recvReduce(from " + std::to_string(op.peer) + ", " + toString(op.src) + " -> " +
+             toString(op.dst) + ")";
+    case OpType::kCopy:
+      return "copy(" + toString(op.src) + " -> " + toString(op.dst) + ")";
+    case OpType::kReduce:
+      return "reduce(" + toString(op.src) + ", " + toString(op.src2) + " -> " + toString(op.dst) +
+             ")";
+    case OpType::kPost:
+      return "post(" + std::to_string(op.phase) + ")";
+    case OpType::kWait:
+      return "wait(" + std::to_string(op.peer) + ", " + std::to_string(op.phase) + ")";
+  }
+  return "?";
+}
 
 std::string toString(const Schedule& s) {
   std::ostringstream os;
@@ -43,31 +67,7 @@ std::string toString(const Schedule& s) {
   os << "\n";
   for (size_t i = 0; i < s.rounds.size(); ++i) {
     os << " round " << i << ":";
-    for (const Op& op : s.rounds[i].ops) {
-      switch (op.type) {
-        case OpType::kSend:
-          os << " send(" << op.peer << "," << op.src << ")";
-          break;
-        case OpType::kRecv:
-          os << " recv(" << op.peer << "," << op.dst << ")";
-          break;
-        case OpType::kRecvReduce:
-          os << " recvReduce(" << op.peer << "," << op.src << "->" << op.dst << ")";
-          break;
-        case OpType::kCopy:
-          os << " copy(" << op.src << "->" << op.dst << ")";
-          break;
-        case OpType::kReduce:
-          os << " reduce(" << op.src << "," << op.src2 << "->" << op.dst << ")";
-          break;
-        case OpType::kPost:
-          os << " post(" << op.phase << ")";
-          break;
-        case OpType::kWait:
-          os << " wait(" << op.peer << "," << op.phase << ")";
-          break;
-      }
-    }
+    for (const Op& op : s.rounds[i].ops) os << " " << toString(op);
     os << "\n";
   }
   return os.str();

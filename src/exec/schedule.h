@@ -96,7 +96,10 @@ struct Schedule {
 
 // Sorted, de-duplicated list of peers the schedule talks to (what must be connected).
 std::vector<int> peersOf(const Schedule& s);
-// Human-readable dump for debugging and test failure messages.
+// Human-readable forms for debugging and error messages ("send(to 3, out[0+64])").
+const char* bufName(Buf b);
+std::string toString(const Slice& s);
+std::string toString(const Op& op);
 std::string toString(const Schedule& s);
 
 }  // namespace tutti::exec

@@ -25,48 +25,8 @@ struct OpRef {
   size_t index = 0;
 };
 
-const char* bufName(Buf b) {
-  switch (b) {
-    case Buf::kInput:
-      return "in";
-    case Buf::kOutput:
-      return "out";
-    case Buf::kScratch:
-      return "tmp";
-    case Buf::kWindow:
-      return "win";
-  }
-  return "?";
-}
-
-std::string str(const Slice& s) {
-  std::ostringstream os;
-  os << bufName(s.buf);
-  if (s.buf == Buf::kWindow) os << s.rank;
-  os << "[" << s.offset << "+" << s.bytes << "]";
-  return os.str();
-}
-
-std::string str(const Op& op) {
-  switch (op.type) {
-    case OpType::kSend:
-      return "send(to " + std::to_string(op.peer) + ", " + str(op.src) + ")";
-    case OpType::kRecv:
-      return "recv(from " + std::to_string(op.peer) + ", " + str(op.dst) + ")";
-    case OpType::kRecvReduce:
-      return "recvReduce(from " + std::to_string(op.peer) + ", " + str(op.src) + " -> " +
-             str(op.dst) + ")";
-    case OpType::kCopy:
-      return "copy(" + str(op.src) + " -> " + str(op.dst) + ")";
-    case OpType::kReduce:
-      return "reduce(" + str(op.src) + ", " + str(op.src2) + " -> " + str(op.dst) + ")";
-    case OpType::kPost:
-      return "post(" + std::to_string(op.phase) + ")";
-    case OpType::kWait:
-      return "wait(" + std::to_string(op.peer) + ", " + std::to_string(op.phase) + ")";
-  }
-  return "?";
-}
+std::string str(const Slice& s) { return toString(s); }
+std::string str(const Op& op) { return toString(op); }
 
 bool isTransfer(OpType t) {
   return t == OpType::kSend || t == OpType::kRecv || t == OpType::kRecvReduce;

@@ -17,6 +17,7 @@
 
 #include "comm_test_util.h"
 #include "harness/fork_harness.h"
+#include "common/dtype.h"
 #include "tutti/tutti.h"
 
 namespace tutti::test {
@@ -82,22 +83,7 @@ const tuttiDataType_t kTypes[] = {tuttiInt8,    tuttiUint8,  tuttiInt32,   tutti
                                   tuttiFloat32, tuttiFloat64};
 const tuttiRedOp_t kOps[] = {tuttiSum, tuttiProd, tuttiMin, tuttiMax, tuttiAvg};
 
-size_t dsize(tuttiDataType_t t) {
-  switch (t) {
-    case tuttiInt8:
-    case tuttiUint8:
-      return 1;
-    case tuttiFloat16:
-    case tuttiBfloat16:
-      return 2;
-    case tuttiInt32:
-    case tuttiUint32:
-    case tuttiFloat32:
-      return 4;
-    default:
-      return 8;
-  }
-}
+size_t dsize(tuttiDataType_t t) { return tutti::dtypeSize(t); }
 
 // Small values, exact in every dtype: 1 or 2 (products stay finite), as raw bytes.
 void fill(std::vector<std::byte>& buf, tuttiDataType_t t, int rank, unsigned salt) {
