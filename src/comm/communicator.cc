@@ -90,11 +90,13 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
       auto it = hostIndex.emplace(peers_[r].hostId, static_cast<int>(hostIndex.size())).first;
       hostOf_[r] = it->second;
     }
+    long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+    oversubscribed_ = std::count(hostOf_.begin(), hostOf_.end(), hostOf_[rank_]) > cores;
+    directChunkBytes_ =
+        static_cast<size_t>(std::max<int64_t>(4096, env::getInt("TUTTI_CHUNK_BYTES")));
     std::string yield = env::getString("TUTTI_SPIN_YIELD");
     if (yield == "auto") {
-      long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
-      long local = std::count(hostOf_.begin(), hostOf_.end(), hostOf_[rank_]);
-      spinYield_ = local > cores;
+      spinYield_ = oversubscribed_;
     } else if (yield == "1" || yield == "0") {
       spinYield_ = yield == "1";
     } else {
@@ -335,7 +337,12 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
                               size_t avgOffsetElems, bool applyAvg) {
   log::setThreadRank(rank_);
   ensureWindow();
-  args.windowBytes = window_ ? window_->bytes() : 0;
+  // Direct chunks: small (in cache) when every rank has a core; the whole window otherwise
+  // (each phase is a barrier of all ranks, costly when they share cores). Same on every rank:
+  // ranks of one host see the same core count.
+  args.windowBytes = !window_          ? 0
+                     : oversubscribed_ ? window_->bytes()
+                                       : std::min(window_->bytes(), directChunkBytes_);
   const algo::AlgorithmInfo& info = chooseAlgorithm(args);
   const exec::Schedule& schedule = scheduleFor(info, args);
   if (options_.checkCalls && nranks_ > 1) checkSameCall(args);

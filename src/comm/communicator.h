@@ -120,6 +120,8 @@ class Communicator {
   transport::Window::Tag callTag_{};  // of the collective being executed (0: p2p)
   double spinUs_ = 50.0;
   bool spinYield_ = false;
+  bool oversubscribed_ = false;  // more ranks on this host than cores
+  size_t directChunkBytes_ = 0;  // TUTTI_CHUNK_BYTES
 };
 
 }  // namespace tutti

@@ -106,7 +106,9 @@ constexpr Var kVars[] = {
      "Cost model file written by tutti-tune (alpha/beta of shm and tcp, gamma); the tuner "
      "uses its values instead of the built-in ones."},
     {"TUTTI_CHUNK_BYTES", Type::kInt, "262144", "EXEC",
-     "Pipeline chunk size of the schedule executor."},
+     "Chunk of the direct (shared-window) algorithms when every rank of the host has a core: "
+     "small chunks keep the windows in cache; with more ranks than cores the whole window is "
+     "used (fewer phases, each a barrier of all ranks)."},
     {"TUTTI_DETERMINISTIC", Type::kBool, "0", "TUNING",
      "Bitwise reproducible reductions: a fixed reduction order per element, whatever the "
      "algorithm and message size."},

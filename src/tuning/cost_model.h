@@ -17,6 +17,9 @@ struct CostModel {
   LinkCost intraHost{3e-6, 1.0 / 3.0e9};   // shm: ~3 GB/s per copy on a shared core
   LinkCost interHost{40e-6, 1.0 / 1.0e9};  // tcp: ~1 GB/s
   double gammaPerByte = 1.0 / 4.0e9;       // local reduction (a copy costs half of it)
+  // A round that only waits on the shared window (direct algorithms: a store and a futex,
+  // no FIFO header, no doorbell, no payload copy) costs this fraction of intraHost.alpha.
+  double windowSyncFactor = 0.3;
   // Inter-host links per host: the inter-host bytes that all ranks of a host move in one
   // round share them (contention), so a round's inter-host time is at least
   // host bytes / nicsPerHost * beta.

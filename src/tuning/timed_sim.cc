@@ -84,13 +84,23 @@ RankStats statsOf(const exec::Schedule& s, int rank, const std::vector<int>& hos
   return out;
 }
 
+// Alphas of a round that only waits on the shared window: with a core per rank a waited-for
+// store arrives within a microsecond (windowSyncFactor); with more ranks than cores every
+// rank of the host must be scheduled before the phase completes, a barrier whose cost grows
+// with the ranks that share the cores (fitted on 4 and 8 ranks on 2 cores: a direct phase
+// costs 2-3x a pairwise FIFO round there).
+double syncAlphas(const CostModel& m, double oversub, size_t ranksOnHost) {
+  if (oversub <= 1.0) return m.windowSyncFactor;
+  return 0.6 * static_cast<double>(ranksOnHost - 1);
+}
+
 double roundTime(const RoundStat& st, double hostSent, double hostRecv, double oversub,
-                 const CostModel& m) {
+                 const CostModel& m, double syncCost) {
   double intra = 0, inter = 0;
   if (st.intra) {
     int messages = std::max(st.intraSends, st.intraRecvs);
-    intra = st.intraAlpha * std::max(messages, st.sync ? 1 : 0) +
-            std::max(st.intraSendSec, st.intraRecvSec) * oversub;
+    double alphas = messages > 0 ? messages : (st.sync ? syncCost : 0.0);
+    intra = st.intraAlpha * alphas + std::max(st.intraSendSec, st.intraRecvSec) * oversub;
   }
   if (st.inter) {
     double nics = std::max(1, m.nicsPerHost);
@@ -166,8 +176,8 @@ TimedResult timeCollective(const algo::AlgorithmInfo& info, const algo::CollArgs
     double over = oversubscription(m, L);
     for (const RankStats& st : stats)
       for (size_t k = 0; k < st.rounds.size(); ++k)
-        roundMax[k] =
-            std::max(roundMax[k], roundTime(st.rounds[k], hostSent[k], hostRecv[k], over, m));
+        roundMax[k] = std::max(roundMax[k], roundTime(st.rounds[k], hostSent[k], hostRecv[k], over,
+                                                      m, syncAlphas(m, over, L)));
   }
   res.rounds = roundMax.size();
   for (double t : roundMax) res.seconds += t;
@@ -181,7 +191,8 @@ double predictRank(const exec::Schedule& schedule, const algo::CollArgs& args, c
     if (args.hostOf.empty() || args.hostOf[r] == args.hostOf[args.rank]) ++L;
   double over = oversubscription(m, L);
   double total = 0;
-  for (const RoundStat& r : st.rounds) total += roundTime(r, r.interSent, r.interRecv, over, m);
+  for (const RoundStat& r : st.rounds)
+    total += roundTime(r, r.interSent, r.interRecv, over, m, syncAlphas(m, over, L));
   return total;
 }
 

@@ -90,6 +90,23 @@ ibv_gid gidOf(std::initializer_list<int> bytes) {
   return g;
 }
 
+// A rank takes a port on its own NUMA node when there is one, spreading the ranks of a host
+// over those; otherwise (unknown nodes, no local port) over all candidates.
+TEST(IbDeviceSelection, NearestPortByNumaThenSpreadByLocalIndex) {
+  EXPECT_EQ(ib::chooseNearestPort({}, 0, 0), -1);
+  // Two NICs on node 0, two on node 1.
+  std::vector<int> numa = {0, 1, 0, 1};
+  EXPECT_EQ(ib::chooseNearestPort(numa, 1, 0), 1);
+  EXPECT_EQ(ib::chooseNearestPort(numa, 1, 1), 3);
+  EXPECT_EQ(ib::chooseNearestPort(numa, 1, 2), 1);
+  EXPECT_EQ(ib::chooseNearestPort(numa, 0, 1), 2);
+  // No NIC on the rank's node, or the rank's node unknown: all candidates by local index.
+  EXPECT_EQ(ib::chooseNearestPort(numa, 2, 3), 3);
+  EXPECT_EQ(ib::chooseNearestPort(numa, -1, 5), 1);
+  // NIC nodes unknown (virtual devices such as rxe): by local index.
+  EXPECT_EQ(ib::chooseNearestPort({-1, -1}, 0, 1), 1);
+}
+
 TEST(IbDeviceSelection, AutomaticGidPrefersIpv4MappedRoceV2) {
   ibv_gid ll = gidOf({0xfe, 0x80, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8});
   ibv_gid v4 = gidOf({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 77, 0, 1});

@@ -1,7 +1,10 @@
 #include "ib_device.h"
 
 #include <arpa/inet.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -169,7 +172,23 @@ struct Candidate {
   std::string name;
   ibv_device* dev;
   int port;
+  int numa = -1;
 };
+
+// The NUMA node of an RDMA device's PCI function (sysfs; -1 when unknown or not PCI, e.g. rxe).
+int deviceNuma(const std::string& name) {
+  std::ifstream f("/sys/class/infiniband/" + name + "/device/numa_node");
+  int node = -1;
+  if (!(f >> node)) return -1;
+  return node;
+}
+
+// The NUMA node of the CPU this thread runs on (-1 unknown).
+int currentNuma() {
+  unsigned cpu = 0, node = 0;
+  if (::syscall(SYS_getcpu, &cpu, &node, nullptr) != 0) return -1;
+  return static_cast<int>(node);
+}
 
 }  // namespace
 
@@ -182,6 +201,16 @@ std::string IbDevice::describe() const {
     os << " LID " << portAttr.lid;
   os << " MTU " << mtuBytes(portAttr.active_mtu) << " " << portGbps(portAttr) << " Gb/s";
   return os.str();
+}
+
+int chooseNearestPort(const std::vector<int>& candidateNuma, int myNuma, int localIndex) {
+  if (candidateNuma.empty()) return -1;
+  std::vector<int> near;
+  for (size_t i = 0; i < candidateNuma.size(); ++i)
+    if (myNuma >= 0 && candidateNuma[i] == myNuma) near.push_back(static_cast<int>(i));
+  size_t k = static_cast<size_t>(std::max(0, localIndex));
+  if (near.empty()) return static_cast<int>(k % candidateNuma.size());
+  return near[k % near.size()];
 }
 
 IbDevice::~IbDevice() {
@@ -228,7 +257,7 @@ std::shared_ptr<IbDevice> openIbDevice(const std::string& hcaSpec, int64_t gidIn
                 stateName(pa.state) + " " +
                 (pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand");
         if (pa.state == IBV_PORT_ACTIVE && filter.accepts(name, p))
-          cands.push_back({name, list[d], p});
+          cands.push_back({name, list[d], p, deviceNuma(name)});
       }
     }
     api->closeDevice(ctx);
@@ -240,7 +269,10 @@ std::shared_ptr<IbDevice> openIbDevice(const std::string& hcaSpec, int64_t gidIn
     *why = "no active RDMA port (ports found: " + seen + ")";
     return nullptr;
   }
-  const Candidate& c = cands[static_cast<size_t>(localIndex) % cands.size()];
+  std::vector<int> numa;
+  for (const Candidate& x : cands) numa.push_back(x.numa);
+  const Candidate& c =
+      cands[static_cast<size_t>(chooseNearestPort(numa, currentNuma(), localIndex))];
   auto dev = std::make_shared<IbDevice>();
   dev->api = api;
   dev->name = c.name;

@@ -2,9 +2,11 @@
 //
 // TUTTI_IB_HCA: comma list of "device[:port]" entries; names match as prefixes unless the
 // list starts with "=" (exact names); a leading "^" excludes the listed entries instead
-// ("^=mlx5_1", "^mlx5_1:2"). Only ACTIVE ports are candidates; among the candidates a rank
-// takes the one at (its index among the ranks of its host) modulo the count, so ranks of one
-// host spread over its NICs.
+// ("^=mlx5_1", "^mlx5_1:2"). Only ACTIVE ports are candidates. A rank prefers the candidates
+// closest to it: those on the NUMA node of the CPU it runs on (the HCA's PCI numa_node in
+// sysfs, the value hwloc puts in the topology model); among those (or all candidates when none
+// is local or the NUMA nodes are unknown) it takes the one at (its index among the ranks of
+// its host) modulo the count, so ranks of one host spread over their nearest NICs.
 // GID (RoCE): TUTTI_IB_GID_INDEX >= 0 forces an index; otherwise the first RoCE v2 GID that
 // is an IPv4-mapped address (::ffff:a.b.c.d), else the first RoCE v2 GID, else index 0.
 #pragma once
@@ -42,6 +44,11 @@ std::string gidToString(const ibv_gid& gid);
 bool gidIsIpv4Mapped(const ibv_gid& gid);
 // The automatic choice (see above); -1 when the table is empty.
 int chooseGidIndex(const std::vector<GidEntry>& table, bool ethernet);
+
+// The port choice above as a pure function: index into candidateNuma (the NUMA node of each
+// candidate port, -1 unknown) for a rank on NUMA node myNuma (-1 unknown) with host index
+// localIndex; -1 when there are no candidates.
+int chooseNearestPort(const std::vector<int>& candidateNuma, int myNuma, int localIndex);
 
 // An opened device port with its protection domain; shared by the transport's connections.
 struct IbDevice {

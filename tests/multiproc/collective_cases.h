@@ -1,0 +1,45 @@
+// The collective correctness cases shared by the multi-process tests (shm/tcp in
+// collectives_test.cc, ibverbs in tests/verbs): which collectives and algorithms exist, the
+// value every rank contributes at every element (small integers, exact in every dtype), the
+// float64 / exact-integer reference and one runner that calls the public API and checks.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "tutti/tutti.h"
+
+namespace tutti::test {
+
+enum class C { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAllToAll };
+
+struct CollDesc {
+  C coll;
+  const char* name;  // TUTTI_ALGO collective name
+  std::vector<const char*> algos;
+  bool hasOp;
+};
+
+// Every collective with every algorithm name (plus "auto"), all-reduce first.
+const std::vector<CollDesc>& colls();
+
+struct Case {
+  const CollDesc* coll;
+  const char* algo;  // "auto": no TUTTI_ALGO
+  tuttiDataType_t dtype;
+  tuttiRedOp_t op;
+  size_t count;
+  bool inPlace;
+  int root;
+};
+
+std::string describe(const Case& c, int n);
+// Runs one case on this rank; returns "" (right, or the algorithm does not apply here: the
+// same decision on every rank) or a description of the first wrong element / the failure.
+std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n);
+// The matrix: every collective x algorithm x dtype x op x count {0, 1, 7, 1023, 1 Mi+3} x
+// in/out-of-place x roots; the slice (full = false) trims large counts and dtypes.
+std::vector<Case> buildCases(int n, bool full);
+
+}  // namespace tutti::test
