@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Markdown tables from the files tools/perf-report.sh writes (docs/perf by default).
+
+  tools/compare/perf_markdown.py [docs/perf] > tables.md
+
+For each allreduce_np<N>.txt (compare.py output): busbw and time per call of tutti, Open MPI
+and Gloo with the ratios and tutti's share of the memory ceiling; for each
+allreduce_algos_np<N>.txt (all_reduce_perf -A all): busbw per algorithm and the automatic
+choice; for the other collectives (<coll>_np4.txt): busbw per algorithm. Standard library only.
+"""
+import glob
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nccl_table  # noqa: E402
+
+
+def human(n):
+    for unit, f in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= f and n % f == 0:
+            return "%d %s" % (n // f, unit)
+    return "%d B" % n
+
+
+def compare_tables(path):
+    lines = open(path).read().splitlines()
+    out = []
+    busbw, times, ceiling = [], [], ""
+    mode = None
+    for ln in lines:
+        if ln.startswith("# all-reduce"):
+            mode = "bw"
+            continue
+        if ln.startswith("# median time"):
+            mode = "t"
+            continue
+        if ln.startswith("# memory ceiling"):
+            ceiling = ln[2:]
+            continue
+        if ln.startswith("#") or not ln.strip() or ln.strip().startswith("size"):
+            continue
+        toks = ln.split()
+        if not toks[0].isdigit():
+            continue
+        (busbw if mode == "bw" else times).append(toks)
+    t_by = {r[0]: r for r in times}
+    out.append("| size | tutti | MPI | Gloo | tutti/MPI | tutti/Gloo | tutti % of ceiling "
+               "| time tutti (us) | time MPI | time Gloo |")
+    out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in busbw:
+        t = t_by.get(r[0], ["", "", "", ""])
+        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            human(int(r[0])), r[1], r[2], r[3], r[4], r[5], r[6] if len(r) > 6 else "-",
+            t[1], t[2], t[3]))
+    if ceiling:
+        out.append("")
+        out.append(ceiling.replace("memory ceiling:", "Memory ceiling of this run:"))
+    return "\n".join(out)
+
+
+def sweep_table(path):
+    text = open(path).read()
+    header = None
+    rows = []
+    for ln in text.splitlines():
+        if ln.startswith("#") and "size" in ln and "auto-algo" in ln:
+            header = ln[1:].split()
+        elif not ln.startswith("#") and ln.strip() and ln.split()[0].isdigit():
+            rows.append(ln.split())
+    if not header:
+        return "(no -A all table in %s)" % os.path.basename(path)
+    algos = header[5:header.index("auto")]
+    out = ["| size | " + " | ".join(algos) + " | auto | auto picked |",
+           "|---:|" + "---:|" * len(algos) + "---:|---|"]
+    for r in rows:
+        vals = r[5:5 + len(algos) + 1]
+        best = max((float(v) for v in vals[:-1] if v not in ("n/a", "-")), default=0.0)
+        cells = []
+        for v in vals[:-1]:
+            cells.append("**%s**" % v if v not in ("n/a", "-") and best > 0 and
+                         float(v) == best else v)
+        out.append("| %s | %s | %s | %s |" % (human(int(r[0])), " | ".join(cells), vals[-1],
+                                               r[5 + len(algos) + 1]))
+    return "\n".join(out)
+
+
+def plain_table(path):
+    text = open(path).read()
+    if "auto-algo" in text:
+        return sweep_table(path)
+    t = nccl_table.parse(text, 2)
+    out = ["| size | time (us) | busbw (GB/s) |", "|---:|---:|---:|"]
+    for r in t.rows:
+        out.append("| %s | %s | %s |" % (human(r["size"]), r["oop"]["time"], r["oop"]["busbw"]))
+    return "\n".join(out)
+
+
+def main():
+    d = sys.argv[1] if len(sys.argv) > 1 else "docs/perf"
+    for f in sorted(glob.glob(os.path.join(d, "allreduce_np*.txt")),
+                    key=lambda p: int(re.findall(r"np(\d+)", p)[0])):
+        n = re.findall(r"np(\d+)", f)[0]
+        print("### All-reduce, %s ranks: tutti vs Open MPI vs Gloo (busbw GB/s)\n" % n)
+        print(compare_tables(f))
+        print("\n![all-reduce %s ranks](perf/allreduce_np%s.png)\n" % (n, n))
+    for f in sorted(glob.glob(os.path.join(d, "allreduce_algos_np*.txt")),
+                    key=lambda p: int(re.findall(r"np(\d+)", p)[0])):
+        n = re.findall(r"np(\d+)", f)[0]
+        print("### All-reduce algorithms, %s ranks (`-A all`, busbw GB/s, best in bold)\n" % n)
+        print(sweep_table(f))
+        print()
+    for coll in ("all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall"):
+        f = os.path.join(d, "%s_np4.txt" % coll)
+        if os.path.exists(f):
+            print("### %s, 4 ranks (busbw GB/s)\n" % coll)
+            print(plain_table(f))
+            print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Makes the figures of docs/performance.md: all-reduce tutti vs Open MPI vs Gloo at 2, 4 and 8
+# local ranks (8 B .. 256 MiB, float32 sum, interleaved, medians), the per-algorithm sweep
+# (-A all) and the other collectives, into an output directory (default docs/perf).
+#   tools/perf-report.sh [build-dir] [out-dir]
+# Environment: RANKS="2 4 8", MAXBYTES=256M, ALGOMAXBYTES=64M (-A all sweep), REPS=3,
+# ITERS=10 (per size; fewer above 16 MiB
+# is not possible with one -n, so keep it modest on slow machines).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+out=${2:-docs/perf}
+ranks=${RANKS:-2 4 8}
+maxb=${MAXBYTES:-256M}
+algomax=${ALGOMAXBYTES:-64M}
+reps=${REPS:-3}
+iters=${ITERS:-10}
+mkdir -p "$out"
+run=$build/tools/tuttirun/tuttirun
+pt=$build/perf_tests
+
+{
+  echo "# perf-report $(date -u +%Y-%m-%dT%H:%MZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo ?)"
+  echo "# $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
+} > "$out/README.txt"
+
+for n in $ranks; do
+  python3 tools/compare/compare.py --build "$build" -np "$n" -b 8 -e "$maxb" -f 4 \
+      -n "$iters" -w 2 --reps "$reps" --csv "$out/allreduce_np$n.csv" \
+      --plot "$out/allreduce_np$n.png" > "$out/allreduce_np$n.txt"
+  "$run" -np "$n" "$pt/all_reduce_perf" -b 8 -e "$algomax" -f 4 -n "$iters" -w 2 -A all \
+      2>/dev/null > "$out/allreduce_algos_np$n.txt"
+done
+
+n=4
+for coll in all_gather reduce_scatter broadcast reduce alltoall; do
+  "$run" -np "$n" "$pt/${coll}_perf" -b 1K -e 64M -f 8 -n "$iters" -w 2 --limit 1 -A all \
+      2>/dev/null > "$out/${coll}_np$n.txt" ||
+    "$run" -np "$n" "$pt/${coll}_perf" -b 1K -e 64M -f 8 -n "$iters" -w 2 --limit 1 \
+      2>/dev/null > "$out/${coll}_np$n.txt"
+done
+echo "perf-report: results in $out"
