@@ -25,6 +25,9 @@ std::atomic<bool> cmaRefusedLogged{false};
 
 Ctrl* ctrlOf(const Segment& s) { return reinterpret_cast<Ctrl*>(s.data()); }
 
+// The first position of the lap after the one holding x (x itself if it starts a lap).
+uint64_t nextLap(uint64_t x, uint64_t lap) { return (x + lap - 1) / lap * lap; }
+
 }  // namespace
 
 ShmConnection::ShmConnection(ConnectionParts parts)
@@ -38,6 +41,7 @@ ShmConnection::ShmConnection(ConnectionParts parts)
       inSize_(in_->fifoBytes),
       cmaOn_(p_.cma) {
   chunk_ = std::clamp<uint64_t>(outSize_ / 8, 4096, 1u << 20);
+  hotBytes_ = std::min<uint64_t>(kFifoHotBytes, outSize_ / 2);
 }
 
 std::string ShmConnection::peerName() const {
@@ -107,6 +111,14 @@ bool ShmConnection::writeHeader(uint64_t bytes, bool cma) {
   uint64_t pos = roundUpRecord(shead_);
   uint64_t tail = out_->tail.load(std::memory_order_acquire);
   if (pos + kRecord > tail + outSize_) return false;
+  if (tail == shead_ && pos % outSize_ >= hotBytes_) {
+    // Empty and past the hot start: a restart record, then the next lap's start (whose
+    // pos % outSize_ bytes are free: the receiver has consumed everything before tail).
+    MsgHeader r{};
+    r.kind = static_cast<uint32_t>(MsgKind::kRestart);
+    std::memcpy(outRing_ + pos % outSize_, &r, kRecord);
+    pos = nextLap(pos + kRecord, outSize_);
+  }
   MsgHeader h{};
   h.bytes = bytes;
   h.seq = ++sseq_;
@@ -215,11 +227,8 @@ void ShmConnection::startRecv(RecvTarget target) {
 // Consumes the headers of zero-byte receives that completed early; false while waiting.
 bool ShmConnection::flushZeroRecvs(bool& moved) {
   while (pendingZeroRecvs_ > 0) {
-    uint64_t pos = roundUpRecord(rtail_);
-    if (in_->head.load(std::memory_order_acquire) < pos + kRecord) return false;
     MsgHeader h;
-    std::memcpy(&h, inRing_ + pos % inSize_, kRecord);
-    rtail_ = pos + kRecord;
+    if (!readHeader(h, moved)) return false;
     publishTail();
     --pendingZeroRecvs_;
     moved = true;
@@ -228,6 +237,20 @@ bool ShmConnection::flushZeroRecvs(bool& moved) {
            peerName(), " but the peer sent ", h.bytes, " bytes");
   }
   return true;
+}
+
+// Reads the next message header, skipping restart records; false if none has arrived.
+bool ShmConnection::readHeader(MsgHeader& h, bool& moved) {
+  for (;;) {
+    uint64_t pos = roundUpRecord(rtail_);
+    if (in_->head.load(std::memory_order_acquire) < pos + kRecord) return false;
+    std::memcpy(&h, inRing_ + pos % inSize_, kRecord);
+    rtail_ = pos + kRecord;
+    if (h.kind != static_cast<uint32_t>(MsgKind::kRestart)) return true;
+    rtail_ = nextLap(rtail_, inSize_);
+    publishTail();
+    moved = true;
+  }
 }
 
 size_t ShmConnection::progressRecv() {
@@ -248,11 +271,7 @@ bool ShmConnection::stepRecv() {
   uint64_t budget = kFifoBytesPerCall;
   for (;;) {
     if (rstate_ == RecvState::kHeader) {
-      uint64_t pos = roundUpRecord(rtail_);
-      uint64_t head = in_->head.load(std::memory_order_acquire);
-      if (head < pos + kRecord) break;
-      std::memcpy(&rhdr_, inRing_ + pos % inSize_, kRecord);
-      rtail_ = pos + kRecord;
+      if (!readHeader(rhdr_, moved)) break;
       moved = true;
       if (rhdr_.bytes != rt_.bytes) {
         publishTail();

@@ -49,6 +49,7 @@ class ShmConnection final : public Connection {
   bool flushZeroSends(bool& moved);
   bool flushZeroRecvs(bool& moved);
   bool writeHeader(uint64_t bytes, bool cma);
+  bool readHeader(MsgHeader& h, bool& moved);
   bool recvCma();
   bool canProgress() const;
   bool peerGone();
@@ -67,6 +68,7 @@ class ShmConnection final : public Connection {
   std::byte* inRing_;
   uint64_t inSize_;
   uint64_t chunk_;
+  uint64_t hotBytes_;
   bool cmaOn_;
 
   SendState sstate_ = SendState::kIdle;

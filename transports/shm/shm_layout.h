@@ -36,7 +36,13 @@ struct Ctrl {
 };
 static_assert(sizeof(Ctrl) <= kCtrlBytes);
 
-enum class MsgKind : uint32_t { kInline = 1, kCma = 2 };
+// kRestart: the sender found the FIFO empty past its cache-hot start and continues at the
+// start of the next lap (both sides skip to the next multiple of fifoBytes), so a stream of
+// small messages keeps reusing the same few cache lines instead of walking the whole FIFO.
+enum class MsgKind : uint32_t { kInline = 1, kCma = 2, kRestart = 3 };
+
+// Offset into the FIFO past which an empty FIFO restarts at its start.
+inline constexpr uint64_t kFifoHotBytes = 64u << 10;
 
 struct MsgHeader {
   uint64_t bytes;
