@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -18,6 +19,7 @@
 #include "common/log.h"
 #include "exec/executor.h"
 #include "reduce/reduce.h"
+#include "topology/binding.h"
 #include "tuning/tuner.h"
 
 namespace tutti {
@@ -51,6 +53,30 @@ std::string localHostname() {
 }
 
 }  // namespace
+
+// TUTTI_BIND: the first communicator of the process binds it (later ones, possibly over a
+// subset of ranks with other local indices, keep that binding).
+void bindOnce(const std::vector<int>& hostOf, int rank) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    topo::BindMode mode = topo::parseBindMode(env::getString("TUTTI_BIND"));
+    if (mode == topo::BindMode::kNone) return;
+    int local = 0, localRanks = 0;
+    for (int r = 0; r < static_cast<int>(hostOf.size()); ++r) {
+      if (hostOf[r] != hostOf[rank]) continue;
+      if (r < rank) ++local;
+      ++localRanks;
+    }
+    topo::CpuLayout layout = topo::liveCpuLayout();
+    auto plan = topo::planBinding(layout, localRanks, mode);
+    if (plan.empty()) return;
+    const topo::Binding& b = plan[local];
+    topo::applyBinding(b.cpus);
+    TUTTI_INFO(kInit, "TUTTI_BIND=" << topo::bindModeName(mode) << ": local rank " << local << "/"
+                                    << localRanks << " bound to NUMA node " << b.nodeOsIndex
+                                    << ", CPUs " << topo::cpuListString(b.cpus));
+  });
+}
 
 CommOptions commOptionsFromEnv() {
   CommOptions o;
@@ -90,6 +116,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
       auto it = hostIndex.emplace(peers_[r].hostId, static_cast<int>(hostIndex.size())).first;
       hostOf_[r] = it->second;
     }
+    bindOnce(hostOf_, rank_);
     long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
     oversubscribed_ = std::count(hostOf_.begin(), hostOf_.end(), hostOf_[rank_]) > cores;
     directChunkBytes_ =

@@ -122,6 +122,10 @@ constexpr Var kVars[] = {
     {"TUTTI_TOPO_DUMP_FILE", Type::kString, "", "TOPO",
      "Write the detected topology to this file: hwloc XML when probed with hwloc, tutti "
      "JSON when loaded from a file or when the name ends in .json."},
+    {"TUTTI_BIND", Type::kString, "none", "TOPO",
+     "Bind each rank's threads when its first communicator is created: none, numa (block "
+     "distribution of a host's ranks over its NUMA nodes) or core (that node, then a share of "
+     "its cores). tutti-topo --bind N prints the plan."},
     // ---- compression ----
     {"TUTTI_COMPRESS", Type::kString, "", "COMPRESS",
      "Default compressor for tuttiAllReduceCompressed: none, topk:RATIO, qsgd:S."},

@@ -13,6 +13,7 @@
 
 #include "comm_test_util.h"
 #include "harness/fork_harness.h"
+#include "topology/binding.h"
 #include "tutti/tutti.h"
 
 namespace tutti::test {
@@ -23,20 +24,23 @@ class InitDestroy : public ::testing::TestWithParam<int> {};
 TEST_P(InitDestroy, EveryRankSeesItsRankAndSize) {
   int n = GetParam();
   tuttiUniqueId id = makeId();
-  auto result = runRanks(n, [&](int rank) {
-    tuttiComm_t comm = nullptr;
-    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
-    int r = -1, size = -1;
-    TUTTI_ASSERT_OK(tuttiCommUserRank(comm, &r), comm);
-    TUTTI_ASSERT_OK(tuttiCommCount(comm, &size), comm);
-    EXPECT_EQ(r, rank);
-    EXPECT_EQ(size, n);
-    // The communicator works: an all-reduce of ranks.
-    int mine = rank + 1, sum = 0;
-    TUTTI_ASSERT_OK(tuttiAllReduce(&mine, &sum, 1, tuttiInt32, tuttiSum, comm, nullptr), comm);
-    EXPECT_EQ(sum, n * (n + 1) / 2);
-    TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
-  }, 300);
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        tuttiComm_t comm = nullptr;
+        TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+        int r = -1, size = -1;
+        TUTTI_ASSERT_OK(tuttiCommUserRank(comm, &r), comm);
+        TUTTI_ASSERT_OK(tuttiCommCount(comm, &size), comm);
+        EXPECT_EQ(r, rank);
+        EXPECT_EQ(size, n);
+        // The communicator works: an all-reduce of ranks.
+        int mine = rank + 1, sum = 0;
+        TUTTI_ASSERT_OK(tuttiAllReduce(&mine, &sum, 1, tuttiInt32, tuttiSum, comm, nullptr), comm);
+        EXPECT_EQ(sum, n * (n + 1) / 2);
+        TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+      },
+      300);
   EXPECT_TRUE(result.allOk()) << result.describe();
 }
 
@@ -119,6 +123,42 @@ TEST(CommInit, MissingRankTimesOutNamingIt) {
     EXPECT_LT(secs, 3 + 2.0);
   });
   unsetenv("TUTTI_TIMEOUT");
+  EXPECT_TRUE(result.allOk()) << result.describe();
+}
+
+TEST(CommInit, BindGivesEachLocalRankItsPlannedCpus) {
+  // TUTTI_BIND=core and numa: after init each rank runs on exactly the CPUs the plan gives its
+  // local index (on a machine with at least as many cores as ranks, disjoint core shares),
+  // and the communicator works; a bad value fails init naming the variable.
+  for (const char* mode : {"core", "numa"}) {
+    const int n = 3;
+    tuttiUniqueId id = makeId();
+    auto result = runRanks(
+        n,
+        [&](int rank) {
+          auto plan = topo::planBinding(topo::liveCpuLayout(), n, topo::parseBindMode(mode));
+          setenv("TUTTI_BIND", mode, 1);
+          tuttiComm_t comm = nullptr;
+          TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+          ASSERT_EQ(plan.size(), size_t(n));
+          EXPECT_EQ(topo::currentAffinity(), plan[rank].cpus) << mode << " rank " << rank;
+          int mine = rank + 1, sum = 0;
+          TUTTI_ASSERT_OK(tuttiAllReduce(&mine, &sum, 1, tuttiInt32, tuttiSum, comm, nullptr),
+                          comm);
+          EXPECT_EQ(sum, n * (n + 1) / 2);
+          TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+        },
+        120);
+    EXPECT_TRUE(result.allOk()) << mode << ": " << result.describe();
+  }
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(1, [&](int rank) {
+    setenv("TUTTI_BIND", "socket", 1);
+    tuttiComm_t comm = nullptr;
+    EXPECT_EQ(tuttiCommInitRank(&comm, 1, id, rank), tuttiInvalidArgument);
+    std::string msg = tuttiGetLastError(nullptr);
+    EXPECT_NE(msg.find("TUTTI_BIND=socket"), std::string::npos) << msg;
+  });
   EXPECT_TRUE(result.allOk()) << result.describe();
 }
 

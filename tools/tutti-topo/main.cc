@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "topology/binding.h"
 #include "topology/json.h"
 #include "topology/load.h"
 #include "topology/paths.h"
@@ -24,7 +25,10 @@ void usage(std::ostream& os) {
         "  --file FILE  load an hwloc XML (v1/v2) or NCCL topology XML file instead of\n"
         "               probing this machine (TUTTI_TOPO_FILE does the same)\n"
         "  --json       print a JSON document (gpus, nics, nvlink, paths, numa_nodes, ...)\n"
-        "  --ranks N    show the ring and tree built for N ranks (default: one per GPU)\n";
+        "  --ranks N    show the ring and tree built for N ranks (default: one per GPU)\n"
+        "  --bind N     print the CPU binding (TUTTI_BIND) of N host-memory ranks on this\n"
+        "               machine (cores from hwloc) or on --file's NUMA cpusets\n"
+        "  --bind-mode M  numa (default) or core\n";
 }
 
 std::string nicLabel(const topo::Topology& t, int i) {
@@ -121,12 +125,34 @@ void printText(const topo::Topology& t, int ranks) {
   }
 }
 
+void printBinding(const topo::CpuLayout& layout, int n, topo::BindMode mode) {
+  std::cout << "CPU binding for " << n << " ranks per host (TUTTI_BIND=" << topo::bindModeName(mode)
+            << "), " << layout.nodes.size() << " NUMA node(s), " << layout.cpuCount()
+            << " CPU(s):\n";
+  auto plan = topo::planBinding(layout, n, mode);
+  if (plan.empty()) {
+    std::cout << "  (no CPUs known: the file has no NUMA cpusets)\n";
+    return;
+  }
+  for (int i = 0; i < n; ++i)
+    std::cout << "  local rank " << i << ": NUMA node " << plan[i].nodeOsIndex << ", CPUs "
+              << topo::cpuListString(plan[i].cpus) << "\n";
+  if (n > layout.cpuCount())
+    std::cout << "  note: " << n << " ranks share " << layout.cpuCount()
+              << " CPUs (oversubscribed: waiting ranks yield, see docs/tuning.md)\n";
+  if (layout.nodes.size() > 1 && mode == topo::BindMode::kNone)
+    std::cout
+        << "  advice: several NUMA nodes: TUTTI_BIND=numa keeps ring neighbours on one node\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string file;
   bool json = false;
   int ranks = 0;
+  int bindRanks = 0;
+  topo::BindMode bindMode = topo::BindMode::kNuma;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--file" && i + 1 < argc) {
@@ -141,6 +167,21 @@ int main(int argc, char** argv) {
         return 2;
       }
       ranks = static_cast<int>(v);
+    } else if (a == "--bind" && i + 1 < argc) {
+      char* end = nullptr;
+      long v = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || v < 1 || v > 1 << 16) {
+        std::cerr << "tutti-topo: --bind needs a positive integer, got '" << argv[i] << "'\n";
+        return 2;
+      }
+      bindRanks = static_cast<int>(v);
+    } else if (a == "--bind-mode" && i + 1 < argc) {
+      try {
+        bindMode = topo::parseBindMode(argv[++i]);
+      } catch (const std::exception& e) {
+        std::cerr << "tutti-topo: --bind-mode: " << e.what() << "\n";
+        return 2;
+      }
     } else if (a == "--help" || a == "-h") {
       usage(std::cout);
       return 0;
@@ -151,6 +192,12 @@ int main(int argc, char** argv) {
     }
   }
   try {
+    if (bindRanks > 0) {
+      topo::CpuLayout layout =
+          file.empty() ? topo::liveCpuLayout() : topo::cpuLayoutOf(topo::loadTopologyFile(file));
+      printBinding(layout, bindRanks, bindMode);
+      return 0;
+    }
     topo::Topology t = file.empty() ? topo::discoverTopology() : topo::loadTopologyFile(file);
     if (json) {
       std::cout << topo::topologyJson(t, ranks);

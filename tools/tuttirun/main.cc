@@ -15,7 +15,7 @@ void usage(FILE* f) {
   std::fprintf(
       f,
       "usage: tuttirun -np N [--hosts H,H.. | --hosts-file F] [-x VAR=val]... [--tag-output]\n"
-      "                [--timeout S] cmd [args...]\n"
+      "                [--timeout S] [--bind none|numa|core] cmd [args...]\n"
       "  -np N, -n N      number of ranks (all on this host unless --hosts)\n"
       "  --hosts H[:S],.. run the ranks in these network namespaces (/var/run/netns/H,\n"
       "                   needs root): blocks of S (default ceil(N/hosts)) ranks per\n"
@@ -24,6 +24,8 @@ void usage(FILE* f) {
       "  -x VAR=val       set VAR in every rank (-x VAR passes the current value)\n"
       "  --tag-output     prefix every output line with [rank]\n"
       "  --timeout S      stop the job after S seconds (exit code 124)\n"
+      "  --bind M         TUTTI_BIND=M in every rank: none, numa or core (each rank binds\n"
+      "                   itself when it creates its first communicator)\n"
       "Each rank gets TUTTI_RANK, TUTTI_WORLD_SIZE, TUTTI_LOCAL_RANK, TUTTI_ADDR "
       "(rank 0 serves the TCP store there) and TUTTI_SECRET.\n");
 }
@@ -89,6 +91,11 @@ int main(int argc, char** argv) {
       o.timeoutSec = std::strtod(v.c_str(), &end);
       if (v.empty() || *end != '\0' || o.timeoutSec <= 0)
         bad("--timeout '" + v + "': expected seconds > 0");
+    } else if (a == "--bind") {
+      std::string v = value("--bind");
+      if (v != "none" && v != "numa" && v != "core")
+        bad("--bind '" + v + "': use none, numa or core");
+      o.env.emplace_back("TUTTI_BIND", v);
     } else if (a == "-h" || a == "--help") {
       usage(stdout);
       return 0;
