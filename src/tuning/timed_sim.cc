@@ -1,6 +1,7 @@
 #include "tuning/timed_sim.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace tutti::tuning {
@@ -84,15 +85,25 @@ RankStats statsOf(const exec::Schedule& s, int rank, const std::vector<int>& hos
   return out;
 }
 
+// A phase of the shared window when ranks outnumber cores: every rank of the host must be
+// scheduled before it completes (4 ranks on 2 cores: ~45 us per phase, 8 ranks: ~145 us;
+// about 5.5 scaled alphas either way).
+constexpr double kOversubscribedSyncAlphas = 5.5;
+
 // Alphas of a round that only waits on the shared window: with a core per rank a waited-for
 // store arrives within a microsecond (windowSyncFactor); with more ranks than cores every
 // rank of the host must be scheduled before the phase completes, a barrier whose cost grows
 // with the ranks that share the cores (fitted on 4 and 8 ranks on 2 cores: a direct phase
 // costs 2-3x a pairwise FIFO round there).
-double syncAlphas(const CostModel& m, double oversub, size_t ranksOnHost) {
+double syncAlphas(const CostModel& m, double oversub, size_t /*ranksOnHost*/) {
   if (oversub <= 1.0) return m.windowSyncFactor;
-  return 0.6 * static_cast<double>(ranksOnHost - 1);
+  return kOversubscribedSyncAlphas;
 }
+
+// With more ranks than cores a message's latency includes waiting for the receiver (or
+// sender) to be scheduled: fitted on 4 and 8 ranks on 2 cores, a pairwise FIFO round costs
+// alpha * oversub^1.5 (8-14 us at oversub 2, 23-33 us at oversub 4, with alpha 3 us).
+double alphaScale(double oversub) { return oversub <= 1.0 ? 1.0 : oversub * std::sqrt(oversub); }
 
 double roundTime(const RoundStat& st, double hostSent, double hostRecv, double oversub,
                  const CostModel& m, double syncCost) {
@@ -100,7 +111,8 @@ double roundTime(const RoundStat& st, double hostSent, double hostRecv, double o
   if (st.intra) {
     int messages = std::max(st.intraSends, st.intraRecvs);
     double alphas = messages > 0 ? messages : (st.sync ? syncCost : 0.0);
-    intra = st.intraAlpha * alphas + std::max(st.intraSendSec, st.intraRecvSec) * oversub;
+    intra = st.intraAlpha * alphas * alphaScale(oversub) +
+            std::max(st.intraSendSec, st.intraRecvSec) * oversub;
   }
   if (st.inter) {
     double nics = std::max(1, m.nicsPerHost);

@@ -41,6 +41,10 @@ void usage(std::ostream& os) {
         "  --nics K             NICs per host shared by its ranks (default: --topo's, else 1)\n"
         "  --cores C            cores per host for shm copies (default: tuning file's)\n"
         "  --gamma-gbps X       local reduction GB/s (default: tuning file's; GPUs 1000)\n"
+        "  --window-bytes B     shared-window bytes for the direct algorithms when every\n"
+        "                       rank is on one host without GPUs (default: as the library:\n"
+        "                       256 KiB chunks with a core per rank, 4 MiB oversubscribed;\n"
+        "                       0: leave direct out)\n"
         "  --tuning FILE        cost model file (default: TUTTI_TUNING_FILE, else built-in)\n"
         "  --coll C             allreduce (default) allgather reducescatter broadcast reduce\n"
         "                       alltoall\n"
@@ -126,6 +130,7 @@ double busFactor(algo::Coll c, int n) {
 struct Options {
   std::string topoFile, tuningFile, algos;
   int hosts = 0, ranks = 0, perHost = 0, nics = 0, cores = -1;
+  long long windowBytes = -1;
   double netGbps = 0, netLatencyUs = -1, gammaGbps = 0;
   algo::Coll coll = algo::Coll::kAllReduce;
   tuttiDataType_t dtype = tuttiFloat32;
@@ -216,6 +221,13 @@ int run(const Options& o) {
   base.coll = o.coll;
   base.dtype = o.dtype;
   base.nranks = n;
+  if (hosts == 1 && !(haveTopo && m.intraPair)) {
+    // One host of CPU ranks: the communicator's shm window (communicator.cc: chunks of
+    // TUTTI_CHUNK_BYTES with a core per rank, the whole window when oversubscribed).
+    bool over = m.coresPerHost > 0 && n > m.coresPerHost;
+    base.windowBytes = o.windowBytes >= 0 ? static_cast<size_t>(o.windowBytes)
+                                          : (over ? size_t{4} << 20 : size_t{256} << 10);
+  }
   if (hosts > 1) {
     base.hostOf.resize(n);
     base.ringOrder.resize(n);
@@ -323,6 +335,8 @@ int main(int argc, char** argv) {
         o.nics = std::stoi(need(i));
       } else if (f == "--cores") {
         o.cores = std::stoi(need(i));
+      } else if (f == "--window-bytes") {
+        o.windowBytes = std::stoll(need(i));
       } else if (f == "--gamma-gbps") {
         o.gammaGbps = std::stod(need(i));
       } else if (f == "--coll") {
