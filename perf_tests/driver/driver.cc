@@ -453,6 +453,8 @@ int perfMain(const Collective& coll, int argc, char** argv) {
   } else {
     run.forced = o.algo;
   }
+  // "auto" is always a column of a multi-algorithm run, never a forced algorithm.
+  std::erase(run.sweep, std::string("auto"));
   const char* corrupt = getenv("TUTTI_TEST_CORRUPT");
   b.corrupt = corrupt && (strcmp(corrupt, "1") == 0 || strcasecmp(corrupt, "true") == 0 ||
                           strcasecmp(corrupt, "yes") == 0 || strcasecmp(corrupt, "on") == 0);
