@@ -54,7 +54,10 @@ void runConformance(int nranks, size_t big) {
   EXPECT_RANKS_OK(r);
 }
 
-TEST(ShmMultiprocTest, ConformanceTwoRanks256MiB) { runConformance(2, kBig); }
+TEST(ShmMultiprocTest, ConformanceTwoRanks256MiB) {
+  ScopedEnv cma("TUTTI_SHM_CMA", "1");  // opt-in single copy for messages >= 1 MiB
+  runConformance(2, kBig);
+}
 TEST(ShmMultiprocTest, ConformanceFourRanks256MiB) { runConformance(4, kBig); }
 TEST(ShmMultiprocTest, ConformanceThreeRanksFifoOnly) {
   ScopedEnv cma("TUTTI_SHM_CMA", "0");
@@ -237,6 +240,7 @@ TEST(ShmMultiprocTest, IdleReceiverUsesLittleCpu) {
 // 0's memfd through /proc/<pid>/fd nor process_vm_readv its memory: the pair must fall back
 // to a named file and to the FIFO copy path, and still pass the conformance suite.
 TEST(ShmMultiprocTest, PtraceRestrictionsFallBackToFilesAndFifo) {
+  ScopedEnv cma("TUTTI_SHM_CMA", "1");
   test::TempDir dir("tutti-shm-noptrace");
   auto r = test::runRanks(2, [&](int rank) {
     if (rank == 0) {

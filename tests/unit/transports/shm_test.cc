@@ -81,6 +81,7 @@ TEST(ShmTest, PingPongRestartsAtTheHotStartOfTheFifo) {
 
 TEST(ShmTest, ConformanceCmaForEverythingAndConsumeMode) {
   // Threshold 1: every non-empty message goes single-copy, including consume-mode receives.
+  ScopedEnv on("TUTTI_SHM_CMA", "1");
   ScopedEnv thr("TUTTI_SHM_CMA_THRESHOLD", "1");
   runConformance(2, 32u << 20);
 }
