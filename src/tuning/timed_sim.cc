@@ -31,6 +31,22 @@ struct RankStats {
   size_t messagesSent = 0;
 };
 
+// Reading another rank's shared window moves its bytes between cores like a FIFO receive
+// (they are not in this core's cache): charged at the pair's beta, on top of the local work;
+// half of it when the window chunks are small enough to stay in the shared cache (the
+// communicator's 256 KiB chunks with a core per rank; 4 MiB chunks when oversubscribed).
+constexpr size_t kCacheResidentWindow = size_t{1} << 20;
+
+void readPeerWindow(RoundStat& st, const exec::Slice& src, int rank, const CostModel& m,
+                    size_t windowBytes) {
+  if (src.buf != exec::Buf::kWindow || src.rank < 0 || src.rank == rank) return;
+  LinkCost lc = m.intraPair ? m.intraPair(rank, src.rank) : m.intraHost;
+  double factor = windowBytes <= kCacheResidentWindow ? 0.5 : 1.0;
+  st.intra = true;
+  st.intraAlpha = std::max(st.intraAlpha, lc.alpha);
+  st.intraRecvSec += factor * static_cast<double>(src.bytes) * lc.beta;
+}
+
 RankStats statsOf(const exec::Schedule& s, int rank, const std::vector<int>& hostOf,
                   const CostModel& m) {
   RankStats out;
@@ -54,9 +70,12 @@ RankStats statsOf(const exec::Schedule& s, int rank, const std::vector<int>& hos
           break;
         case exec::OpType::kReduce:
           st.local += static_cast<double>(op.dst.bytes);
+          readPeerWindow(st, op.src, rank, m, s.windowBytes);
+          readPeerWindow(st, op.src2, rank, m, s.windowBytes);
           continue;
         case exec::OpType::kCopy:
           st.local += 0.5 * static_cast<double>(op.dst.bytes);
+          readPeerWindow(st, op.src, rank, m, s.windowBytes);
           continue;
         case exec::OpType::kWait:  // a synchronisation with peer: its latency, no bytes
           st.sync = true;
