@@ -32,17 +32,17 @@ struct RankStats {
 };
 
 // Reading another rank's shared window moves its bytes between cores like a FIFO receive
-// (they are not in this core's cache): charged at the pair's beta, on top of the local work;
-// a quarter of it when the window chunks are small enough to stay in the shared cache (the
-// communicator's 256 KiB chunks with a core per rank: fitted at 2 ranks, where direct measures
-// 7.4-8.3 GB/s and ring 5-8; oversubscribed ranks use the whole 4 MiB window).
+// (they are not in this core's cache): charged at the pair's beta, on top of the local work,
+// unless the window chunks are small enough to stay in the shared cache (the communicator's
+// 256 KiB chunks with a core per rank), where the read is a cache hit that the local gamma
+// work already covers. Oversubscribed ranks use the whole 4 MiB window and pay it in full.
 constexpr size_t kCacheResidentWindow = size_t{1} << 20;
 
 void readPeerWindow(RoundStat& st, const exec::Slice& src, int rank, const CostModel& m,
                     size_t windowBytes) {
   if (src.buf != exec::Buf::kWindow || src.rank < 0 || src.rank == rank) return;
   LinkCost lc = m.intraPair ? m.intraPair(rank, src.rank) : m.intraHost;
-  double factor = windowBytes <= kCacheResidentWindow ? 0.25 : 1.0;
+  double factor = windowBytes <= kCacheResidentWindow ? 0.0 : 1.0;
   st.intra = true;
   st.intraAlpha = std::max(st.intraAlpha, lc.alpha);
   st.intraRecvSec += factor * static_cast<double>(src.bytes) * lc.beta;

@@ -106,7 +106,9 @@ TEST(TimedSim, TimesGrowWithSize) {
       EXPECT_GE(t, prev) << info.name << " count " << count;
       prev = t;
     }
-    if (applied) EXPECT_GT(prev, 0) << info.name;
+    if (applied) {
+      EXPECT_GT(prev, 0) << info.name;
+    }
   }
 }
 
