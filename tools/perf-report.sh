@@ -39,4 +39,6 @@ for coll in all_gather reduce_scatter broadcast reduce alltoall; do
     "$run" -np "$n" "$pt/${coll}_perf" -b 1K -e 64M -f 8 -n "$iters" -w 2 --limit 1 \
       2>/dev/null > "$out/${coll}_np$n.txt"
 done
+"$run" -np 2 "$pt/sendrecv_perf" -b 1K -e 64M -f 8 -n "$iters" -w 2 --limit 1 \
+    2>/dev/null > "$out/sendrecv_np2.txt"
 echo "perf-report: results in $out"

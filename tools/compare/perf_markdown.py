@@ -117,6 +117,11 @@ def main():
             print("### %s, 4 ranks (busbw GB/s)\n" % coll)
             print(plain_table(f))
             print()
+    f = os.path.join(d, "sendrecv_np2.txt")
+    if os.path.exists(f):
+        print("### sendrecv, 2 ranks (each rank sends to and receives from the other)\n")
+        print(plain_table(f))
+        print()
 
 
 if __name__ == "__main__":
