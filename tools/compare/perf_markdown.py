@@ -105,6 +105,12 @@ def main():
         print("### All-reduce, %s ranks: tutti vs Open MPI vs Gloo (busbw GB/s)\n" % n)
         print(compare_tables(f))
         print("\n![all-reduce %s ranks](perf/allreduce_np%s.png)\n" % (n, n))
+    for f in sorted(glob.glob(os.path.join(d, "allreduce_64K_256M_np*.txt")),
+                    key=lambda p: int(re.findall(r"np(\d+)", p)[0])):
+        n = re.findall(r"np(\d+)", f)[0]
+        print("### All-reduce 64 KiB - 256 MiB, %s ranks (a separate run, `-n 5 -w 1`)\n" % n)
+        print(compare_tables(f))
+        print()
     for f in sorted(glob.glob(os.path.join(d, "allreduce_algos_np*.txt")),
                     key=lambda p: int(re.findall(r"np(\d+)", p)[0])):
         n = re.findall(r"np(\d+)", f)[0]
