@@ -52,8 +52,6 @@ std::string localHostname() {
   return host;
 }
 
-}  // namespace
-
 // TUTTI_BIND: the first communicator of the process binds it (later ones, possibly over a
 // subset of ranks with other local indices, keep that binding).
 void bindOnce(const std::vector<int>& hostOf, int rank) {
@@ -77,6 +75,8 @@ void bindOnce(const std::vector<int>& hostOf, int rank) {
                                     << ", CPUs " << topo::cpuListString(b.cpus));
   });
 }
+
+}  // namespace
 
 CommOptions commOptionsFromEnv() {
   CommOptions o;

@@ -85,35 +85,29 @@ std::vector<Binding> planBinding(const CpuLayout& layout, int localRanks, BindMo
 }
 
 std::vector<int> parseCpuset(std::string_view hex) {
-  // Comma-separated 32-bit words, most significant first; each may carry "0x".
+  // Comma-separated 32-bit words, most significant first; each may carry "0x". A set written
+  // as one long word ("0xffffffffffff") is read as its 8-digit groups from the right.
   std::vector<std::string_view> words;
   size_t start = 0;
   for (;;) {
     size_t comma = hex.find(',', start);
-    words.push_back(hex.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    std::string_view w = hex.substr(start, comma == std::string_view::npos ? comma : comma - start);
+    if (w.starts_with("0x") || w.starts_with("0X")) w.remove_prefix(2);
+    words.push_back(w);
     if (comma == std::string_view::npos) break;
     start = comma + 1;
+  }
+  if (words.size() == 1 && words[0].size() > 8) {
+    std::string_view w = words[0];
+    words.clear();
+    for (size_t end = w.size(); end > 0; end = end > 8 ? end - 8 : 0)
+      words.insert(words.begin(), w.substr(end > 8 ? end - 8 : 0, end > 8 ? 8 : end));
   }
   std::vector<int> cpus;
   int base = 0;
   for (auto it = words.rbegin(); it != words.rend(); ++it, base += 32) {
-    std::string_view w = *it;
-    if (w.starts_with("0x") || w.starts_with("0X")) w.remove_prefix(2);
-    if (w.empty()) continue;
-    if (w.size() > 8 && words.size() == 1) {  // one long word ("0xffffffffffff")
-      for (size_t d = 0; d < w.size(); ++d) {
-        char c = w[w.size() - 1 - d];
-        int v = (c >= '0' && c <= '9')   ? c - '0'
-                : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-                : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                         : -1;
-        if (v < 0) fail(tuttiInvalidArgument, "cpuset '", hex, "': not hexadecimal");
-        for (int bit = 0; bit < 4; ++bit)
-          if (v & (1 << bit)) cpus.push_back(static_cast<int>(d) * 4 + bit);
-      }
-      break;
-    }
-    std::string s(w);
+    if (it->empty()) continue;
+    std::string s(*it);
     char* end = nullptr;
     unsigned long v = std::strtoul(s.c_str(), &end, 16);
     if (!end || *end != '\0' || s.size() > 8)

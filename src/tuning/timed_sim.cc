@@ -32,20 +32,20 @@ struct RankStats {
 };
 
 // Reading another rank's shared window moves its bytes between cores like a FIFO receive
-// (they are not in this core's cache): charged at the pair's beta, on top of the local work,
-// unless the window chunks are small enough to stay in the shared cache (the communicator's
-// 256 KiB chunks with a core per rank), where the read is a cache hit that the local gamma
+// (they are not in this core's cache): charged at the pair's beta, on top of the local work.
+// Not when the window chunks are small enough to stay in the shared cache (the communicator's
+// 256 KiB chunks with a core per rank): there the read is a cache hit that the local gamma
 // work already covers. Oversubscribed ranks use the whole 4 MiB window and pay it in full.
 constexpr size_t kCacheResidentWindow = size_t{1} << 20;
 
 void readPeerWindow(RoundStat& st, const exec::Slice& src, int rank, const CostModel& m,
                     size_t windowBytes) {
   if (src.buf != exec::Buf::kWindow || src.rank < 0 || src.rank == rank) return;
+  if (windowBytes <= kCacheResidentWindow) return;
   LinkCost lc = m.intraPair ? m.intraPair(rank, src.rank) : m.intraHost;
-  double factor = windowBytes <= kCacheResidentWindow ? 0.0 : 1.0;
   st.intra = true;
   st.intraAlpha = std::max(st.intraAlpha, lc.alpha);
-  st.intraRecvSec += factor * static_cast<double>(src.bytes) * lc.beta;
+  st.intraRecvSec += static_cast<double>(src.bytes) * lc.beta;
 }
 
 RankStats statsOf(const exec::Schedule& s, int rank, const std::vector<int>& hostOf,
@@ -111,13 +111,11 @@ RankStats statsOf(const exec::Schedule& s, int rank, const std::vector<int>& hos
 constexpr double kOversubscribedSyncAlphas = 5.5;
 
 // Alphas of a round that only waits on the shared window: with a core per rank a waited-for
-// store arrives within a microsecond (windowSyncFactor); with more ranks than cores every
-// rank of the host must be scheduled before the phase completes, a barrier whose cost grows
-// with the ranks that share the cores (fitted on 4 and 8 ranks on 2 cores: a direct phase
-// costs 2-3x a pairwise FIFO round there).
-double syncAlphas(const CostModel& m, double oversub, size_t /*ranksOnHost*/) {
-  if (oversub <= 1.0) return m.windowSyncFactor;
-  return kOversubscribedSyncAlphas;
+// store arrives within a microsecond (windowSyncFactor); with more ranks than cores every rank
+// of the host must be scheduled before the phase completes (kOversubscribedSyncAlphas, in
+// alphas scaled like a message round's).
+double syncAlphas(const CostModel& m, double oversub) {
+  return oversub <= 1.0 ? m.windowSyncFactor : kOversubscribedSyncAlphas;
 }
 
 // With more ranks than cores a message's latency includes waiting for the receiver (or
@@ -209,7 +207,7 @@ TimedResult timeCollective(const algo::AlgorithmInfo& info, const algo::CollArgs
     for (const RankStats& st : stats)
       for (size_t k = 0; k < st.rounds.size(); ++k)
         roundMax[k] = std::max(roundMax[k], roundTime(st.rounds[k], hostSent[k], hostRecv[k], over,
-                                                      m, syncAlphas(m, over, L)));
+                                                      m, syncAlphas(m, over)));
   }
   res.rounds = roundMax.size();
   for (double t : roundMax) res.seconds += t;
@@ -224,7 +222,7 @@ double predictRank(const exec::Schedule& schedule, const algo::CollArgs& args, c
   double over = oversubscription(m, L);
   double total = 0;
   for (const RoundStat& r : st.rounds)
-    total += roundTime(r, r.interSent, r.interRecv, over, m, syncAlphas(m, over, L));
+    total += roundTime(r, r.interSent, r.interRecv, over, m, syncAlphas(m, over));
   return total;
 }
 

@@ -97,23 +97,24 @@ def plain_table(path):
     return "\n".join(out)
 
 
+def by_rank_count(d, prefix):
+    """(n, path) of d/<prefix><n>.txt, by rank count."""
+    files = glob.glob(os.path.join(d, prefix + "*.txt"))
+    pairs = [(int(re.findall(r"np(\d+)", f)[-1]), f) for f in files]
+    return sorted(p for p in pairs if os.path.basename(p[1]) == "%s%d.txt" % (prefix, p[0]))
+
+
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "docs/perf"
-    for f in sorted(glob.glob(os.path.join(d, "allreduce_np*.txt")),
-                    key=lambda p: int(re.findall(r"np(\d+)", p)[0])):
-        n = re.findall(r"np(\d+)", f)[0]
+    for n, f in by_rank_count(d, "allreduce_np"):
         print("### All-reduce, %s ranks: tutti vs Open MPI vs Gloo (busbw GB/s)\n" % n)
         print(compare_tables(f))
         print("\n![all-reduce %s ranks](perf/allreduce_np%s.png)\n" % (n, n))
-    for f in sorted(glob.glob(os.path.join(d, "allreduce_64K_256M_np*.txt")),
-                    key=lambda p: int(re.findall(r"np(\d+)", p)[0])):
-        n = re.findall(r"np(\d+)", f)[0]
+    for n, f in by_rank_count(d, "allreduce_64K_256M_np"):
         print("### All-reduce 64 KiB - 256 MiB, %s ranks (a separate run, `-n 5 -w 1`)\n" % n)
         print(compare_tables(f))
         print()
-    for f in sorted(glob.glob(os.path.join(d, "allreduce_algos_np*.txt")),
-                    key=lambda p: int(re.findall(r"np(\d+)", p)[0])):
-        n = re.findall(r"np(\d+)", f)[0]
+    for n, f in by_rank_count(d, "allreduce_algos_np"):
         print("### All-reduce algorithms, %s ranks (`-A all`, busbw GB/s, best in bold)\n" % n)
         print(sweep_table(f))
         print()

@@ -13,6 +13,7 @@
 
 #include "algorithms/algorithm.h"
 #include "common/dtype.h"
+#include "common/env.h"
 #include "common/error.h"
 #include "topology/load.h"
 #include "topology/paths.h"
@@ -223,10 +224,14 @@ int run(const Options& o) {
   base.nranks = n;
   if (hosts == 1 && !(haveTopo && m.intraPair)) {
     // One host of CPU ranks: the communicator's shm window (communicator.cc: chunks of
-    // TUTTI_CHUNK_BYTES with a core per rank, the whole window when oversubscribed).
+    // TUTTI_CHUNK_BYTES with a core per rank, the whole TUTTI_SHM_WINDOW_BYTES when
+    // oversubscribed).
     bool over = m.coresPerHost > 0 && n > m.coresPerHost;
+    auto window = static_cast<size_t>(tutti::env::getInt("TUTTI_SHM_WINDOW_BYTES"));
+    auto chunk =
+        static_cast<size_t>(std::max<int64_t>(4096, tutti::env::getInt("TUTTI_CHUNK_BYTES")));
     base.windowBytes = o.windowBytes >= 0 ? static_cast<size_t>(o.windowBytes)
-                                          : (over ? size_t{4} << 20 : size_t{256} << 10);
+                                          : (over ? window : std::min(window, chunk));
   }
   if (hosts > 1) {
     base.hostOf.resize(n);

@@ -145,6 +145,18 @@ void printBinding(const topo::CpuLayout& layout, int n, topo::BindMode mode) {
         << "  advice: several NUMA nodes: TUTTI_BIND=numa keeps ring neighbours on one node\n";
 }
 
+// A rank count 1..max for `flag`; prints the error and returns false otherwise.
+bool parseCount(const char* flag, const char* text, long max, int* out) {
+  char* end = nullptr;
+  long v = std::strtol(text, &end, 10);
+  if (*end != '\0' || v < 1 || v > max) {
+    std::cerr << "tutti-topo: " << flag << " needs a positive integer, got '" << text << "'\n";
+    return false;
+  }
+  *out = static_cast<int>(v);
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -160,21 +172,9 @@ int main(int argc, char** argv) {
     } else if (a == "--json") {
       json = true;
     } else if (a == "--ranks" && i + 1 < argc) {
-      char* end = nullptr;
-      long v = std::strtol(argv[++i], &end, 10);
-      if (*end != '\0' || v < 1 || v > 1 << 20) {
-        std::cerr << "tutti-topo: --ranks needs a positive integer, got '" << argv[i] << "'\n";
-        return 2;
-      }
-      ranks = static_cast<int>(v);
+      if (!parseCount("--ranks", argv[++i], 1 << 20, &ranks)) return 2;
     } else if (a == "--bind" && i + 1 < argc) {
-      char* end = nullptr;
-      long v = std::strtol(argv[++i], &end, 10);
-      if (*end != '\0' || v < 1 || v > 1 << 16) {
-        std::cerr << "tutti-topo: --bind needs a positive integer, got '" << argv[i] << "'\n";
-        return 2;
-      }
-      bindRanks = static_cast<int>(v);
+      if (!parseCount("--bind", argv[++i], 1 << 16, &bindRanks)) return 2;
     } else if (a == "--bind-mode" && i + 1 < argc) {
       try {
         bindMode = topo::parseBindMode(argv[++i]);
