@@ -1,5 +1,8 @@
 #include "bootstrap/rendezvous.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -21,13 +24,34 @@ Rendezvous rendezvousFromUniqueId(const tuttiUniqueId& id, int rank, const Deadl
 namespace {
 // Rank 0 serves the launch address once per process: a job may init several communicators
 // from the environment (each under its own key prefix), and destroying one must not take
-// the store away from the others. Kept until the process exits.
+// the store away from the others. Kept until the process exits, then stopped properly (an
+// atexit handler joins the server thread, which first sends the replies it has queued):
+// rank 0 may leave the moment it has seen the last rank's leave key, while that rank still
+// waits for the OK of its SET.
+std::mutex launchMu;
+std::map<std::string, std::shared_ptr<TcpStoreServer>>* launchServers = nullptr;
+pid_t launchOwner = 0;
+
+void stopLaunchServersAtExit() {
+  std::map<std::string, std::shared_ptr<TcpStoreServer>> servers;
+  {
+    std::lock_guard lock(launchMu);
+    // A forked child shares the eventfd but not the thread: it must not stop the parent's.
+    if (launchServers == nullptr || ::getpid() != launchOwner) return;
+    servers.swap(*launchServers);
+  }
+  servers.clear();
+}
+
 std::shared_ptr<TcpStoreServer> launchServer(const std::string& key, const SockAddr& addr,
                                              const Secret& secret) {
-  static std::mutex mu;
-  static auto* servers = new std::map<std::string, std::shared_ptr<TcpStoreServer>>;
-  std::lock_guard lock(mu);
-  auto& slot = (*servers)[key + "/" + secretToHex(secret)];
+  std::lock_guard lock(launchMu);
+  if (launchServers == nullptr) {
+    launchServers = new std::map<std::string, std::shared_ptr<TcpStoreServer>>;
+    launchOwner = ::getpid();
+    std::atexit(stopLaunchServersAtExit);
+  }
+  auto& slot = (*launchServers)[key + "/" + secretToHex(secret)];
   if (!slot) slot = std::make_shared<TcpStoreServer>(addr, secret);
   return slot;
 }

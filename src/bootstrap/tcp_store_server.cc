@@ -23,6 +23,7 @@ namespace tutti::bootstrap {
 namespace {
 
 constexpr double kHandshakeSeconds = 10.0;
+constexpr double kDrainSeconds = 1.0;
 
 struct Conn {
   int fd = -1;
@@ -54,6 +55,10 @@ struct TcpStoreServer::Impl {
   std::vector<std::unique_ptr<Conn>> conns;
 
   void run();
+  // On stop: replies already queued (say, the OK of the last rank's leave SET) still go out,
+  // waiting up to kDrainSeconds for slow readers, so that a client whose request was served
+  // never sees the connection close instead of its answer.
+  void drainReplies();
   void acceptAll();
   void readFrom(Conn& c);
   void flush(Conn& c);
@@ -148,7 +153,7 @@ void TcpStoreServer::Impl::run() {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
     }
-    if (n > 0 && fds[0].revents) return;
+    if (n > 0 && fds[0].revents) return drainReplies();
     if (n > 0 && fds[1].revents) acceptAll();
     bool changed = false;
     for (size_t i = 0; n > 0 && i + 2 < fds.size(); ++i) {
@@ -181,6 +186,22 @@ void TcpStoreServer::Impl::run() {
       }
     }
     std::erase_if(conns, [](const auto& c) { return c->closed; });
+  }
+}
+
+void TcpStoreServer::Impl::drainReplies() {
+  auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(kDrainSeconds);
+  std::vector<pollfd> fds;
+  for (;;) {
+    fds.clear();
+    for (auto& c : conns) {
+      if (!c->closed && c->outPos < c->out.size()) flush(*c);
+      if (!c->closed && c->outPos < c->out.size()) fds.push_back({c->fd, POLLOUT, 0});
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    if (fds.empty() || left.count() <= 0) return;
+    ::poll(fds.data(), fds.size(), static_cast<int>(left.count()));
   }
 }
 

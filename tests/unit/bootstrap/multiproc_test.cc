@@ -194,9 +194,14 @@ TEST(Tuttirun, TimeoutAndTaggedOutput) {
   EXPECT_NE(all.find("[1] partial\n"), std::string::npos) << all;
 }
 
+// Repeated: rank 0 exits as soon as it has seen the last rank's leave key, and that rank must
+// still get the OK of its SET (before rank 0 stopped its store server at exit, about one run
+// in 30 failed here).
 TEST(Tuttirun, EnvLaunchedRanksRendezvousOverTcp) {
-  JobRun r = tuttirun({"-np", "8", "--timeout", "60", ENV_RANK_PATH});
-  EXPECT_EQ(r.code, 0);
+  for (int run = 0; run < 30; ++run) {
+    JobRun r = tuttirun({"-np", "8", "--timeout", "60", ENV_RANK_PATH});
+    ASSERT_EQ(r.code, 0) << "run " << run;
+  }
 }
 
 }  // namespace

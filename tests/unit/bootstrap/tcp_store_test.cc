@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "common/error.h"
 #include "harness/threads_harness.h"
@@ -135,6 +136,33 @@ TEST(TcpStore, ServerShutdownFailsWaitingClients) {
   waiter.join();
   EXPECT_EQ(code, tuttiRemoteError);
   EXPECT_LT(since(t0), 2.0);
+}
+
+// The owner may stop the server the moment a SET it waited for has landed (rank 0 leaving
+// after the last rank's leave key): replies already queued must still reach their clients.
+TEST(TcpStore, ServerShutdownStillDeliversQueuedReplies) {
+  Secret secret = randomSecret();
+  auto server = std::make_unique<TcpStoreServer>("127.0.0.1:0", secret);
+  TcpStore reader(server->sockAddr(), secret, Deadline(5));
+  TcpStore writer(server->sockAddr(), secret, Deadline(5));
+  // Large enough that the reply cannot sit whole in the socket buffers when the stop comes.
+  std::vector<std::byte> big(32 << 20);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = std::byte(i * 131 + 7);
+  std::vector<std::byte> got;
+  std::string error;
+  std::thread waiter([&] {
+    try {
+      got = reader.get("big", Deadline(20));
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the GET parks
+  writer.set("big", big);
+  server.reset();
+  waiter.join();
+  EXPECT_EQ(error, "");
+  EXPECT_TRUE(got == big) << "got " << got.size() << " of " << big.size() << " bytes";
 }
 
 TEST(TcpStore, WaitForSeveralKeysAndNoLeakedFds) {
