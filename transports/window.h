@@ -43,15 +43,42 @@ class Window {
   virtual void wait(int rank, uint32_t phase, const WaitPolicy& policy) = 0;
   // A small tag describing this rank's current call (what the caller wants peers to check,
   // e.g. collective / count / dtype). Written before post(), read after wait() returned.
+  // Two slots, used by alternate calls: a peer may already be one call ahead (see halves)
+  // and must not overwrite the tag this rank is about to check.
   using Tag = std::array<uint64_t, 2>;
-  virtual void setTag(const Tag& tag) = 0;
-  virtual Tag tag(int rank) const = 0;
+  static constexpr int kTagSlots = 2;
+  virtual void setTag(int slot, const Tag& tag) = 0;
+  virtual Tag tag(int rank, int slot) const = 0;
 
+  // The executor's bookkeeping, identical on every rank since all run the same window
+  // schedules in the same order.
   uint32_t epoch() const { return epoch_; }
-  void advance(uint32_t phases) { epoch_ += phases; }
+  uint64_t calls() const { return calls_; }
+  int tagSlot() const { return static_cast<int>(calls_ % kTagSlots); }
+  // Schedules that fit in half the region (exec::Schedule::windowHalves) run in the two halves
+  // alternately: a rank may overwrite half h once every peer is done with that half's last
+  // call, which is the epoch halfFree(h) -- usually long reached, so a small call needs no
+  // wait for the peers to finish the previous call.
+  int nextHalf() const { return nextHalf_; }
+  uint32_t halfFree(int half) const { return halfFree_[half]; }
+  size_t halfBytes() const { return bytes() / 2 / 64 * 64; }
+  // After a call that used `phases` phases and half `half` (-1: the whole region).
+  void finishCall(uint32_t phases, int half) {
+    epoch_ += phases;
+    ++calls_;
+    if (half < 0) {
+      halfFree_ = {epoch_, epoch_};
+    } else {
+      halfFree_[half] = epoch_;
+      nextHalf_ = 1 - half;
+    }
+  }
 
  private:
   uint32_t epoch_ = 0;
+  uint64_t calls_ = 0;
+  int nextHalf_ = 0;
+  std::array<uint32_t, 2> halfFree_{0, 0};
 };
 
 }  // namespace tutti::transport

@@ -31,11 +31,21 @@ bool overlaps(const Slice& a, const Slice& b) {
          b.offset < a.offset + a.bytes;
 }
 
-std::byte* addressOf(std::span<std::byte* const> buffers, const Slice& s,
-                     const transport::Window* window) {
+// How one call uses the shared window: where its slices start (0, or the half it runs in)
+// and which counter values its relative phases mean.
+struct WindowUse {
+  transport::Window* window = nullptr;
+  size_t base = 0;          // offset of the part of each region the call uses
+  int half = -1;            // the half it runs in, -1: the whole region
+  uint32_t epoch = 0;       // phase p means counter epoch + p ...
+  uint32_t zeroTarget = 0;  // ... except phase 0: the peers are done with this part
+  int tagSlot = 0;
+};
+
+std::byte* addressOf(std::span<std::byte* const> buffers, const Slice& s, const WindowUse& w) {
   if (s.buf == Buf::kWindow) {
-    TUTTI_ASSERT(window != nullptr && s.offset + s.bytes <= window->bytes());
-    return window->base(s.rank) + s.offset;
+    TUTTI_ASSERT(w.window != nullptr && w.base + s.offset + s.bytes <= w.window->bytes());
+    return w.window->base(s.rank) + w.base + s.offset;
   }
   size_t index = static_cast<size_t>(s.buf);
   TUTTI_ASSERT(index < buffers.size());
@@ -102,14 +112,15 @@ struct PeerQueues {
 class RoundRunner {
  public:
   RoundRunner(const Schedule& s, std::span<std::byte* const> buffers,
-              std::span<transport::Connection* const> conns, const ExecOptions& o)
-      : schedule_(s), buffers_(buffers), conns_(conns), options_(o) {}
+              std::span<transport::Connection* const> conns, const ExecOptions& o,
+              const WindowUse& w)
+      : schedule_(s), buffers_(buffers), conns_(conns), options_(o), win_(w) {}
 
-  void run(const Round& round, uint32_t epoch) {
+  void run(const Round& round) {
     for (const Op& op : round.ops) {
       if (op.type != OpType::kWait) continue;
-      options_.window->wait(op.peer, epoch + op.phase,
-                            {options_.spinUs, options_.spinYield, options_.timeoutSec});
+      win_.window->wait(op.peer, op.phase == 0 ? win_.zeroTarget : win_.epoch + op.phase,
+                        {options_.spinUs, options_.spinYield, options_.timeoutSec});
       if (op.phase == 1 && options_.describeCall) checkSameCall(op.peer);
     }
     for (size_t i = 0; i < round.ops.size(); ++i) {
@@ -122,8 +133,8 @@ class RoundRunner {
           i += runReduceChain(round.ops, i) - 1;
           break;
         case OpType::kPost:
-          if (op.phase == 1) options_.window->setTag(options_.callTag);
-          options_.window->post(epoch + op.phase);
+          if (op.phase == 1) win_.window->setTag(win_.tagSlot, options_.callTag);
+          win_.window->post(win_.epoch + op.phase);
           break;
         case OpType::kWait:
           break;
@@ -150,13 +161,13 @@ class RoundRunner {
   void runCopy(const Op& op) {
     TUTTI_ASSERT(op.src.bytes == op.dst.bytes);
     if (op.dst.bytes == 0) return;
-    std::byte* dst = addressOf(buffers_, op.dst, options_.window);
-    const std::byte* src = addressOf(buffers_, op.src, options_.window);
+    std::byte* dst = addressOf(buffers_, op.dst, win_);
+    const std::byte* src = addressOf(buffers_, op.src, win_);
     if (dst != src) std::memmove(dst, src, op.dst.bytes);
   }
 
   void checkSameCall(int peer) {
-    transport::Window::Tag theirs = options_.window->tag(peer);
+    transport::Window::Tag theirs = win_.window->tag(peer, win_.tagSlot);
     if (theirs == options_.callTag) return;
     fail(tuttiInvalidUsage, "rank ", options_.rank,
          ": mismatched collective calls: this rank called ",
@@ -187,10 +198,9 @@ class RoundRunner {
       size_t len = std::min(block, head.dst.bytes - off);
       for (size_t k = 0; k < n; ++k) {
         const Op& o = ops[first + k];
-        reduce::reduce(addressOf(buffers_, o.dst, options_.window) + off,
-                       addressOf(buffers_, o.src, options_.window) + off,
-                       addressOf(buffers_, o.src2, options_.window) + off, len / esize,
-                       schedule_.dtype, schedule_.op);
+        reduce::reduce(
+            addressOf(buffers_, o.dst, win_) + off, addressOf(buffers_, o.src, win_) + off,
+            addressOf(buffers_, o.src2, win_) + off, len / esize, schedule_.dtype, schedule_.op);
       }
     }
     return n;
@@ -200,10 +210,9 @@ class RoundRunner {
     size_t esize = dtypeSize(schedule_.dtype);
     TUTTI_ASSERT(op.src.bytes == op.dst.bytes && op.src2.bytes == op.dst.bytes);
     if (op.dst.bytes == 0) return;
-    reduce::reduce(addressOf(buffers_, op.dst, options_.window),
-                   addressOf(buffers_, op.src, options_.window),
-                   addressOf(buffers_, op.src2, options_.window), op.dst.bytes / esize,
-                   schedule_.dtype, schedule_.op);
+    reduce::reduce(addressOf(buffers_, op.dst, win_), addressOf(buffers_, op.src, win_),
+                   addressOf(buffers_, op.src2, win_), op.dst.bytes / esize, schedule_.dtype,
+                   schedule_.op);
   }
 
   void startNext(int peer, PeerQueues& q) {
@@ -213,7 +222,7 @@ class RoundRunner {
       q.sends.pop_front();
       q.sendDone = 0;
       const Slice& s = q.activeSend->src;
-      c.startSend({addressOf(buffers_, s, options_.window), s.bytes});
+      c.startSend({addressOf(buffers_, s, win_), s.bytes});
     }
     if (q.activeRecv == nullptr && !q.recvs.empty()) {
       q.activeRecv = q.recvs.front();
@@ -223,16 +232,16 @@ class RoundRunner {
       transport::RecvTarget target;
       target.bytes = op.dst.bytes;
       if (op.type == OpType::kRecv) {
-        target.direct = addressOf(buffers_, op.dst, options_.window);
+        target.direct = addressOf(buffers_, op.dst, win_);
         std::byte* base = target.direct;
         target.consume = [base](size_t off, std::span<const std::byte> d) {
           std::memcpy(base + off, d.data(), d.size());
         };
       } else {
         TUTTI_ASSERT(op.src.bytes == op.dst.bytes);
-        q.sink = std::make_unique<ReducingSink>(addressOf(buffers_, op.dst, options_.window),
-                                                addressOf(buffers_, op.src, options_.window),
-                                                schedule_.dtype, schedule_.op);
+        q.sink = std::make_unique<ReducingSink>(addressOf(buffers_, op.dst, win_),
+                                                addressOf(buffers_, op.src, win_), schedule_.dtype,
+                                                schedule_.op);
         ReducingSink* sink = q.sink.get();
         target.consume = [sink](size_t off, std::span<const std::byte> d) {
           sink->consume(off, d);
@@ -351,6 +360,7 @@ class RoundRunner {
   std::span<std::byte* const> buffers_;
   std::span<transport::Connection* const> conns_;
   const ExecOptions& options_;
+  WindowUse win_;
   std::map<int, PeerQueues> queues_;
   std::vector<int> fds_;
   std::vector<pollfd> pollfds_;
@@ -367,10 +377,22 @@ void execute(const Schedule& schedule, std::span<std::byte* const> buffers,
            schedule.windowBytes, " bytes but the communicator has ",
            window ? std::to_string(window->bytes()) + " bytes" : std::string("none"));
   }
-  uint32_t epoch = window ? window->epoch() : 0;
-  RoundRunner runner(schedule, buffers, connections, options);
-  for (const Round& round : schedule.rounds) runner.run(round, epoch);
-  if (window && schedule.windowPhases > 0) window->advance(schedule.windowPhases);
+  WindowUse use;
+  use.window = window;
+  if (window) {
+    use.epoch = use.zeroTarget = window->epoch();
+    use.tagSlot = window->tagSlot();
+    // A schedule that fits in half the region runs in the half not used by the previous call,
+    // so its phase-0 waits only wait for the call before that (done, in a steady stream).
+    if (schedule.windowPhases > 0 && schedule.windowBytes <= window->halfBytes()) {
+      use.half = window->nextHalf();
+      use.base = static_cast<size_t>(use.half) * window->halfBytes();
+      use.zeroTarget = window->halfFree(use.half);
+    }
+  }
+  RoundRunner runner(schedule, buffers, connections, options, use);
+  for (const Round& round : schedule.rounds) runner.run(round);
+  if (window && schedule.windowPhases > 0) window->finishCall(schedule.windowPhases, use.half);
 }
 
 }  // namespace tutti::exec

@@ -13,9 +13,11 @@
 // kPost publishes this rank's window phase; kWait waits until `peer` posted a phase. A round
 // runs its kWait ops first (all of them), then its local ops in order (kCopy, kReduce,
 // kPost), then its transfers. Phases are relative to the call (1..windowPhases; 0 means
-// "the peer finished its previous window schedule"), so a rank must only overwrite its
-// window after waiting for phase 0 (or a later phase that implies the peers are done with
-// it).
+// "the peer is done with the part of the window this call uses"), so a rank must only
+// overwrite its window after waiting for phase 0 (or a later phase that implies the peers are
+// done with it). Window slices are relative too: a schedule whose windowBytes fit in half the
+// region runs in the half the previous call did not use (transport::Window::nextHalf), and
+// its phase 0 then means "the peer finished the last call in that half", usually long ago.
 //
 // Buffers: kInput is the user's send buffer, kOutput the receive buffer, kScratch a
 // temporary of scratchBytes owned by the executor. For in-place calls kInput and kOutput

@@ -62,11 +62,15 @@ class ShmWindow final : public Window {
       futex(&c->phase, FUTEX_WAKE, INT_MAX, nullptr);
   }
 
-  void setTag(const Tag& t) override {
-    ctrl(rank_)->tag[0] = t[0];
-    ctrl(rank_)->tag[1] = t[1];
+  void setTag(int slot, const Tag& t) override {
+    TUTTI_ASSERT(slot >= 0 && slot < kTagSlots);
+    ctrl(rank_)->tag[slot][0] = t[0];
+    ctrl(rank_)->tag[slot][1] = t[1];
   }
-  Tag tag(int rank) const override { return {ctrl(rank)->tag[0], ctrl(rank)->tag[1]}; }
+  Tag tag(int rank, int slot) const override {
+    TUTTI_ASSERT(slot >= 0 && slot < kTagSlots);
+    return {ctrl(rank)->tag[slot][0], ctrl(rank)->tag[slot][1]};
+  }
 
   void wait(int rank, uint32_t phase, const WaitPolicy& policy) override {
     const double timeoutSec = policy.timeoutSec;

@@ -19,9 +19,11 @@ struct WindowCtrl {
   uint64_t magic;
   uint64_t bytes;
   int32_t rank;
+  // Written only by the owner; the tag shares the phase's cache line, so a peer that saw
+  // the phase has the tag too (one line transfer, not two).
   alignas(64) std::atomic<uint32_t> phase;    // the futex word
+  uint64_t tag[2][2];                         // Window::setTag, per slot (ordered by phase)
   alignas(64) std::atomic<uint32_t> waiters;  // peers sleeping (or about to) on phase
-  alignas(64) uint64_t tag[2];                // Window::setTag (ordered by phase)
 };
 
 struct WindowConfig {
