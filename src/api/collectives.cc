@@ -167,7 +167,7 @@ TUTTI_API tuttiResult_t tuttiBarrier(tuttiComm_t comm, tuttiStream_t stream) {
 
 TUTTI_API const char* tuttiCommLastAlgorithm(tuttiComm_t comm) {
   if (comm == nullptr || comm->impl == nullptr) return "none";
-  return comm->impl->lastAlgorithm().c_str();
+  return comm->impl->lastAlgorithm();
 }
 
 TUTTI_API const char* tuttiCommTransports(tuttiComm_t comm) {

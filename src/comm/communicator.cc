@@ -213,8 +213,13 @@ std::string Communicator::transportsInUse() const {
 }
 
 void Communicator::execute(const exec::Schedule& schedule, std::span<std::byte* const> buffers) {
+  std::vector<int> peers = exec::peersOf(schedule);
+  execute(schedule, peers, buffers);
+}
+
+void Communicator::execute(const exec::Schedule& schedule, std::span<const int> peers,
+                           std::span<std::byte* const> buffers) {
   if (aborted_) fail(tuttiInvalidUsage, "communicator was aborted");
-  auto peers = exec::peersOf(schedule);
   connect(peers);
   exec::ExecOptions o;
   o.rank = rank_;
@@ -252,9 +257,36 @@ algo::CollArgs Communicator::baseArgs(algo::Coll coll, size_t count, tuttiDataTy
   return a;
 }
 
-const algo::AlgorithmInfo& Communicator::chooseAlgorithm(const algo::CollArgs& args) {
-  std::string spec = env::getString("TUTTI_ALGO");
-  if (!options_.algo.empty()) spec = options_.algo;
+const Communicator::CallPlan& Communicator::planFor(const algo::CollArgs& args) {
+  // TUTTI_ALGO is read at every call (the perf tests switch it between sweeps), but straight
+  // from the environment: env::getString's table lookups cost more than a small call.
+  static const bool registered = (env::lookup("TUTTI_ALGO"), true);
+  (void)registered;
+  const char* fromEnv = options_.algo.empty() ? std::getenv("TUTTI_ALGO") : nullptr;
+  std::string_view spec = !options_.algo.empty() ? std::string_view(options_.algo)
+                          : fromEnv != nullptr   ? std::string_view(fromEnv)
+                                                 : std::string_view();
+  LastPlan& l = last_;
+  if (l.valid && l.coll == args.coll && l.count == args.count && l.dtype == args.dtype &&
+      l.op == args.op && l.root == args.root && l.windowBytes == args.windowBytes && l.spec == spec)
+    return l.plan;
+  l.valid = false;
+  l.spec.assign(spec);
+  const algo::AlgorithmInfo& info = chooseAlgorithm(args, l.spec);
+  const Planned& planned = scheduleFor(info, args);
+  l.coll = args.coll;
+  l.count = args.count;
+  l.dtype = args.dtype;
+  l.op = args.op;
+  l.root = args.root;
+  l.windowBytes = args.windowBytes;
+  l.plan = {&info, &planned};
+  l.valid = true;
+  return l.plan;
+}
+
+const algo::AlgorithmInfo& Communicator::chooseAlgorithm(const algo::CollArgs& args,
+                                                         const std::string& spec) {
   std::string forced = tuning::forcedAlgorithm(spec, args.coll);
   if (!forced.empty()) {
     const algo::AlgorithmInfo* info = algo::find(args.coll, forced);
@@ -349,15 +381,21 @@ void Communicator::ensureWindow() {
   }
 }
 
-const exec::Schedule& Communicator::scheduleFor(const algo::AlgorithmInfo& info,
-                                                const algo::CollArgs& args) {
+const Communicator::Planned& Communicator::scheduleFor(const algo::AlgorithmInfo& info,
+                                                       const algo::CollArgs& args) {
   std::string key = std::string(info.name) + "/" + std::to_string(static_cast<int>(args.coll)) +
                     "/" + std::to_string(args.count) + "/" + std::to_string(args.dtype) + "/" +
                     std::to_string(args.op) + "/" + std::to_string(args.root) + "/" +
                     std::to_string(args.windowBytes) + "/" + std::to_string(args.deterministic);
   if (auto it = scheduleCache_.find(key); it != scheduleCache_.end()) return it->second;
-  if (scheduleCache_.size() >= 256) scheduleCache_.clear();
-  return scheduleCache_.emplace(key, info.build(args)).first->second;
+  if (scheduleCache_.size() >= 256) {
+    scheduleCache_.clear();
+    last_.valid = false;  // it pointed into the cache
+  }
+  Planned p;
+  p.schedule = info.build(args);
+  p.peers = exec::peersOf(p.schedule);
+  return scheduleCache_.emplace(key, std::move(p)).first->second;
 }
 
 void Communicator::collective(algo::CollArgs args, const void* send, void* recv, size_t avgElems,
@@ -370,15 +408,16 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
   args.windowBytes = !window_          ? 0
                      : oversubscribed_ ? window_->bytes()
                                        : std::min(window_->bytes(), directChunkBytes_);
-  const algo::AlgorithmInfo& info = chooseAlgorithm(args);
-  const exec::Schedule& schedule = scheduleFor(info, args);
+  const CallPlan& plan = planFor(args);
+  const algo::AlgorithmInfo& info = *plan.info;
+  const exec::Schedule& schedule = plan.planned->schedule;
   if (options_.checkCalls && nranks_ > 1) checkSameCall(args);
   callTag_ = tagOf(args);
   lastAlgorithm_ = info.name;
   if (scratch_.size() < schedule.scratchBytes) scratch_.resize(schedule.scratchBytes);
   std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),
                            static_cast<std::byte*>(recv), scratch_.data()};
-  execute(schedule, buffers);
+  execute(schedule, plan.planned->peers, buffers);
   callTag_ = {};
   if (applyAvg && avgElems > 0) {
     size_t es = dtypeSize(args.dtype);

@@ -75,20 +75,32 @@ class Communicator {
   void abort();
   bool aborted() const { return aborted_.load(); }
 
-  const std::string& lastAlgorithm() const { return lastAlgorithm_; }
+  const char* lastAlgorithm() const { return lastAlgorithm_; }
   std::string transportsInUse() const;
   std::string describePeer(int peer) const;
 
  private:
   void collective(algo::CollArgs args, const void* send, void* recv, size_t outputAvgElems,
                   size_t outputAvgOffsetElems, bool applyAvg);
-  const algo::AlgorithmInfo& chooseAlgorithm(const algo::CollArgs& args);
-  const exec::Schedule& scheduleFor(const algo::AlgorithmInfo& info, const algo::CollArgs& args);
+  // What a call runs: its algorithm, its schedule and the peers the schedule talks to.
+  struct Planned {
+    exec::Schedule schedule;
+    std::vector<int> peers;
+  };
+  struct CallPlan {
+    const algo::AlgorithmInfo* info = nullptr;
+    const Planned* planned = nullptr;
+  };
+  const CallPlan& planFor(const algo::CollArgs& args);
+  const algo::AlgorithmInfo& chooseAlgorithm(const algo::CollArgs& args, const std::string& spec);
+  const Planned& scheduleFor(const algo::AlgorithmInfo& info, const algo::CollArgs& args);
   void ensureWindow();
   void checkSameCall(const algo::CollArgs& args);
   std::string describeCall(const transport::Window::Tag& tag) const;
   void connect(std::span<const int> peers);
   void execute(const exec::Schedule& schedule, std::span<std::byte* const> buffers);
+  void execute(const exec::Schedule& schedule, std::span<const int> peers,
+               std::span<std::byte* const> buffers);
   transport::Transport* transportFor(int peer);
   algo::CollArgs baseArgs(algo::Coll coll, size_t count, tuttiDataType_t dtype) const;
 
@@ -108,11 +120,25 @@ class Communicator {
   std::atomic<bool> aborted_{false};
   int abortFd_ = -1;
   int splitCount_ = 0;
-  std::string lastAlgorithm_ = "none";
+  const char* lastAlgorithm_ = "none";
   // Automatic choices by (collective, count, dtype, op, root, TUTTI_ALGO).
   std::map<std::string, const algo::AlgorithmInfo*> choiceCache_;
   // Built schedules by (collective, sizes, algorithm): rebuilding costs more than a small call.
-  std::map<std::string, exec::Schedule> scheduleCache_;
+  std::map<std::string, Planned> scheduleCache_;
+  // The plan of the last call, with what it was made for: a stream of identical calls (the
+  // common case) skips the caches' string keys and the environment's parsing.
+  struct LastPlan {
+    bool valid = false;
+    algo::Coll coll{};
+    size_t count = 0;
+    tuttiDataType_t dtype{};
+    tuttiRedOp_t op{};
+    int root = 0;
+    size_t windowBytes = 0;
+    std::string spec;  // TUTTI_ALGO (or the config's algo) it was chosen under
+    CallPlan plan;
+  };
+  LastPlan last_;
   // The shared window, created at the first collective (every rank makes its first
   // collective call in the same order, so creation is collective too).
   std::unique_ptr<transport::Window> window_;
