@@ -3,9 +3,6 @@
 // (cuda_ipc + reduction kernels on the stream) is meant to replace.
 #include "memory_space.h"
 
-#include <sys/uio.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -51,25 +48,6 @@ bool isDevice(const void* p) {
 }
 
 }  // namespace
-
-bool hostReadable(const void* p) {
-  // Applications pass the same few buffers call after call: remember the pages found readable
-  // (the syscall costs more than a small collective's own work on some VMs).
-  thread_local std::array<uintptr_t, 8> known{};
-  thread_local unsigned next = 0;
-  const uintptr_t page = (reinterpret_cast<uintptr_t>(p) >> 12) + 1;  // 0 = empty slot
-  for (uintptr_t k : known)
-    if (k == page) return true;
-  char byte;
-  iovec local{&byte, 1};
-  iovec remote{const_cast<void*>(p), 1};
-  ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-  if (n == 1) {
-    known[next++ % known.size()] = page;
-    return true;
-  }
-  return !(n < 0 && errno == EFAULT);  // ENOSYS/EPERM (seccomp): cannot tell, assume host
-}
 
 bool buffersOnDevice(const char* fn, const CallBuffers& b) {
   const bool useSend = b.sendBytes > 0 && b.send != nullptr;

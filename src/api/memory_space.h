@@ -31,8 +31,9 @@ bool buffersOnDevice(const char* fn, const CallBuffers& b);
 void runStaged(const char* fn, const CallBuffers& b, void* stream,
                const std::function<void(const void* send, void* recv)>& body);
 
-// True when host memory at [p, p + 1) can be read by this process (one process_vm_readv on
-// itself; true when that syscall is unavailable). Used to spot device pointers without CUDA.
+// True when host memory at [p, p + 1) can be read by this process (cached per thread; on a
+// miss one process_vm_readv on itself, or /proc/self/maps after repeated misses; true when
+// the syscall is unavailable). Used to spot device pointers without CUDA. host_readable.cc
 bool hostReadable(const void* p);
 
 }  // namespace tutti::api

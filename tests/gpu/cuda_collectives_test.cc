@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "comm_test_util.h"
-#include "harness/fork_harness.h"
 #include "common/dtype.h"
+#include "harness/fork_harness.h"
 #include "tutti/tutti.h"
 
 namespace tutti::test {
@@ -300,6 +300,39 @@ TEST(NoCuda, UnreadablePointerGetsClearError) {
               tuttiSuccess);
     EXPECT_EQ(h[5], 1.0f);
     munmap(p, 1 << 16);
+    TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+  });
+  EXPECT_RANKS_OK(result);
+}
+
+// The readability check caches what it learnt (pages, then /proc/self/maps once misses pile
+// up, as with buffers moving through a big allocation): mappings made after that are still
+// classified right, readable or not.
+TEST(NoCuda, ReadabilityCacheSeesMappingsMadeLater) {
+  if (gpuMissingReason().empty()) GTEST_SKIP() << "CUDA is usable here; covered by the GPU tests";
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(1, [&](int rank) {
+    tuttiComm_t comm;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 1, id, rank), nullptr);
+    std::vector<float> big((4 << 20) / sizeof(float), 1.0f);
+    for (size_t page = 0; page < 256; ++page) {  // 256 distinct pages: the maps get loaded
+      float* b = big.data() + page * 1024;
+      TUTTI_ASSERT_OK(tuttiAllReduce(b, b, 16, tuttiFloat32, tuttiSum, comm, nullptr), comm);
+    }
+    void* bad = mmap(nullptr, 1 << 16, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(bad, MAP_FAILED);
+    EXPECT_EQ(tuttiAllReduce(bad, bad, 16, tuttiFloat32, tuttiSum, comm, nullptr),
+              tuttiInvalidArgument);
+    void* good = mmap(nullptr, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(good, MAP_FAILED);
+    for (int i = 0; i < 20; ++i) {  // repeated: past the miss count that reloads the maps
+      float* g = static_cast<float*>(good) + (i % 16) * 1024;
+      TUTTI_ASSERT_OK(tuttiAllReduce(g, g, 16, tuttiFloat32, tuttiSum, comm, nullptr), comm);
+      EXPECT_EQ(tuttiAllReduce(bad, bad, 16, tuttiFloat32, tuttiSum, comm, nullptr),
+                tuttiInvalidArgument);
+    }
+    munmap(bad, 1 << 16);
+    munmap(good, 1 << 16);
     TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
   });
   EXPECT_RANKS_OK(result);
