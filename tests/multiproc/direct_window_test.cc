@@ -49,7 +49,9 @@ void runStream(int n, int rank, const tuttiUniqueId& id, int iters) {
         TUTTI_ASSERT_OK(
             tuttiAllReduce(in.data(), out.data(), count, tuttiInt32, tuttiSum, comm, nullptr),
             comm);
-        if (count > 0) ASSERT_STREQ(tuttiCommLastAlgorithm(comm), "direct");
+        if (count > 0) {
+          ASSERT_STREQ(tuttiCommLastAlgorithm(comm), "direct");
+        }
         for (size_t i = 0; i < count; ++i) {
           int32_t want = 0;
           for (int r = 0; r < n; ++r) want += valueOf(r, it, i);
