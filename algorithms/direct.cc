@@ -55,10 +55,13 @@ Round& publish(Schedule& s, size_t& t, const Ctx& c, uint32_t ph, CopyIn copyIn)
   return next;
 }
 
+// Every direct schedule ends with post(phases) ("done reading the windows"), which only the
+// next call's phase-0 waits look at.
 void finish(Schedule& s, size_t windowBytes, uint32_t phases) {
   s.windowBytes = windowBytes;
   s.windowPhases = phases;
   trim(s);
+  s.finalPostOnlyForNextCall = phases > 0;
 }
 
 size_t chunkElems(const CollArgs& a, size_t es, size_t perElementCopies) {

@@ -63,9 +63,12 @@ class Window {
   uint32_t halfFree(int half) const { return halfFree_[half]; }
   size_t halfBytes() const { return bytes() / 2 / 64 * 64; }
   // After a call that used `phases` phases and half `half` (-1: the whole region).
-  void finishCall(uint32_t phases, int half) {
+  // finalPostSkipped: the call did not post its last phase (only the next call's phase-0
+  // waits need it); postSkippedFinal() posts it before a call that does need it.
+  void finishCall(uint32_t phases, int half, bool finalPostSkipped) {
     epoch_ += phases;
     ++calls_;
+    skippedFinal_ = finalPostSkipped;
     if (half < 0) {
       halfFree_ = {epoch_, epoch_};
     } else {
@@ -73,12 +76,18 @@ class Window {
       nextHalf_ = 1 - half;
     }
   }
+  bool finalPostPending() const { return skippedFinal_; }
+  void postSkippedFinal() {
+    if (skippedFinal_) post(epoch_);
+    skippedFinal_ = false;
+  }
 
  private:
   uint32_t epoch_ = 0;
   uint64_t calls_ = 0;
   int nextHalf_ = 0;
   std::array<uint32_t, 2> halfFree_{0, 0};
+  bool skippedFinal_ = false;
 };
 
 }  // namespace tutti::transport

@@ -29,11 +29,13 @@ std::string hexPtr(const void* p) {
   return os.str();
 }
 
+// why may be null: the reason is only copied out when an error is reported (a per-call copy
+// of a long string is a malloc on every collective of a CUDA-less host).
 bool cudaUsable(std::string* why) {
 #if TUTTI_HAVE_CUDA
   return tutti::cudaAvailable(why);
 #else
-  *why = "this libtutti was built without CUDA (TUTTI_WITH_CUDA=OFF or no toolkit)";
+  if (why) *why = "this libtutti was built without CUDA (TUTTI_WITH_CUDA=OFF or no toolkit)";
   return false;
 #endif
 }
@@ -53,16 +55,18 @@ bool buffersOnDevice(const char* fn, const CallBuffers& b) {
   const bool useSend = b.sendBytes > 0 && b.send != nullptr;
   const bool useRecv = b.recvBytes > 0 && b.recv != nullptr;
   if (!useSend && !useRecv) return false;
-  std::string why;
-  if (!cudaUsable(&why)) {
+  if (!cudaUsable(nullptr)) {
     for (auto [name, p, use] :
          {std::tuple{"sendbuff", b.send, useSend},
           std::tuple{"recvbuff", static_cast<const void*>(b.recv), useRecv}}) {
-      if (use && !hostReadable(p))
+      if (use && !hostReadable(p)) {
+        std::string why;
+        cudaUsable(&why);
         fail(tuttiInvalidArgument, fn, ": ", name, " ", hexPtr(p),
              " is not readable host memory; if it is a CUDA device pointer, CUDA is not "
              "available here: ",
              why);
+      }
     }
     return false;
   }

@@ -40,6 +40,7 @@ struct WindowUse {
   uint32_t epoch = 0;       // phase p means counter epoch + p ...
   uint32_t zeroTarget = 0;  // ... except phase 0: the peers are done with this part
   int tagSlot = 0;
+  bool skipFinalPost = false;
 };
 
 std::byte* addressOf(std::span<std::byte* const> buffers, const Slice& s, const WindowUse& w) {
@@ -134,6 +135,7 @@ class RoundRunner {
           break;
         case OpType::kPost:
           if (op.phase == 1) win_.window->setTag(win_.tagSlot, options_.callTag);
+          if (win_.skipFinalPost && op.phase == schedule_.windowPhases) break;
           win_.window->post(win_.epoch + op.phase);
           break;
         case OpType::kWait:
@@ -388,11 +390,18 @@ void execute(const Schedule& schedule, std::span<std::byte* const> buffers,
       use.half = window->nextHalf();
       use.base = static_cast<size_t>(use.half) * window->halfBytes();
       use.zeroTarget = window->halfFree(use.half);
+      // Every rank makes the same half/whole decision for the same call, so when the next
+      // call needs the skipped post (a whole-window call waits for it at phase 0) every rank
+      // posts it first, below.
+      use.skipFinalPost = schedule.finalPostOnlyForNextCall;
+    } else if (schedule.windowPhases > 0) {
+      window->postSkippedFinal();
     }
   }
   RoundRunner runner(schedule, buffers, connections, options, use);
   for (const Round& round : schedule.rounds) runner.run(round);
-  if (window && schedule.windowPhases > 0) window->finishCall(schedule.windowPhases, use.half);
+  if (window && schedule.windowPhases > 0)
+    window->finishCall(schedule.windowPhases, use.half, use.skipFinalPost);
 }
 
 }  // namespace tutti::exec

@@ -76,6 +76,10 @@ struct Schedule {
   size_t scratchBytes = 0;
   size_t windowBytes = 0;     // bytes of each rank's shared window the schedule uses
   uint32_t windowPhases = 0;  // highest phase posted (the executor's epoch advances by it)
+  // The last op posts windowPhases and nothing in the schedule waits for it: only the next
+  // call's phase-0 waits do. In a stream of half-window calls the next call's phase-1 post
+  // implies it, so the executor skips it (one store + fence per call).
+  bool finalPostOnlyForNextCall = false;
   std::vector<Round> rounds;
 
   // Builder helpers.
