@@ -48,15 +48,8 @@ void readPeerWindow(RoundStat& st, const exec::Slice& src, int rank, const CostM
   st.intraRecvSec += static_cast<double>(src.bytes) * lc.beta;
 }
 
-// A schedule that fits in half the window runs in the half the previous call left (see
-// exec::execute): its phase-0 waits are for the call before that, already reached in a stream
-// of calls, so they cost nothing. The region is args.windowBytes or more.
-bool runsInHalfWindow(const exec::Schedule& s, const algo::CollArgs& args) {
-  return s.windowPhases > 0 && s.windowBytes * 2 <= args.windowBytes;
-}
-
 RankStats statsOf(const exec::Schedule& s, int rank, const std::vector<int>& hostOf,
-                  const CostModel& m, bool halves) {
+                  const CostModel& m) {
   RankStats out;
   out.rounds.resize(s.rounds.size());
   for (size_t k = 0; k < s.rounds.size(); ++k) {
@@ -86,7 +79,6 @@ RankStats statsOf(const exec::Schedule& s, int rank, const std::vector<int>& hos
           readPeerWindow(st, op.src, rank, m, s.windowBytes);
           continue;
         case exec::OpType::kWait:  // a synchronisation with peer: its latency, no bytes
-          if (halves && op.phase == 0) continue;
           st.sync = true;
           break;
         default:  // kPost and other local bookkeeping
@@ -196,7 +188,7 @@ TimedResult timeCollective(const algo::AlgorithmInfo& info, const algo::CollArgs
       algo::CollArgs a = args;
       a.rank = r;
       exec::Schedule s = info.build(a);
-      stats.push_back(statsOf(s, r, hostOf, m, runsInHalfWindow(s, a)));
+      stats.push_back(statsOf(s, r, hostOf, m));
       const RankStats& st = stats.back();
       maxRounds = std::max(maxRounds, st.rounds.size());
       res.maxBytesSent = std::max(res.maxBytesSent, st.bytesSent);
@@ -223,7 +215,7 @@ TimedResult timeCollective(const algo::AlgorithmInfo& info, const algo::CollArgs
 }
 
 double predictRank(const exec::Schedule& schedule, const algo::CollArgs& args, const CostModel& m) {
-  RankStats st = statsOf(schedule, args.rank, args.hostOf, m, runsInHalfWindow(schedule, args));
+  RankStats st = statsOf(schedule, args.rank, args.hostOf, m);
   size_t L = 0;
   for (int r = 0; r < args.nranks; ++r)
     if (args.hostOf.empty() || args.hostOf[r] == args.hostOf[args.rank]) ++L;
