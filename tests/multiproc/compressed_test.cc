@@ -75,6 +75,21 @@ TEST_P(Compressed, NoneIsExactRankOrderSum) {
               comm);
           ASSERT_EQ(std::memcmp(out.data(), plain.data(), d * 4), 0);
         }
+        // At any n: bitwise the plain all-reduce in deterministic mode (the same rank-order
+        // fold), on every algorithm the deterministic mode may pick.
+        {
+          tuttiConfig_t cfg = TUTTI_CONFIG_INITIALIZER;
+          cfg.deterministic = 1;
+          tuttiComm_t det = nullptr;
+          TUTTI_ASSERT_OK(tuttiCommSplit(comm, 0, rank, &det, &cfg), comm);
+          std::vector<float> plain(d, -2.0f);
+          TUTTI_ASSERT_OK(
+              tuttiAllReduce(g.data(), plain.data(), d, tuttiFloat32, tuttiSum, det, nullptr), det);
+          ASSERT_EQ(std::memcmp(out.data(), plain.data(), d * 4), 0)
+              << "none differs from the deterministic plain all-reduce ("
+              << tuttiCommLastAlgorithm(det) << ")";
+          TUTTI_ASSERT_OK(tuttiCommDestroy(det), nullptr);
+        }
         // In place.
         TUTTI_ASSERT_OK(tuttiAllReduceCompressed(g.data(), g.data(), d, tuttiFloat32, "none", 1, 0,
                                                  comm, nullptr),
