@@ -4,8 +4,8 @@
 # (-A all) and the other collectives, into an output directory (default docs/perf).
 #   tools/perf-report.sh [build-dir] [out-dir]
 # Environment: RANKS="2 4 8", MAXBYTES=256M, ALGOMAXBYTES=64M (-A all sweep), REPS=3,
-# ITERS=10 (per size; fewer above 16 MiB
-# is not possible with one -n, so keep it modest on slow machines).
+# SMALLITERS=1000 / LARGEITERS=5 (all-reduce comparison calls per size up to / above 32 KiB),
+# ITERS=10 (the -A all sweeps and the other collectives).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -15,6 +15,8 @@ maxb=${MAXBYTES:-256M}
 algomax=${ALGOMAXBYTES:-64M}
 reps=${REPS:-3}
 iters=${ITERS:-10}
+smalliters=${SMALLITERS:-1000}
+largeiters=${LARGEITERS:-5}
 mkdir -p "$out"
 run=$build/tools/tuttirun/tuttirun
 pt=$build/perf_tests
@@ -25,8 +27,11 @@ pt=$build/perf_tests
 } > "$out/README.txt"
 
 for n in $ranks; do
-  python3 tools/compare/compare.py --build "$build" -np "$n" -b 8 -e "$maxb" -f 4 \
-      -n "$iters" -w 2 --reps "$reps" --csv "$out/allreduce_np$n.csv" \
+  # One interleaved sweep 8 B .. MAXBYTES (factor 2): sizes up to 32 KiB with SMALLITERS
+  # calls (latency), the rest with LARGEITERS (bandwidth); tutti, MPI, Gloo ring, Gloo hd.
+  python3 tools/compare/compare.py --build "$build" -np "$n" -b 8 -e "$maxb" -f 2 \
+      -n "$largeiters" -w 1 --small-max 32K --small-n "$smalliters" --small-w 100 \
+      --reps "$reps" --csv "$out/allreduce_np$n.csv" \
       --plot "$out/allreduce_np$n.png" > "$out/allreduce_np$n.txt"
   "$run" -np "$n" "$pt/all_reduce_perf" -b 8 -e "$algomax" -f 4 -n "$iters" -w 2 -A all \
       2>/dev/null > "$out/allreduce_algos_np$n.txt"

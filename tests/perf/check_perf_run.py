@@ -1,8 +1,18 @@
 #!/usr/bin/env python3
 """Runs one perf test binary (under tuttirun, mpirun or alone), then checks its output.
 
-  check_perf_run.py [--launcher tuttirun|mpirun|gloo|none] [--launch-bin PATH] [--np N]
-                    [--expect ok|fail] [--corrupt] [--sizes MIN:MAX:FACTOR] -- BINARY ARGS...
+  check_perf_run.py [--launcher tuttirun|mpirun|torchrun|slurm|gloo|none] [--launch-bin PATH]
+                    [--np N] [--expect ok|fail] [--corrupt] [--sizes MIN:MAX:FACTOR]
+                    [--expect-sizes S,S,..] [--json FILE] [--expect-algo NAME]
+                    -- BINARY ARGS...
+
+--launcher torchrun / slurm: starts N processes itself with the variables those launchers set
+               (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT / SLURM_PROCID,
+               SLURM_NTASKS, SLURM_LOCALID and a TUTTI_STORE_FILE directory); mpirun runs
+               `mpirun -np N` with TUTTI_STORE_FILE exported (Open MPI sets no address).
+--expect-sizes: the rows' sizes are exactly this list, repeated (-N cycles, types, ops).
+--json FILE:   the -J output parses, has one result per row, every nwrong 0, and with
+               --expect-algo every result ran that algorithm.
 
 --expect ok:   exit status 0, the nccl-tests table and footer exactly, every #wrong 0,
                "Out of bounds values : 0 OK", rows for every size of the sweep.
@@ -12,7 +22,9 @@
 """
 import argparse
 import os
+import json
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -60,7 +72,11 @@ def expected_sizes(spec):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--launcher", default="tuttirun", choices=["tuttirun", "mpirun", "gloo", "none"])
+    ap.add_argument("--launcher", default="tuttirun",
+                    choices=["tuttirun", "mpirun", "torchrun", "slurm", "gloo", "none"])
+    ap.add_argument("--expect-sizes", default="")
+    ap.add_argument("--json", default="")
+    ap.add_argument("--expect-algo", default="")
     ap.add_argument("--launch-bin", default="")
     ap.add_argument("--np", type=int, default=1)
     ap.add_argument("--expect", default="ok", choices=["ok", "fail"])
@@ -85,12 +101,36 @@ def main():
         procs = [subprocess.Popen([a.launch_bin or "tuttirun", "-np", str(a.np)] + cmd,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)]
     elif a.launcher == "mpirun":
+        store = tempfile.mkdtemp(prefix="tutti-store-")
+        env["TUTTI_STORE_FILE"] = store
         launch = [a.launch_bin or "mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
-                  str(a.np)]
+                  str(a.np), "-x", "TUTTI_STORE_FILE"]
         if a.corrupt:
             launch += ["-x", "TUTTI_TEST_CORRUPT"]
         procs = [subprocess.Popen(launch + cmd, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, env=env)]
+    elif a.launcher in ("torchrun", "slurm"):
+        # What torchrun / srun put in each process's environment, nothing of tuttirun's.
+        for k in [k for k in env if k.startswith(("TUTTI_RANK", "TUTTI_WORLD", "TUTTI_LOCAL",
+                                                   "TUTTI_ADDR", "OMPI_", "PMIX_"))]:
+            env.pop(k)
+        if a.launcher == "torchrun":
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            names = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+            env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                       LOCAL_WORLD_SIZE=str(a.np), TORCHELASTIC_RUN_ID="check-perf")
+        else:
+            store = tempfile.mkdtemp(prefix="tutti-store-")
+            names = ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID")
+            env.update(TUTTI_STORE_FILE=store, SLURM_JOB_ID="4242", SLURM_STEP_ID="0")
+        procs = []
+        for r in range(a.np):
+            e = dict(env)
+            e.update({names[0]: str(r), names[1]: str(a.np), names[2]: str(r)})
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE if r == 0 else
+                                          subprocess.DEVNULL, stderr=subprocess.PIPE, env=e))
     elif a.launcher == "gloo":
         store = tempfile.mkdtemp(prefix="gloo-store-")
         procs = [subprocess.Popen(cmd + ["-R", str(r), "-S", str(a.np), "-F", store],
@@ -103,7 +143,12 @@ def main():
         out, err = procs[0].communicate(timeout=a.timeout)
         out = out.decode(errors="replace")
         err = err.decode(errors="replace")
-        rcs = [procs[0].returncode] + [p.wait(timeout=a.timeout) for p in procs[1:]]
+        rcs = [procs[0].returncode]
+        for p in procs[1:]:
+            perr = p.communicate(timeout=a.timeout)[1]
+            rcs.append(p.returncode)
+            if perr and p.returncode:
+                err += perr.decode(errors="replace")
     except subprocess.TimeoutExpired:
         for p in procs:
             p.kill()
@@ -132,6 +177,30 @@ def main():
             got = [r["size"] for r in t.rows]
             if len(got) % len(sizes):
                 failures.append("%d rows, not a multiple of the %d sizes" % (len(got), len(sizes)))
+        if a.expect_sizes and t.rows:
+            want = [int(x) for x in a.expect_sizes.split(",")]
+            got = [r["size"] for r in t.rows]
+            if len(got) % len(want) or got != want * (len(got) // len(want)):
+                failures.append("row sizes %s, expected %s repeated" % (got, want))
+        if a.json:
+            try:
+                with open(a.json) as f:
+                    j = json.load(f)
+                res = j["results"]
+                if len(res) != len(t.rows):
+                    failures.append("JSON has %d results for %d rows" % (len(res), len(t.rows)))
+                for r in res:
+                    for place in ("out_of_place", "in_place"):
+                        if r[place]["nwrong"] != 0:
+                            failures.append("JSON: %d B %s nwrong %s" % (r["size"], place,
+                                                                         r[place]["nwrong"]))
+                        if a.expect_algo and r[place].get("algorithm") != a.expect_algo:
+                            failures.append("JSON: %d B %s ran %s, not %s" % (
+                                r["size"], place, r[place].get("algorithm"), a.expect_algo))
+                if j.get("errors") not in (0, []):  # a list of messages, empty when fine
+                    failures.append("JSON errors = %s" % j.get("errors"))
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                failures.append("JSON output %s: %s" % (a.json, e))
     else:
         if rc == 0:
             failures.append("exit status 0, expected a failure")

@@ -4,7 +4,9 @@
 Runs, for R repetitions, in the order A B C A B C ...:
   A  tuttirun -np N all_reduce_perf            (tutti; -A ALGO to force an algorithm)
   B  mpirun --allow-run-as-root --oversubscribe -np N mpi_allreduce_perf   (MPI_Allreduce)
-  C  N x gloo_allreduce_perf -R r -S N -F <fresh store dir>                (Gloo tcp loopback)
+  C  N x gloo_allreduce_perf -R r -S N -F <fresh store dir> -A ALGO        (Gloo tcp loopback)
+     once per Gloo algorithm of --gloo-algo (default ring and halving-doubling: "gloo" and
+     "gloo-hd" in the tables)
 with the same sizes, float32 sum, and prints per size the median out-of-place busbw of each,
 the ratios tutti/MPI and tutti/Gloo, then the median time per call (us) of each, and optionally
 CSV (--csv) and a plot (--plot, gnuplot or python3-matplotlib). Interleaving spreads the noise
@@ -12,9 +14,14 @@ of a shared machine over all three. tutti runs with --limit 1, which measures si
 memcpy bandwidth B (GB/s) in the same run; the table adds the memory-traffic ceiling of a
 host all-reduce, 2(n-1)/n * B_rw / (2n) with B_rw = 2B (every input read once, every output
 written once), and tutti's busbw as a percentage of it.
+With --small-max S, every run is two invocations of the same binary: sizes up to S with
+--small-n/--small-w iterations (enough calls for microsecond latencies), the rest with -n/-w
+(few calls for the large sizes), so one sweep covers 8 B to 256 MiB in reasonable time.
 Standard library only.
 
   tools/compare/compare.py --build build -np 4 -b 8 -e 64M -f 4 --reps 5 --csv cmp.csv
+  tools/compare/compare.py --build build -np 4 -b 8 -e 256M -f 2 -n 5 -w 1 \
+      --small-max 64K --small-n 1000 --small-w 50 --reps 3
 """
 import argparse
 import os
@@ -50,11 +57,11 @@ def run_mpi(a, sizes):
                           timeout=a.timeout).stdout.decode(errors="replace")
 
 
-def run_gloo(a, sizes):
+def run_gloo(a, sizes, algo):
     store = tempfile.mkdtemp(prefix="tutti-gloo-")
     try:
         procs = [subprocess.Popen([a.gloo_bin, "-R", str(r), "-S", str(a.np), "-F", store,
-                                   "-A", a.gloo_algo] + sizes,
+                                   "-A", algo] + sizes,
                                   stdout=subprocess.PIPE if r == 0 else subprocess.DEVNULL,
                                   stderr=subprocess.STDOUT) for r in range(a.np)]
         out = procs[0].communicate(timeout=a.timeout)[0].decode(errors="replace")
@@ -63,6 +70,30 @@ def run_gloo(a, sizes):
         return out
     finally:
         shutil.rmtree(store, ignore_errors=True)
+
+
+def parse_bytes(text):
+    """nccl-tests size syntax: 8, 64K, 256M, 1G (powers of 1024)."""
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
+    return int(text[:-1] if mult > 1 else text) * mult
+
+
+def sweeps(a):
+    """The perf binaries' argument lists of one run: one sweep, or small + large sizes."""
+    full = ["-b", a.b, "-e", a.e, "-f", a.f, "-n", a.n, "-w", a.w]
+    if not a.small_max:
+        return [full]
+    lo, hi, f, cut = parse_bytes(a.b), parse_bytes(a.e), int(a.f), parse_bytes(a.small_max)
+    size = lo
+    while size <= cut and size <= hi:
+        size *= f
+    out = []
+    if lo <= cut:
+        out.append(["-b", str(lo), "-e", str(min(cut, hi)), "-f", a.f, "-n", a.small_n,
+                    "-w", a.small_w])
+    if size <= hi:
+        out.append(["-b", str(size), "-e", a.e, "-f", a.f, "-n", a.n, "-w", a.w])
+    return out
 
 
 def measures_by_size(text, name, extra_columns=0):
@@ -131,7 +162,11 @@ def main():
     ap.add_argument("-w", default="5", help="warm-up iterations")
     ap.add_argument("--reps", type=int, default=3, help="repetitions R (medians over R)")
     ap.add_argument("-A", "--algo", default="", help="tutti algorithm (default automatic)")
-    ap.add_argument("--gloo-algo", default="ring", choices=["ring", "bcube", "hd"])
+    ap.add_argument("--gloo-algo", default="ring,hd",
+                    help="Gloo algorithms, comma-separated: ring, bcube, hd (halving-doubling)")
+    ap.add_argument("--small-max", default="", help="sizes up to this run with --small-n/-w")
+    ap.add_argument("--small-n", default="1000")
+    ap.add_argument("--small-w", default="50")
     ap.add_argument("--only", default="tutti,mpi,gloo", help="systems to run")
     ap.add_argument("--csv", default="", help="write per-repetition and median rows here")
     ap.add_argument("--plot", default="", help="PNG of the median busbw (gnuplot or matplotlib)")
@@ -144,30 +179,40 @@ def main():
     a.mpi_bin = find(pt, ["mpi_allreduce_perf"])
     a.gloo_bin = find(pt, ["gloo_allreduce_perf"])
     a.mpirun = shutil.which("mpirun")
+    gloo_algos = [g for g in a.gloo_algo.split(",") if g]
+    for g in gloo_algos:
+        if g not in ("ring", "bcube", "hd"):
+            ap.error("unknown Gloo algorithm %r (ring, bcube, hd)" % g)
     runners = {"tutti": (run_tutti, a.tutti_bin and a.tuttirun),
-               "mpi": (run_mpi, a.mpi_bin and a.mpirun),
-               "gloo": (run_gloo, a.gloo_bin)}
+               "mpi": (run_mpi, a.mpi_bin and a.mpirun)}
+    for g in gloo_algos:  # "gloo" is Gloo's ring; "gloo-hd", "gloo-bcube" the others
+        runners["gloo" if g == "ring" else "gloo-" + g] = (
+            lambda a, sizes, g=g: run_gloo(a, sizes, g), a.gloo_bin)
     systems = []
     for name in a.only.split(","):
-        if name not in runners:
+        names = [k for k in runners if k.startswith("gloo")] if name == "gloo" else [name]
+        if name != "gloo" and name not in runners:
             ap.error("unknown system %r" % name)
-        if not runners[name][1]:
-            sys.stderr.write("skipping %s: binary not built in %s\n" % (name, a.build))
-            continue
-        systems.append(name)
+        for k in names:
+            if not runners[k][1]:
+                sys.stderr.write("skipping %s: binary not built in %s\n" % (k, a.build))
+                continue
+            systems.append(k)
     if not systems:
         return 1
-    sizes = ["-b", a.b, "-e", a.e, "-f", a.f, "-n", a.n, "-w", a.w]
     runs = {n: [] for n in systems}
     ceilings = []
     for rep in range(a.reps):
         for n in systems:  # interleaved: A B C A B C ...
             sys.stderr.write("rep %d/%d: %s\n" % (rep + 1, a.reps, n))
-            by_size, ceiling = measures_by_size(runners[n][0](a, sizes), n,
-                                                2 if n == "tutti" else 0)
+            by_size = {}
+            for sizes in sweeps(a):
+                part, ceiling = measures_by_size(runners[n][0](a, sizes), n,
+                                                 2 if n == "tutti" else 0)
+                by_size.update(part)
+                if ceiling:
+                    ceilings.append(ceiling)
             runs[n].append(by_size)
-            if ceiling:
-                ceilings.append(ceiling)
     all_sizes = sorted({s for n in systems for r in runs[n] for s in r})
 
     def median_of(n, k):
@@ -180,10 +225,10 @@ def main():
 
     label = "tutti" + (" -A " + a.algo if a.algo else "")
     print("# all-reduce float32 sum, %d ranks, out-of-place busbw (GB/s), median of %d "
-          "interleaved runs; gloo algorithm %s" % (a.np, a.reps, a.gloo_algo))
+          "interleaved runs; gloo algorithms %s" % (a.np, a.reps, a.gloo_algo))
     head = "%12s" % "size(B)" + "".join("%10s" % n for n in systems)
     if "tutti" in systems:
-        head += "".join("%12s" % ("tutti/" + n) for n in systems if n != "tutti")
+        head += "".join("%15s" % ("tutti/" + n) for n in systems if n != "tutti")
     if floor:
         head += "%12s" % "tutti/ceil"
     print(head + ("   # " + label if "tutti" in systems else ""))
@@ -194,7 +239,7 @@ def main():
                 if n == "tutti":
                     continue
                 b, t = med[n].get(s), med["tutti"].get(s)
-                line += "%12s" % ("%.2f" % (t / b) if b and t is not None else "-")
+                line += "%15s" % ("%.2f" % (t / b) if b and t is not None else "-")
         if floor and "tutti" in systems and med["tutti"].get(s) is not None:
             line += "%11.0f%%" % (100.0 * med["tutti"][s] / floor)
         print(line)
@@ -204,7 +249,7 @@ def main():
               % (memcpy, 2 * memcpy, floor))
     print("# median time per call (us), out-of-place")
     print("%12s" % "size(B)" + "".join("%10s" % n for n in systems) +
-          "".join("%12s" % ("tutti/" + n) for n in systems if n != "tutti" and "tutti" in systems))
+          "".join("%15s" % ("tutti/" + n) for n in systems if n != "tutti" and "tutti" in systems))
     for s in all_sizes:
         line = "%12d" % s + "".join("%10.1f" % tmed[n].get(s, float("nan")) for n in systems)
         if "tutti" in systems:
@@ -212,7 +257,7 @@ def main():
                 if n == "tutti":
                     continue
                 b, t = tmed[n].get(s), tmed["tutti"].get(s)
-                line += "%12s" % ("%.2f" % (t / b) if b and t is not None else "-")
+                line += "%15s" % ("%.2f" % (t / b) if b and t is not None else "-")
         print(line)
     if a.csv:
         with open(a.csv, "w") as f:

@@ -24,12 +24,15 @@ def human(n):
     return "%d B" % n
 
 
+NAMES = {"tutti": "tutti", "mpi": "MPI", "gloo": "Gloo ring", "gloo-hd": "Gloo hd",
+         "gloo-bcube": "Gloo bcube"}
+
+
 def compare_tables(path):
-    lines = open(path).read().splitlines()
-    out = []
-    busbw, times, ceiling = [], [], ""
-    mode = None
-    for ln in lines:
+    """The busbw and time tables of one compare.py output, columns named by its header."""
+    busbw, times, ceiling = [], {}, ""
+    systems, mode = [], None
+    for ln in open(path).read().splitlines():
         if ln.startswith("# all-reduce"):
             mode = "bw"
             continue
@@ -39,21 +42,32 @@ def compare_tables(path):
         if ln.startswith("# memory ceiling"):
             ceiling = ln[2:]
             continue
-        if ln.startswith("#") or not ln.strip() or ln.strip().startswith("size"):
-            continue
         toks = ln.split()
-        if not toks[0].isdigit():
+        if mode == "bw" and toks and toks[0] == "size(B)":
+            systems = []
+            for t in toks[1:]:  # the system names, up to the ratio columns / the label
+                if "/" in t or t == "#":
+                    break
+                systems.append(t)
             continue
-        (busbw if mode == "bw" else times).append(toks)
-    t_by = {r[0]: r for r in times}
-    out.append("| size | tutti | MPI | Gloo | tutti/MPI | tutti/Gloo | tutti % of ceiling "
-               "| time tutti (us) | time MPI | time Gloo |")
-    out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        if ln.startswith("#") or not toks or not toks[0].isdigit():
+            continue
+        if mode == "bw":
+            busbw.append(toks)
+        else:
+            times[toks[0]] = toks
+    others = [n for n in systems if n != "tutti"]
+    head = (["size"] + [NAMES.get(n, n) for n in systems] +
+            ["tutti/" + NAMES.get(n, n) for n in others] + ["tutti % of ceiling"] +
+            ["time %s (us)" % NAMES.get(n, n) for n in systems])
+    out = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
+    k = len(systems)
     for r in busbw:
-        t = t_by.get(r[0], ["", "", "", ""])
-        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            human(int(r[0])), r[1], r[2], r[3], r[4], r[5], r[6] if len(r) > 6 else "-",
-            t[1], t[2], t[3]))
+        t = times.get(r[0], [])
+        cells = ([human(int(r[0]))] + r[1:1 + k] + r[1 + k:1 + k + len(others)] +
+                 [r[1 + k + len(others)] if len(r) > 1 + k + len(others) else "-"] +
+                 [t[1 + i] if len(t) > 1 + i else "" for i in range(k)])
+        out.append("| " + " | ".join(cells) + " |")
     if ceiling:
         out.append("")
         out.append(ceiling.replace("memory ceiling:", "Memory ceiling of this run:"))
