@@ -106,9 +106,10 @@ RankStats statsOf(const exec::Schedule& s, int rank, const std::vector<int>& hos
 }
 
 // A phase of the shared window when ranks outnumber cores: every rank of the host must be
-// scheduled before it completes (4 ranks on 2 cores: ~45 us per phase, 8 ranks: ~145 us;
-// about 5.5 scaled alphas either way).
-constexpr double kOversubscribedSyncAlphas = 5.5;
+// scheduled before it completes, but the waiters yield at once, so the ranks of a core pass
+// it round by round (4 ranks on 2 cores: a two-phase one-shot all-reduce 10-13 us, 8 ranks:
+// 40-50 us; about 0.8 scaled alphas per phase either way).
+constexpr double kOversubscribedSyncAlphas = 0.8;
 
 // Alphas of a round that only waits on the shared window: with a core per rank a waited-for
 // store arrives within a microsecond (windowSyncFactor); with more ranks than cores every rank
