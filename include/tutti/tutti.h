@@ -168,6 +168,12 @@ TUTTI_API tuttiResult_t tuttiGroupEnd(void);
 /* ---- Introspection (tutti additions) ---- */
 /* Name of the algorithm the last collective on comm used ("ring", "tree", ...). */
 TUTTI_API const char* tuttiCommLastAlgorithm(tuttiComm_t comm);
+/* Forces algorithms for comm's following calls, in TUTTI_ALGO syntax ("ring", or
+ * "allreduce:direct;broadcast:binomial"); every name is checked now (tuttiInvalidArgument
+ * names an unknown one). NULL or "" restores comm's own choice: its config's algo, else
+ * TUTTI_ALGO as read at init, else automatic. Local: each rank must make the same call
+ * before its next collective. Not inside a group. */
+TUTTI_API tuttiResult_t tuttiCommSetAlgorithm(tuttiComm_t comm, const char* spec);
 /* Comma-separated transports in use by comm's connections ("shm", "shm,tcp", ...). */
 TUTTI_API const char* tuttiCommTransports(tuttiComm_t comm);
 

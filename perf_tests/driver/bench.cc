@@ -13,14 +13,6 @@ namespace tutti_perf {
 
 namespace {
 
-const char* originalAlgoEnv() {
-  static const char* const kOriginal = [] {
-    const char* v = getenv("TUTTI_ALGO");
-    return v ? strdup(v) : static_cast<char*>(nullptr);
-  }();
-  return kOriginal;
-}
-
 char* bufferAt(char* base, size_t shift, const Bench& b, size_t elemBytes) {
   return base + shift + static_cast<size_t>(b.opt.unalign) * elemBytes;
 }
@@ -85,18 +77,10 @@ bool initData(Bench& b, const Layout& l, tuttiDataType_t type, tuttiRedOp_t op, 
 
 }  // namespace
 
-void setAlgoEnv(const Bench& b, const std::string& algo) {
-  const char* original = originalAlgoEnv();
-  if (algo.empty()) {
-    if (original) {
-      setenv("TUTTI_ALGO", original, 1);
-    } else {
-      unsetenv("TUTTI_ALGO");
-    }
-    return;
-  }
-  const std::string value = std::string(b.coll->algoKey) + ":" + algo;
-  setenv("TUTTI_ALGO", value.c_str(), 1);
+void forceAlgorithm(const Bench& b, const std::string& algo) {
+  const std::string spec = algo.empty() ? "" : std::string(b.coll->algoKey) + ":" + algo;
+  tuttiResult_t r = tuttiCommSetAlgorithm(b.comm, algo.empty() ? nullptr : spec.c_str());
+  if (r != tuttiSuccess) failCall(&b, "tuttiCommSetAlgorithm", r, __FILE__, __LINE__);
 }
 
 [[noreturn]] void failCall(const Bench* b, const char* call, tuttiResult_t r, const char* file,
@@ -137,10 +121,10 @@ Measurement benchTime(Bench& b, const Layout& l, tuttiDataType_t type, tuttiRedO
   if (b.opt.check) initData(b, l, type, op, root, inPlace, 99);
 
   // Synchronising call (its failure is the only one tolerated, and only when mayFail).
-  setAlgoEnv(b, algo);
+  forceAlgorithm(b, algo);
   tuttiResult_t r = startColl(b, l, type, op, root, inPlace, 0);
   b.mem->synchronize();
-  setAlgoEnv(b, "");
+  forceAlgorithm(b, "");
   if (r != tuttiSuccess) {
     if (!mayFail) failCall(&b, b.coll->program, r, __FILE__, __LINE__);
     const char* last = tuttiGetLastError(b.comm);
@@ -150,7 +134,7 @@ Measurement benchTime(Bench& b, const Layout& l, tuttiDataType_t type, tuttiRedO
   }
   barrier(b);
 
-  setAlgoEnv(b, algo);
+  forceAlgorithm(b, algo);
   const auto t0 = std::chrono::steady_clock::now();
   for (int iter = 0; iter < b.opt.iters; ++iter) {
     if (b.opt.aggIters > 1) PERF_CHECK(&b, tuttiGroupStart());
@@ -164,7 +148,7 @@ Measurement benchTime(Bench& b, const Layout& l, tuttiDataType_t type, tuttiRedO
   double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const char* used = tuttiCommLastAlgorithm(b.comm);
   m.algoUsed = used ? used : "";
-  setAlgoEnv(b, "");
+  forceAlgorithm(b, "");
   sec /= static_cast<double>(b.opt.iters) * b.opt.aggIters;
   sec = allreduceTime(b, sec, b.opt.average);
 
@@ -180,10 +164,10 @@ Measurement benchTime(Bench& b, const Layout& l, tuttiDataType_t type, tuttiRedO
   for (int c = 0; c < b.opt.check; ++c) {
     ++b.rep;
     const bool here = initData(b, l, type, op, root, inPlace, b.rep);
-    setAlgoEnv(b, algo);
+    forceAlgorithm(b, algo);
     r = startColl(b, l, type, op, root, inPlace, 0);
     b.mem->synchronize();
-    setAlgoEnv(b, "");
+    forceAlgorithm(b, "");
     if (r != tuttiSuccess) failCall(&b, b.coll->program, r, __FILE__, __LINE__);
     int64_t wrong = 0;
     if (here && l.recvCount > 0) {

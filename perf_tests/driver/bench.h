@@ -43,13 +43,14 @@ struct Measurement {
   std::string algoUsed;  // tuttiCommLastAlgorithm after the timed loop
 };
 
-// `algo`: "" keeps the environment's TUTTI_ALGO, else TUTTI_ALGO=<algoKey>:<algo> around the
-// measured calls only. `mayFail`: a rejected first call gives !ran instead of exiting.
+// `algo`: "" keeps the communicator's own choice (TUTTI_ALGO at init, else automatic), else
+// <algoKey>:<algo> is forced (tuttiCommSetAlgorithm) around the measured calls only. `mayFail`: a rejected first call gives !ran instead of exiting.
 Measurement benchTime(Bench& b, const Layout& l, tuttiDataType_t type, tuttiRedOp_t op, int root,
                       bool inPlace, const std::string& algo, bool mayFail);
 
-// Sets TUTTI_ALGO=<algoKey>:<algo>; an empty `algo` restores the variable found at start.
-void setAlgoEnv(const Bench& b, const std::string& algo);
+// Forces <algoKey>:<algo> on the communicator (tuttiCommSetAlgorithm); an empty `algo`
+// restores its own choice.
+void forceAlgorithm(const Bench& b, const std::string& algo);
 
 // Cross-rank helpers through the library itself (as nccl-tests uses MPI for them).
 double allreduceTime(Bench& b, double v, int average);  // 0=rank0 1=avg 2=min 3=max

@@ -229,7 +229,7 @@ void printTableHeader(Run& run) {
     snprintf(buf, sizeof(buf), "  %*s", w, "(GB/s)");
     units += buf;
   }
-  PRINT("# %10s  %12s  %8s  %6s  %6s  out-of-place busbw by algorithm (TUTTI_ALGO=%s:<algo>)\n", "",
+  PRINT("# %10s  %12s  %8s  %6s  %6s  out-of-place busbw by algorithm (%s:<algo>)\n", "",
         "", "", "", "", run.b.coll->algoKey);
   PRINT("# %10s  %12s  %8s  %6s  %6s%s  %7s  %-12s  %6s\n", "size", "count", "type", "redop",
         "root", names.c_str(), "auto", "auto-algo", "#wrong");
@@ -400,14 +400,14 @@ void timeTest(Run& run, tuttiDataType_t type, tuttiRedOp_t op, const char* opStr
   barrier(b);
   for (size_t bytes : {o.maxBytes, o.minBytes}) {
     const Layout l = b.coll->layout(bytes / ws, b.nranks);
-    setAlgoEnv(b, run.forced);
+    forceAlgorithm(b, run.forced);
     for (int i = 0; i < o.warmupIters; ++i) {
       const auto* send = b.sendBase;
       PERF_CHECK(
           &b, b.coll->run(send, b.recvBase, l.paramCount, type, op, root, b.comm, b.mem->stream()));
     }
     b.mem->synchronize();
-    setAlgoEnv(b, "");
+    forceAlgorithm(b, "");
   }
   int cycles = o.runCycles;
   do {

@@ -170,6 +170,18 @@ TUTTI_API const char* tuttiCommLastAlgorithm(tuttiComm_t comm) {
   return comm->impl->lastAlgorithm();
 }
 
+TUTTI_API tuttiResult_t tuttiCommSetAlgorithm(tuttiComm_t comm, const char* spec) {
+  return guarded(comm, "tuttiCommSetAlgorithm", [&] {
+    TUTTI_CHECK_ARG(comm != nullptr, "comm is NULL");
+    if (tutti::api::groupDepth() > 0)
+      tutti::fail(tuttiInvalidUsage,
+                  "tuttiCommSetAlgorithm inside tuttiGroupStart/End: the grouped calls run at "
+                  "tuttiGroupEnd; set the algorithm before the group");
+    ready(comm).setAlgorithm(spec ? spec : "");
+    return tuttiSuccess;
+  });
+}
+
 TUTTI_API const char* tuttiCommTransports(tuttiComm_t comm) {
   if (comm == nullptr || comm->impl == nullptr) return "none";
   comm->transportsText = comm->impl->transportsInUse();

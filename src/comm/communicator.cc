@@ -94,7 +94,8 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
       prefix_(std::move(prefix)),
       rank_(rank),
       nranks_(nranks),
-      options_(std::move(options)) {
+      options_(std::move(options)),
+      initialAlgo_(options_.algo) {
   TUTTI_CHECK_ARG(nranks >= 1, "nranks must be >= 1 (got ", nranks, ")");
   TUTTI_CHECK_ARG(rank >= 0 && rank < nranks, "rank ", rank, " out of range [0, ", nranks, ")");
   log::setThreadRank(rank_);
@@ -258,14 +259,10 @@ algo::CollArgs Communicator::baseArgs(algo::Coll coll, size_t count, tuttiDataTy
 }
 
 const Communicator::CallPlan& Communicator::planFor(const algo::CollArgs& args) {
-  // TUTTI_ALGO is read at every call (the perf tests switch it between sweeps), but straight
-  // from the environment: env::getString's table lookups cost more than a small call.
-  static const bool registered = (env::lookup("TUTTI_ALGO"), true);
-  (void)registered;
-  const char* fromEnv = options_.algo.empty() ? std::getenv("TUTTI_ALGO") : nullptr;
-  std::string_view spec = !options_.algo.empty() ? std::string_view(options_.algo)
-                          : fromEnv != nullptr   ? std::string_view(fromEnv)
-                                                 : std::string_view();
+  // The forced algorithms are the communicator's (config, TUTTI_ALGO at init, or
+  // tuttiCommSetAlgorithm): no environment lookup per call (getenv scans the whole
+  // environment, ~500 instructions, a tenth of a small call).
+  std::string_view spec = options_.algo;
   LastPlan& l = last_;
   if (l.valid && l.coll == args.coll && l.count == args.count && l.dtype == args.dtype &&
       l.op == args.op && l.root == args.root && l.windowBytes == args.windowBytes && l.spec == spec)
@@ -283,6 +280,33 @@ const Communicator::CallPlan& Communicator::planFor(const algo::CollArgs& args) 
   l.plan = {&info, &planned};
   l.valid = true;
   return l.plan;
+}
+
+void Communicator::setAlgorithm(const std::string& spec) {
+  // Every name must exist: for its collective ("allreduce:ring"), or for at least one
+  // collective when it applies to all ("ring").
+  std::string_view text = spec;
+  while (!text.empty()) {
+    size_t semi = text.find_first_of(";,");
+    std::string_view item = text.substr(0, semi);
+    size_t colon = item.find(':');
+    if (!item.empty()) {
+      bool known = false;
+      for (int c = 0; c < algo::kNumColls && !known; ++c) {
+        auto coll = static_cast<algo::Coll>(c);
+        if (colon != std::string_view::npos && item.substr(0, colon) != algo::collName(coll))
+          continue;
+        std::string_view name = colon == std::string_view::npos ? item : item.substr(colon + 1);
+        known = algo::find(coll, name) != nullptr;
+      }
+      TUTTI_CHECK_ARG(known, "algorithm spec '", spec, "': no algorithm matches '", item,
+                      "' (tutti-info lists them)");
+    }
+    if (semi == std::string_view::npos) break;
+    text.remove_prefix(semi + 1);
+  }
+  options_.algo = spec.empty() ? initialAlgo_ : spec;
+  last_.valid = false;
 }
 
 const algo::AlgorithmInfo& Communicator::chooseAlgorithm(const algo::CollArgs& args,

@@ -76,6 +76,9 @@ class Communicator {
   bool aborted() const { return aborted_.load(); }
 
   const char* lastAlgorithm() const { return lastAlgorithm_; }
+  // Forces algorithms for the following calls (TUTTI_ALGO syntax, names checked here); an
+  // empty spec restores the communicator's own (its config's algo, else TUTTI_ALGO at init).
+  void setAlgorithm(const std::string& spec);
   std::string transportsInUse() const;
   std::string describePeer(int peer) const;
 
@@ -110,6 +113,7 @@ class Communicator {
   int rank_;
   int nranks_;
   CommOptions options_;
+  std::string initialAlgo_;  // options_.algo as made at init (setAlgorithm("") restores it)
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::vector<transport::PeerInfo> peers_;
   std::vector<int> hostOf_;  // host index of each rank

@@ -102,7 +102,8 @@ constexpr Var kVars[] = {
     // ---- algorithms / tuning ----
     {"TUTTI_ALGO", Type::kString, "", "TUNING",
      "Force algorithms: 'ring' for every collective, or per collective "
-     "'allreduce:ring;broadcast:tree'."},
+     "'allreduce:ring;broadcast:tree'. Read when a communicator is created; "
+     "tuttiCommSetAlgorithm changes it later."},
     {"TUTTI_TUNING_FILE", Type::kString, "", "TUNING",
      "Cost model file written by tutti-tune (alpha/beta of shm and tcp, gamma); the tuner "
      "uses its values instead of the built-in ones."},

@@ -196,11 +196,10 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n) {
     fillInput(in, inElems, 0);
   }
   std::string algoSpec = std::string(c.coll->name) + ":" + c.algo;
-  if (std::string(c.algo) == "auto")
-    unsetenv("TUTTI_ALGO");
-  else
-    setenv("TUTTI_ALGO", algoSpec.c_str(), 1);
-  tuttiResult_t r = tuttiSuccess;
+  tuttiResult_t r =
+      tuttiCommSetAlgorithm(comm, std::string(c.algo) == "auto" ? nullptr : algoSpec.c_str());
+  if (r != tuttiSuccess)
+    return std::string("call failed: tuttiCommSetAlgorithm: ") + tuttiGetLastError(comm);
   switch (c.coll->coll) {
     case C::kAllReduce:
       r = tuttiAllReduce(in, out, c.count, c.dtype, op, comm, nullptr);
@@ -221,7 +220,7 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n) {
       r = tuttiAllToAll(in, out, c.count, c.dtype, comm, nullptr);
       break;
   }
-  unsetenv("TUTTI_ALGO");
+  tuttiCommSetAlgorithm(comm, nullptr);
   if (r == tuttiInvalidArgument &&
       std::string(tuttiGetLastError(comm)).find("does not apply") != std::string::npos)
     return "";  // algorithm not applicable here (same decision on every rank)

@@ -282,5 +282,49 @@ TEST(CommApi, BadArgumentsAreRejectedWithMessages) {
   EXPECT_TRUE(result.allOk()) << result.describe();
 }
 
+// tuttiCommSetAlgorithm: forces per call, checks names, restores the init-time choice, and
+// TUTTI_ALGO is read once at init (changing it later does not change the communicator).
+TEST(CommApi, SetAlgorithmForcesChecksAndRestores) {
+  const int n = 3;
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(n, [&](int rank) {
+    setenv("TUTTI_ALGO", "allreduce:tree", 1);
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+    setenv("TUTTI_ALGO", "allreduce:naive", 1);  // after init: ignored
+    std::vector<float> x(1000, 1.0f), y(1000, 0.0f);
+    auto allReduce = [&] {
+      TUTTI_ASSERT_OK(
+          tuttiAllReduce(x.data(), y.data(), x.size(), tuttiFloat32, tuttiSum, comm, nullptr),
+          comm);
+      EXPECT_EQ(y[999], static_cast<float>(n));
+    };
+    allReduce();
+    EXPECT_STREQ(tuttiCommLastAlgorithm(comm), "tree");
+    TUTTI_ASSERT_OK(tuttiCommSetAlgorithm(comm, "allreduce:ring;broadcast:binomial"), comm);
+    allReduce();
+    EXPECT_STREQ(tuttiCommLastAlgorithm(comm), "ring");
+    TUTTI_ASSERT_OK(tuttiCommSetAlgorithm(comm, "butterfly"), comm);
+    allReduce();
+    EXPECT_STREQ(tuttiCommLastAlgorithm(comm), "butterfly");
+    TUTTI_ASSERT_OK(tuttiCommSetAlgorithm(comm, nullptr), comm);  // back to TUTTI_ALGO at init
+    allReduce();
+    EXPECT_STREQ(tuttiCommLastAlgorithm(comm), "tree");
+    EXPECT_EQ(tuttiCommSetAlgorithm(comm, "allreduce:bogus"), tuttiInvalidArgument);
+    EXPECT_NE(std::string(tuttiGetLastError(comm)).find("'allreduce:bogus'"), std::string::npos)
+        << tuttiGetLastError(comm);
+    EXPECT_EQ(tuttiCommSetAlgorithm(comm, "nosuchcoll:ring"), tuttiInvalidArgument);
+    EXPECT_EQ(tuttiCommSetAlgorithm(nullptr, "ring"), tuttiInvalidArgument);
+    TUTTI_ASSERT_OK(tuttiGroupStart(), nullptr);
+    EXPECT_EQ(tuttiCommSetAlgorithm(comm, "ring"), tuttiInvalidUsage);
+    TUTTI_ASSERT_OK(tuttiGroupEnd(), nullptr);
+    allReduce();  // a rejected spec changed nothing
+    EXPECT_STREQ(tuttiCommLastAlgorithm(comm), "tree");
+    TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+    unsetenv("TUTTI_ALGO");
+  });
+  EXPECT_TRUE(result.allOk()) << result.describe();
+}
+
 }  // namespace
 }  // namespace tutti::test
