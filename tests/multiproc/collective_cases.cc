@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "common/dtype.h"
 
@@ -149,6 +151,70 @@ std::string describe(const Case& c, int n) {
          " root=" + std::to_string(c.root);
 }
 
+namespace {
+
+// What a case needs besides the algorithm: this rank's input, the sentinel-filled output and
+// the expected output, as bytes of the dtype. Cases that differ only in the algorithm (and
+// in-place) share them; buildCases puts those next to each other, so one cached entry makes
+// the large counts cost a memcpy and a memcmp instead of a double-precision loop per element.
+struct Prepared {
+  std::string key;
+  std::vector<std::byte> input, sentinel, expected;
+  std::vector<double> expectedValues;  // for the element-wise check when bytes differ
+  bool checked = true;                 // false: reduce on a non-root rank
+};
+
+Prepared& prepare(const Case& c, int rank, int n, size_t inElems, size_t outElems) {
+  thread_local Prepared p;
+  const tuttiRedOp_t op = c.coll->hasOp ? c.op : tuttiSum;
+  std::string key = std::to_string(static_cast<int>(c.coll->coll)) + "/" + std::to_string(c.dtype) +
+                    "/" + std::to_string(op) + "/" + std::to_string(c.count) + "/" +
+                    std::to_string(c.root) + "/" + std::to_string(rank) + "/" + std::to_string(n);
+  if (p.key == key) return p;
+  p.key.clear();
+  const size_t es = dtypeSize(c.dtype);
+  p.input.assign(inElems * es, std::byte{0});
+  for (size_t i = 0; i < inElems; ++i)
+    store(p.input.data(), c.dtype, i, inputValue(op, c.dtype, rank, i));
+  p.sentinel.assign(outElems * es, std::byte{0});
+  for (size_t i = 0; i < outElems; ++i) store(p.sentinel.data(), c.dtype, i, 99);
+  p.expectedValues.assign(outElems, 0.0);
+  p.checked = true;
+  auto& want = p.expectedValues;
+  switch (c.coll->coll) {
+    case C::kAllReduce:
+      for (size_t i = 0; i < c.count; ++i) want[i] = reduceRef(op, c.dtype, n, i);
+      break;
+    case C::kReduce:
+      p.checked = rank == c.root;
+      if (p.checked)
+        for (size_t i = 0; i < c.count; ++i) want[i] = reduceRef(op, c.dtype, n, i);
+      break;
+    case C::kBroadcast:
+      for (size_t i = 0; i < c.count; ++i) want[i] = inputValue(op, c.dtype, c.root, i);
+      break;
+    case C::kAllGather:
+      for (int src = 0; src < n; ++src)
+        for (size_t i = 0; i < c.count; ++i)
+          want[src * c.count + i] = inputValue(op, c.dtype, src, i);
+      break;
+    case C::kReduceScatter:
+      for (size_t i = 0; i < c.count; ++i) want[i] = reduceRef(op, c.dtype, n, rank * c.count + i);
+      break;
+    case C::kAllToAll:
+      for (int src = 0; src < n; ++src)
+        for (size_t i = 0; i < c.count; ++i)
+          want[src * c.count + i] = inputValue(op, c.dtype, src, rank * c.count + i);
+      break;
+  }
+  p.expected.assign(outElems * es, std::byte{0});
+  for (size_t i = 0; i < outElems; ++i) store(p.expected.data(), c.dtype, i, want[i]);
+  p.key = std::move(key);
+  return p;
+}
+
+}  // namespace
+
 // Runs one case on this rank; returns "" or a description of the first wrong element.
 std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n) {
   size_t es = dtypeSize(c.dtype);
@@ -166,34 +232,34 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n) {
     default:
       break;
   }
-  std::vector<std::byte> inBuf(std::max<size_t>(inElems, 1) * es + 64);
-  std::vector<std::byte> outBuf(std::max<size_t>(outElems, 1) * es + 64);
+  const Prepared& prep = prepare(c, rank, n, inElems, outElems);
+  // Reused across cases (no allocation, zeroing and first-touch faults per case): every byte
+  // a case reads is written first (input, sentinel).
+  thread_local std::vector<std::byte> inBuf, outBuf;
+  inBuf.resize(std::max(inBuf.size(), std::max<size_t>(inElems, 1) * es + 64));
+  outBuf.resize(std::max(outBuf.size(), std::max<size_t>(outElems, 1) * es + 64));
   void* in = inBuf.data();
   void* out = outBuf.data();
   // Sentinel in the output so untouched elements are caught.
-  for (size_t i = 0; i < outElems; ++i) store(out, c.dtype, i, 99);
+  std::memcpy(out, prep.sentinel.data(), prep.sentinel.size());
   tuttiRedOp_t op = c.coll->hasOp ? c.op : tuttiSum;
-  auto fillInput = [&](void* dst, size_t elems, size_t offset) {
-    for (size_t i = 0; i < elems; ++i)
-      store(dst, c.dtype, i, inputValue(op, c.dtype, rank, offset + i));
-  };
   if (c.inPlace) {
     switch (c.coll->coll) {
       case C::kAllGather:
         in = static_cast<std::byte*>(out) + rank * c.count * es;
-        fillInput(in, c.count, 0);
+        std::memcpy(in, prep.input.data(), c.count * es);
         break;
       case C::kReduceScatter:
-        fillInput(in, inElems, 0);
+        std::memcpy(in, prep.input.data(), inElems * es);
         out = static_cast<std::byte*>(in) + rank * c.count * es;
         break;
       default:
-        fillInput(out, inElems, 0);
+        std::memcpy(out, prep.input.data(), inElems * es);
         in = out;
         break;
     }
   } else {
-    fillInput(in, inElems, 0);
+    std::memcpy(in, prep.input.data(), inElems * es);
   }
   std::string algoSpec = std::string(c.coll->name) + ":" + c.algo;
   tuttiResult_t r =
@@ -226,43 +292,18 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n) {
     return "";  // algorithm not applicable here (same decision on every rank)
   if (r != tuttiSuccess)
     return std::string("call failed: ") + tuttiGetErrorString(r) + ": " + tuttiGetLastError(comm);
-  auto check = [&](size_t i, double want) -> std::string {
-    double got = load(out, c.dtype, i);
-    if (close(got, want, c.dtype, op)) return "";
-    return "element " + std::to_string(i) + ": got " + std::to_string(got) + ", want " +
-           std::to_string(want);
-  };
-  std::string err;
-  switch (c.coll->coll) {
-    case C::kAllReduce:
-      for (size_t i = 0; i < c.count && err.empty(); ++i)
-        err = check(i, reduceRef(op, c.dtype, n, i));
-      break;
-    case C::kReduce:
-      if (rank == c.root)
-        for (size_t i = 0; i < c.count && err.empty(); ++i)
-          err = check(i, reduceRef(op, c.dtype, n, i));
-      break;
-    case C::kBroadcast:
-      for (size_t i = 0; i < c.count && err.empty(); ++i)
-        err = check(i, inputValue(op, c.dtype, c.root, i));
-      break;
-    case C::kAllGather:
-      for (int src = 0; src < n && err.empty(); ++src)
-        for (size_t i = 0; i < c.count && err.empty(); ++i)
-          err = check(src * c.count + i, inputValue(op, c.dtype, src, i));
-      break;
-    case C::kReduceScatter:
-      for (size_t i = 0; i < c.count && err.empty(); ++i)
-        err = check(i, reduceRef(op, c.dtype, n, rank * c.count + i));
-      break;
-    case C::kAllToAll:
-      for (int src = 0; src < n && err.empty(); ++src)
-        for (size_t i = 0; i < c.count && err.empty(); ++i)
-          err = check(src * c.count + i, inputValue(op, c.dtype, src, rank * c.count + i));
-      break;
+  if (!prep.checked) return "";
+  const size_t checkElems = c.coll->coll == C::kReduceScatter ? c.count : outElems;
+  // Bitwise equal to the expected bytes: right. Otherwise compare values (tolerance for avg
+  // on floats; -0 == +0) and name the first wrong element.
+  if (std::memcmp(out, prep.expected.data(), checkElems * es) == 0) return "";
+  for (size_t i = 0; i < checkElems; ++i) {
+    double got = load(out, c.dtype, i), want = prep.expectedValues[i];
+    if (!close(got, want, c.dtype, op))
+      return "element " + std::to_string(i) + ": got " + std::to_string(got) + ", want " +
+             std::to_string(want);
   }
-  return err;
+  return "";
 }
 
 std::vector<Case> buildCases(int n, bool full) {
@@ -271,32 +312,34 @@ std::vector<Case> buildCases(int n, bool full) {
   // TUTTI_TEST_ONLY_ALGO=direct restricts the matrix to one algorithm name (used to rerun
   // the direct algorithms with a tiny shared window, i.e. many chunks).
   const char* only = std::getenv("TUTTI_TEST_ONLY_ALGO");
+  // The algorithm is the innermost loop: consecutive cases share input and expected output.
   for (const CollDesc& cd : colls()) {
-    for (const char* algo : cd.algos) {
-      if (only && std::string(only) != algo) continue;
-      for (tuttiDataType_t t : kAllTypes) {
-        for (tuttiRedOp_t op : kAllOps) {
-          if (!cd.hasOp && op != tuttiSum) continue;
-          for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}, big}) {
-            bool bigCase = count == big;
-            if (bigCase) {
-              // The slice: large counts for float32 sum and int32 max only.
-              if (!full &&
-                  !((t == tuttiFloat32 && op == tuttiSum) || (t == tuttiInt32 && op == tuttiMax)))
-                continue;
-              if (cd.coll == C::kAllGather || cd.coll == C::kAllToAll ||
-                  cd.coll == C::kReduceScatter) {
-                if (n > 4 && !full) continue;
-              }
-            }
-            if (!full && count == 1023 && t != tuttiFloat32 && t != tuttiFloat16 && t != tuttiInt8)
+    for (tuttiDataType_t t : kAllTypes) {
+      for (tuttiRedOp_t op : kAllOps) {
+        if (!cd.hasOp && op != tuttiSum) continue;
+        for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}, big}) {
+          bool bigCase = count == big;
+          if (bigCase) {
+            // The slice: large counts for float32 sum and int32 max only.
+            if (!full &&
+                !((t == tuttiFloat32 && op == tuttiSum) || (t == tuttiInt32 && op == tuttiMax)))
               continue;
+            if (cd.coll == C::kAllGather || cd.coll == C::kAllToAll ||
+                cd.coll == C::kReduceScatter) {
+              if (n > 4 && !full) continue;
+            }
+          }
+          if (!full && count == 1023 && t != tuttiFloat32 && t != tuttiFloat16 && t != tuttiInt8)
+            continue;
+          std::vector<int> roots = {0};
+          if ((cd.coll == C::kBroadcast || cd.coll == C::kReduce) && n > 1) roots.push_back(n - 1);
+          for (int root : roots) {
             for (bool inPlace : {false, true}) {
               if (cd.coll == C::kAllToAll && inPlace) continue;
-              std::vector<int> roots = {0};
-              if ((cd.coll == C::kBroadcast || cd.coll == C::kReduce) && n > 1)
-                roots.push_back(n - 1);
-              for (int root : roots) cases.push_back({&cd, algo, t, op, count, inPlace, root});
+              for (const char* algo : cd.algos) {
+                if (only && std::string(only) != algo) continue;
+                cases.push_back({&cd, algo, t, op, count, inPlace, root});
+              }
             }
           }
         }

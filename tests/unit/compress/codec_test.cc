@@ -140,6 +140,12 @@ TEST(CompressQsgd, ReproducibleAndRankDependent) {
   EXPECT_EQ(a, b);
   EXPECT_NE(a, r);
   EXPECT_NE(a, t);
+  // Two tensors (keys) of one step draw different streams; a run seed changes them all.
+  std::vector<std::byte> k(a.size()), s2(a.size());
+  c->encode(v, k, {.seed = 1, .rank = 0, .step = 3, .key = 7});
+  c->encode(v, s2, {.seed = 2, .rank = 0, .step = 3});
+  EXPECT_NE(a, k);
+  EXPECT_NE(a, s2);
 }
 
 TEST(CompressCodecs, DecodeInRankOrderIsIdenticalOnEveryRank) {
