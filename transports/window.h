@@ -35,8 +35,12 @@ class Window {
   // The region of `rank` (any rank of the communicator, including this one), mapped here.
   virtual std::byte* base(int rank) const = 0;
   // Publishes this rank's phase (release: every write before it is visible to a peer whose
-  // wait for this value returned) and wakes peers sleeping on it.
+  // wait for this value returned). Waking peers that sleep on it may be deferred until
+  // flushPosts() or this rank's next wait that does not return at once.
   virtual void post(uint32_t phase) = 0;
+  // Wakes the peers sleeping on this rank's posts (the executor calls it at the end of every
+  // call, so no peer sleeps on a post past the call that made it).
+  virtual void flushPosts() {}
   // Blocks until `rank` has posted `phase` or later: polls for policy.spinUs, then sleeps.
   // Throws tuttiRemoteError naming the rank when it died, tuttiTimeout after
   // policy.timeoutSec without progress, tuttiRemoteError when the communicator is aborted.

@@ -311,6 +311,8 @@ class RoundRunner {
   }
 
   void sleepOnce(double msLeft) {
+    // A peer may sleep on one of this call's window posts (deferred wake-ups, window.h).
+    if (win_.window) win_.window->flushPosts();
     fds_.clear();
     bool canSleep = true;
     for (auto& [peer, q] : queues_) {
@@ -400,8 +402,10 @@ void execute(const Schedule& schedule, std::span<std::byte* const> buffers,
   }
   RoundRunner runner(schedule, buffers, connections, options, use);
   for (const Round& round : schedule.rounds) runner.run(round);
-  if (window && schedule.windowPhases > 0)
+  if (window && schedule.windowPhases > 0) {
     window->finishCall(schedule.windowPhases, use.half, use.skipFinalPost);
+    window->flushPosts();  // no peer may sleep on this call's posts after it returns
+  }
 }
 
 }  // namespace tutti::exec

@@ -60,8 +60,18 @@ class ShmWindow final : public Window {
   }
 
   void post(uint32_t phase) override {
+    ctrl(rank_)->phase.store(phase, std::memory_order_release);
+    // The wake-up check needs a full fence (below), which would stall here until this store
+    // and the window writes before it have reached the peers' caches: a cross-core round trip
+    // right after the post, on every call. Deferred to flushPosts(), it runs after this rank's
+    // next wait began or at the end of the call, when the stores have long drained.
+    wakePending_ = true;
+  }
+
+  void flushPosts() override {
+    if (!wakePending_) return;
+    wakePending_ = false;
     WindowCtrl* c = ctrl(rank_);
-    c->phase.store(phase, std::memory_order_release);
     // Dekker with the waiter (waiters++ then phase load): one of us sees the other's store.
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (c->waiters.load(std::memory_order_relaxed) != 0)
@@ -86,6 +96,8 @@ class ShmWindow final : public Window {
     if (reached(seen_[rank], phase)) return;
     WindowCtrl* c = ctrl(rank);
     if (reached(seen_[rank] = c->phase.load(std::memory_order_acquire), phase)) return;
+    // About to wait: a peer may sleep on this rank's last post and be the one we wait for.
+    flushPosts();
     // A peer on another core usually posts within a microsecond or two: poll without
     // syscalls first, then yield the core between polls (ranks often share cores).
     const int purePolls = policy.yield ? kPurePollsYielding : kPurePolls;
@@ -148,6 +160,7 @@ class ShmWindow final : public Window {
   std::vector<Segment> segments_;
   std::vector<std::unique_ptr<PeerProcess>> procs_;
   std::vector<uint32_t> seen_;  // by rank: the last phase read from its counter
+  bool wakePending_ = false;    // posted since the last flushPosts()
 };
 
 std::string key(int rank) { return "win/" + std::to_string(rank); }
