@@ -27,10 +27,10 @@ pt=$build/perf_tests
 } > "$out/README.txt"
 
 for n in $ranks; do
-  # One interleaved sweep 8 B .. MAXBYTES (factor 2): sizes up to 32 KiB with SMALLITERS
-  # calls (latency), the rest with LARGEITERS (bandwidth); tutti, MPI, Gloo ring, Gloo hd.
+  # One interleaved sweep 8 B .. MAXBYTES: factor 2 up to 32 KiB with SMALLITERS calls
+  # (latency; Gloo 50), then factor 4 with LARGEITERS (bandwidth); tutti, MPI, Gloo ring, hd.
   python3 tools/compare/compare.py --build "$build" -np "$n" -b 8 -e "$maxb" -f 2 \
-      -n "$largeiters" -w 1 --small-max 32K --small-n "$smalliters" --small-w 100 \
+      -n "$largeiters" -w 1 --small-max 32K --small-n "$smalliters" --small-w 100 --large-f 4 \
       --reps "$reps" --csv "$out/allreduce_np$n.csv" \
       --plot "$out/allreduce_np$n.png" > "$out/allreduce_np$n.txt"
   "$run" -np "$n" "$pt/all_reduce_perf" -b 8 -e "$algomax" -f 4 -n "$iters" -w 2 -A all \

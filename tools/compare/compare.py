@@ -16,12 +16,14 @@ host all-reduce, 2(n-1)/n * B_rw / (2n) with B_rw = 2B (every input read once, e
 written once), and tutti's busbw as a percentage of it.
 With --small-max S, every run is two invocations of the same binary: sizes up to S with
 --small-n/--small-w iterations (enough calls for microsecond latencies), the rest with -n/-w
-(few calls for the large sizes), so one sweep covers 8 B to 256 MiB in reasonable time.
+(few calls for the large sizes), so one sweep covers 8 B to 256 MiB in reasonable time; Gloo's
+small sizes take milliseconds a call and run --gloo-small-n times; --large-f thins the large
+sizes (e.g. factor 2 up to 32 KiB, 4 above).
 Standard library only.
 
   tools/compare/compare.py --build build -np 4 -b 8 -e 64M -f 4 --reps 5 --csv cmp.csv
   tools/compare/compare.py --build build -np 4 -b 8 -e 256M -f 2 -n 5 -w 1 \
-      --small-max 64K --small-n 1000 --small-w 50 --reps 3
+      --small-max 32K --small-n 1000 --small-w 100 --large-f 4 --reps 3
 """
 import argparse
 import os
@@ -78,8 +80,10 @@ def parse_bytes(text):
     return int(text[:-1] if mult > 1 else text) * mult
 
 
-def sweeps(a):
-    """The perf binaries' argument lists of one run: one sweep, or small + large sizes."""
+def sweeps(a, system):
+    """The perf binaries' argument lists of one run: one sweep, or small + large sizes (Gloo,
+    whose small calls take milliseconds, with --gloo-small-n of them; the large sizes with
+    factor --large-f when given)."""
     full = ["-b", a.b, "-e", a.e, "-f", a.f, "-n", a.n, "-w", a.w]
     if not a.small_max:
         return [full]
@@ -87,12 +91,14 @@ def sweeps(a):
     size = lo
     while size <= cut and size <= hi:
         size *= f
+    gloo = system.startswith("gloo")
     out = []
     if lo <= cut:
-        out.append(["-b", str(lo), "-e", str(min(cut, hi)), "-f", a.f, "-n", a.small_n,
-                    "-w", a.small_w])
+        out.append(["-b", str(lo), "-e", str(min(cut, hi)), "-f", a.f,
+                    "-n", a.gloo_small_n if gloo else a.small_n,
+                    "-w", a.gloo_small_w if gloo else a.small_w])
     if size <= hi:
-        out.append(["-b", str(size), "-e", a.e, "-f", a.f, "-n", a.n, "-w", a.w])
+        out.append(["-b", str(size), "-e", a.e, "-f", a.large_f or a.f, "-n", a.n, "-w", a.w])
     return out
 
 
@@ -167,6 +173,9 @@ def main():
     ap.add_argument("--small-max", default="", help="sizes up to this run with --small-n/-w")
     ap.add_argument("--small-n", default="1000")
     ap.add_argument("--small-w", default="50")
+    ap.add_argument("--gloo-small-n", default="50", help="Gloo's iterations for the small sizes")
+    ap.add_argument("--gloo-small-w", default="5")
+    ap.add_argument("--large-f", default="", help="size factor above --small-max (default -f)")
     ap.add_argument("--only", default="tutti,mpi,gloo", help="systems to run")
     ap.add_argument("--csv", default="", help="write per-repetition and median rows here")
     ap.add_argument("--plot", default="", help="PNG of the median busbw (gnuplot or matplotlib)")
@@ -206,7 +215,7 @@ def main():
         for n in systems:  # interleaved: A B C A B C ...
             sys.stderr.write("rep %d/%d: %s\n" % (rep + 1, a.reps, n))
             by_size = {}
-            for sizes in sweeps(a):
+            for sizes in sweeps(a, n):
                 part, ceiling = measures_by_size(runners[n][0](a, sizes), n,
                                                  2 if n == "tutti" else 0)
                 by_size.update(part)
