@@ -10,9 +10,9 @@ Runs, for R repetitions, in the order A B C A B C ...:
 with the same sizes, float32 sum, and prints per size the median out-of-place busbw of each,
 the ratios tutti/MPI and tutti/Gloo, then the median time per call (us) of each, and optionally
 CSV (--csv) and a plot (--plot, gnuplot or python3-matplotlib). Interleaving spreads the noise
-of a shared machine over all three. tutti runs with --limit 1, which measures single-thread
-memcpy bandwidth B (GB/s) in the same run; the table adds the memory-traffic ceiling of a
-host all-reduce, 2(n-1)/n * B_rw / (2n) with B_rw = 2B (every input read once, every output
+of a shared machine over all three. A one-size tutti run with --limit 1 just before each tutti
+sweep measures single-thread memcpy bandwidth B (GB/s) (inside the sweep, that second of copying
+stalled the first sizes); the table adds the memory-traffic ceiling of a host all-reduce, 2(n-1)/n * B_rw / (2n) with B_rw = 2B (every input read once, every output
 written once), and tutti's busbw as a percentage of it.
 With --small-max S, every run is two invocations of the same binary: sizes up to S with
 --small-n/--small-w iterations (enough calls for microsecond latencies), the rest with -n/-w
@@ -46,11 +46,19 @@ def find(build, names):
 
 
 def run_tutti(a, sizes):
-    cmd = [a.tuttirun, "-np", str(a.np), a.tutti_bin, "--limit", "1"] + sizes
+    # The memcpy ceiling (--limit 1) in a run of its own: a second of copying on one core made
+    # the first sizes measured after it stall (10-30 ms per 1000 calls on this 2-core VM).
+    ceiling = subprocess.run([a.tuttirun, "-np", str(a.np), a.tutti_bin, "--limit", "1", "-b", "8",
+                              "-e", "8", "-n", "1", "-w", "0", "-c", "0"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             timeout=a.timeout).stdout.decode(errors="replace")
+    cmd = [a.tuttirun, "-np", str(a.np), a.tutti_bin] + sizes
     if a.algo:
         cmd += ["-A", a.algo]
-    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          timeout=a.timeout).stdout.decode(errors="replace")
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         timeout=a.timeout).stdout.decode(errors="replace")
+    lines = [ln for ln in ceiling.splitlines() if ln.startswith("# Ceiling:")]
+    return "\n".join(lines + [out])
 
 
 def run_mpi(a, sizes):
@@ -216,8 +224,7 @@ def main():
             sys.stderr.write("rep %d/%d: %s\n" % (rep + 1, a.reps, n))
             by_size = {}
             for sizes in sweeps(a, n):
-                part, ceiling = measures_by_size(runners[n][0](a, sizes), n,
-                                                 2 if n == "tutti" else 0)
+                part, ceiling = measures_by_size(runners[n][0](a, sizes), n)
                 by_size.update(part)
                 if ceiling:
                     ceilings.append(ceiling)
