@@ -44,7 +44,8 @@ struct Measurement {
 };
 
 // `algo`: "" keeps the communicator's own choice (TUTTI_ALGO at init, else automatic), else
-// <algoKey>:<algo> is forced (tuttiCommSetAlgorithm) around the measured calls only. `mayFail`: a rejected first call gives !ran instead of exiting.
+// <algoKey>:<algo> is forced (tuttiCommSetAlgorithm) around the measured calls only.
+// `mayFail`: a rejected first call gives !ran instead of exiting.
 Measurement benchTime(Bench& b, const Layout& l, tuttiDataType_t type, tuttiRedOp_t op, int root,
                       bool inPlace, const std::string& algo, bool mayFail);
 

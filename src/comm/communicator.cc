@@ -283,29 +283,12 @@ const Communicator::CallPlan& Communicator::planFor(const algo::CollArgs& args) 
 }
 
 void Communicator::setAlgorithm(const std::string& spec) {
-  // Every name must exist: for its collective ("allreduce:ring"), or for at least one
-  // collective when it applies to all ("ring").
-  std::string_view text = spec;
-  while (!text.empty()) {
-    size_t semi = text.find_first_of(";,");
-    std::string_view item = text.substr(0, semi);
-    size_t colon = item.find(':');
-    if (!item.empty()) {
-      bool known = false;
-      for (int c = 0; c < algo::kNumColls && !known; ++c) {
-        auto coll = static_cast<algo::Coll>(c);
-        if (colon != std::string_view::npos && item.substr(0, colon) != algo::collName(coll))
-          continue;
-        std::string_view name = colon == std::string_view::npos ? item : item.substr(colon + 1);
-        known = algo::find(coll, name) != nullptr;
-      }
-      TUTTI_CHECK_ARG(known, "algorithm spec '", spec, "': no algorithm matches '", item,
-                      "' (tutti-info lists them)");
-    }
-    if (semi == std::string_view::npos) break;
-    text.remove_prefix(semi + 1);
-  }
-  options_.algo = spec.empty() ? initialAlgo_ : spec;
+  std::string unknown = tuning::unknownAlgorithmItem(spec);
+  TUTTI_CHECK_ARG(unknown.empty(), "algorithm spec '", spec, "': no algorithm matches '", unknown,
+                  "' (tutti-info lists them)");
+  const std::string& next = spec.empty() ? initialAlgo_ : spec;
+  if (next == options_.algo) return;  // the cached plan still holds
+  options_.algo = next;
   last_.valid = false;
 }
 

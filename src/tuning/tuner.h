@@ -28,4 +28,8 @@ std::vector<Candidate> rankCandidates(const algo::CollArgs& args, const CostMode
 // or "" when spec names none for that collective.
 std::string forcedAlgorithm(const std::string& spec, algo::Coll coll);
 
+// The first item of spec that names no algorithm ("allreduce:bogus", "nosuchcoll:ring", or a
+// bare name no collective has), or "" when every item names one.
+std::string unknownAlgorithmItem(const std::string& spec);
+
 }  // namespace tutti::tuning

@@ -10,10 +10,11 @@ Runs, for R repetitions, in the order A B C A B C ...:
 with the same sizes, float32 sum, and prints per size the median out-of-place busbw of each,
 the ratios tutti/MPI and tutti/Gloo, then the median time per call (us) of each, and optionally
 CSV (--csv) and a plot (--plot, gnuplot or python3-matplotlib). Interleaving spreads the noise
-of a shared machine over all three. A one-size tutti run with --limit 1 just before each tutti
-sweep measures single-thread memcpy bandwidth B (GB/s) (inside the sweep, that second of copying
-stalled the first sizes); the table adds the memory-traffic ceiling of a host all-reduce, 2(n-1)/n * B_rw / (2n) with B_rw = 2B (every input read once, every output
-written once), and tutti's busbw as a percentage of it.
+of a shared machine over all three. A one-size tutti run with --limit 1 before each tutti
+repetition measures single-thread memcpy bandwidth B (GB/s) (inside the sweep, that second of
+copying stalled the first sizes); the table adds the memory-traffic ceiling of a host
+all-reduce, 2(n-1)/n * B_rw / (2n) with B_rw = 2B (every input read once, every output written
+once), and tutti's busbw as a percentage of it.
 With --small-max S, every run is two invocations of the same binary: sizes up to S with
 --small-n/--small-w iterations (enough calls for microsecond latencies), the rest with -n/-w
 (few calls for the large sizes), so one sweep covers 8 B to 256 MiB in reasonable time; Gloo's
@@ -46,19 +47,25 @@ def find(build, names):
 
 
 def run_tutti(a, sizes):
-    # The memcpy ceiling (--limit 1) in a run of its own: a second of copying on one core made
-    # the first sizes measured after it stall (10-30 ms per 1000 calls on this 2-core VM).
-    ceiling = subprocess.run([a.tuttirun, "-np", str(a.np), a.tutti_bin, "--limit", "1", "-b", "8",
-                              "-e", "8", "-n", "1", "-w", "0", "-c", "0"],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             timeout=a.timeout).stdout.decode(errors="replace")
     cmd = [a.tuttirun, "-np", str(a.np), a.tutti_bin] + sizes
     if a.algo:
         cmd += ["-A", a.algo]
-    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         timeout=a.timeout).stdout.decode(errors="replace")
-    lines = [ln for ln in ceiling.splitlines() if ln.startswith("# Ceiling:")]
-    return "\n".join(lines + [out])
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=a.timeout).stdout.decode(errors="replace")
+
+
+def tutti_ceiling(a):
+    """Single-thread memcpy GB/s from a one-size tutti run with --limit 1 (in a run of its own:
+    inside a sweep, the second of copying on one core stalled the first sizes by 10-30 ms per
+    1000 calls on a 2-core VM)."""
+    text = run_tutti(a, ["--limit", "1", "-b", "8", "-e", "8", "-n", "1", "-w", "0", "-c", "0"])
+    for line in text.splitlines():
+        if line.startswith("# Ceiling:"):
+            try:
+                return float(line.split()[2])
+            except (IndexError, ValueError):
+                pass
+    return None
 
 
 def run_mpi(a, sizes):
@@ -110,22 +117,15 @@ def sweeps(a, system):
     return out
 
 
-def measures_by_size(text, name, extra_columns=0):
-    """{size: (busbw GB/s, time us)} of the out-of-place column, and the memcpy ceiling."""
-    t = nccl_table.parse(text, extra_columns)
+def measures_by_size(text, name):
+    """{size: (busbw GB/s, time us)} of the out-of-place column."""
+    t = nccl_table.parse(text)
     if not t.ok() or not t.rows:
         sys.stderr.write("%s: unexpected output:\n%s\n" % (name, text[-2000:]))
-        return {}, None
+        return {}
     if nccl_table.wrong_total(t):
         sys.stderr.write("%s: WRONG RESULTS reported\n" % name)
-    ceiling = None
-    for line in text.splitlines():
-        if line.startswith("# Ceiling:"):
-            try:
-                ceiling = float(line.split()[2])
-            except (IndexError, ValueError):
-                pass
-    return {r["size"]: (r["oop"]["busbw"], r["oop"]["time"]) for r in t.rows}, ceiling
+    return {r["size"]: (r["oop"]["busbw"], r["oop"]["time"]) for r in t.rows}
 
 
 def plot(path, sizes, med, systems, floor=None, title=""):
@@ -222,12 +222,13 @@ def main():
     for rep in range(a.reps):
         for n in systems:  # interleaved: A B C A B C ...
             sys.stderr.write("rep %d/%d: %s\n" % (rep + 1, a.reps, n))
-            by_size = {}
-            for sizes in sweeps(a, n):
-                part, ceiling = measures_by_size(runners[n][0](a, sizes), n)
-                by_size.update(part)
+            if n == "tutti":  # once per repetition, before the sweep
+                ceiling = tutti_ceiling(a)
                 if ceiling:
                     ceilings.append(ceiling)
+            by_size = {}
+            for sizes in sweeps(a, n):
+                by_size.update(measures_by_size(runners[n][0](a, sizes), n))
             runs[n].append(by_size)
     all_sizes = sorted({s for n in systems for r in runs[n] for s in r})
 
