@@ -17,8 +17,11 @@ struct PerComm {
   std::vector<P2pOp> p2p;
 };
 
+// The depth is asked at every collective call: a plain int in the initial-exec TLS model
+// is one load (the general model costs a __tls_get_addr call from a shared library).
+__attribute__((tls_model("initial-exec"))) thread_local int tlsGroupDepth = 0;
+
 struct GroupState {
-  int depth = 0;
   std::vector<PerComm> comms;
   PerComm& of(tuttiComm_t comm) {
     for (auto& pc : comms)
@@ -34,7 +37,7 @@ GroupState& state() {
 
 }  // namespace
 
-int groupDepth() { return state().depth; }
+int groupDepth() { return tlsGroupDepth; }
 
 void deferCollective(tuttiComm_t comm, std::function<void()> run) {
   state().of(comm).collectives.push_back(std::move(run));
@@ -55,8 +58,7 @@ tuttiResult_t issueP2p(bool isSend, void* buffer, size_t count, const tuttiDataT
   TUTTI_CHECK_ARG(count == 0 || buffer != nullptr, isSend ? "sendbuff" : "recvbuff",
                   " is NULL with count ", count);
   auto& c = tutti::api::ready(comm);
-  TUTTI_CHECK_ARG(peer >= 0 && peer < c.size(), "peer ", peer, " out of range [0, ", c.size(),
-                  ")");
+  TUTTI_CHECK_ARG(peer >= 0 && peer < c.size(), "peer ", peer, " out of range [0, ", c.size(), ")");
   tutti::P2pOp op{isSend, peer, static_cast<std::byte*>(buffer),
                   count * tutti::dtypeSize(datatype)};
   if (tutti::api::groupDepth() > 0) {
@@ -72,17 +74,17 @@ tuttiResult_t issueP2p(bool isSend, void* buffer, size_t count, const tuttiDataT
 extern "C" {
 
 TUTTI_API tuttiResult_t tuttiGroupStart(void) {
-  ++tutti::api::state().depth;
+  ++tutti::api::tlsGroupDepth;
   return tuttiSuccess;
 }
 
 TUTTI_API tuttiResult_t tuttiGroupEnd(void) {
-  auto& s = tutti::api::state();
-  if (s.depth == 0) {
+  if (tutti::api::tlsGroupDepth == 0) {
     tutti::api::threadLastError() = "tuttiGroupEnd: no matching tuttiGroupStart";
     return tuttiInvalidUsage;
   }
-  if (--s.depth > 0) return tuttiSuccess;
+  if (--tutti::api::tlsGroupDepth > 0) return tuttiSuccess;
+  auto& s = tutti::api::state();
   std::vector<tutti::api::PerComm> comms = std::move(s.comms);
   s.comms.clear();
   tuttiResult_t result = tuttiSuccess;

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "bootstrap/host_id.h"
 #include "bootstrap/prefix_store.h"
@@ -117,6 +118,15 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
       auto it = hostIndex.emplace(peers_[r].hostId, static_cast<int>(hostIndex.size())).first;
       hostOf_[r] = it->second;
     }
+    multiHost_ = hostIndex.size() > 1;
+    if (multiHost_) {
+      // Ranks of one host next to each other around the ring: the ring crosses each host
+      // boundary once.
+      ringOrder_.resize(nranks_);
+      for (int r = 0; r < nranks_; ++r) ringOrder_[r] = r;
+      std::stable_sort(ringOrder_.begin(), ringOrder_.end(),
+                       [&](int x, int y) { return hostOf_[x] < hostOf_[y]; });
+    }
     bindOnce(hostOf_, rank_);
     long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
     oversubscribed_ = std::count(hostOf_.begin(), hostOf_.end(), hostOf_[rank_]) > cores;
@@ -130,6 +140,14 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
     } else {
       fail(tuttiInvalidArgument, "TUTTI_SPIN_YIELD=", yield, ": use auto, 0 or 1");
     }
+    execOptions_.rank = rank_;
+    execOptions_.timeoutSec = options_.timeoutSec;
+    execOptions_.spinUs = spinUs_;
+    execOptions_.spinYield = spinYield_;
+    execOptions_.describeCall = [this](const transport::Window::Tag& t) { return describeCall(t); };
+    execOptions_.aborted = &aborted_;
+    execOptions_.abortFd = abortFd_;
+    execOptions_.describePeer = [this](int p) { return describePeer(p); };
     transports_ = makeTransports(options_.transport);
     transport::Context ctx{rank_, nranks_, peers_, store_.get(), &aborted_};
     for (auto& t : transports_) t->setup(ctx);
@@ -221,19 +239,10 @@ void Communicator::execute(const exec::Schedule& schedule, std::span<std::byte* 
 void Communicator::execute(const exec::Schedule& schedule, std::span<const int> peers,
                            std::span<std::byte* const> buffers) {
   if (aborted_) fail(tuttiInvalidUsage, "communicator was aborted");
-  connect(peers);
-  exec::ExecOptions o;
-  o.rank = rank_;
-  o.timeoutSec = options_.timeoutSec;
-  o.spinUs = spinUs_;
-  o.spinYield = spinYield_;
-  o.window = window_.get();
-  o.callTag = callTag_;
-  o.describeCall = [this](const transport::Window::Tag& t) { return describeCall(t); };
-  o.aborted = &aborted_;
-  o.abortFd = abortFd_;
-  o.describePeer = [this](int p) { return describePeer(p); };
-  exec::execute(schedule, buffers, connectionPtrs_, o);
+  if (!peers.empty()) connect(peers);
+  execOptions_.window = window_.get();
+  execOptions_.callTag = callTag_;
+  exec::execute(schedule, buffers, connectionPtrs_, execOptions_);
 }
 
 algo::CollArgs Communicator::baseArgs(algo::Coll coll, size_t count, tuttiDataType_t dtype) const {
@@ -244,16 +253,9 @@ algo::CollArgs Communicator::baseArgs(algo::Coll coll, size_t count, tuttiDataTy
   a.rank = rank_;
   a.nranks = nranks_;
   a.deterministic = options_.deterministic;
-  bool multiHost = std::any_of(hostOf_.begin(), hostOf_.end(), [](int h) { return h != 0; });
-  if (multiHost) {
+  if (multiHost_) {
     a.hostOf = hostOf_;
-    // Ranks of one host next to each other around the ring: the ring crosses each host
-    // boundary once.
-    std::vector<int> order(nranks_);
-    for (int r = 0; r < nranks_; ++r) order[r] = r;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int x, int y) { return hostOf_[x] < hostOf_[y]; });
-    a.ringOrder = order;
+    a.ringOrder = ringOrder_;
   }
   return a;
 }
@@ -402,6 +404,8 @@ const Communicator::Planned& Communicator::scheduleFor(const algo::AlgorithmInfo
   Planned p;
   p.schedule = info.build(args);
   p.peers = exec::peersOf(p.schedule);
+  if (window_ && exec::WindowProgram::applies(p.schedule))
+    p.program = std::make_unique<exec::WindowProgram>(p.schedule, *window_);
   return scheduleCache_.emplace(key, std::move(p)).first->second;
 }
 
@@ -424,7 +428,14 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
   if (scratch_.size() < schedule.scratchBytes) scratch_.resize(schedule.scratchBytes);
   std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),
                            static_cast<std::byte*>(recv), scratch_.data()};
-  execute(schedule, plan.planned->peers, buffers);
+  if (const exec::WindowProgram* program = plan.planned->program.get()) {
+    if (aborted_) fail(tuttiInvalidUsage, "communicator was aborted");
+    execOptions_.window = window_.get();
+    execOptions_.callTag = callTag_;
+    program->run(buffers, execOptions_);
+  } else {
+    execute(schedule, plan.planned->peers, buffers);
+  }
   callTag_ = {};
   if (applyAvg && avgElems > 0) {
     size_t es = dtypeSize(args.dtype);
@@ -441,14 +452,14 @@ void Communicator::allReduce(const void* send, void* recv, size_t count, tuttiDa
                              tuttiRedOp_t op) {
   algo::CollArgs a = baseArgs(algo::Coll::kAllReduce, count, dtype);
   a.op = baseOp(op);
-  collective(a, send, recv, count, 0, op == tuttiAvg);
+  collective(std::move(a), send, recv, count, 0, op == tuttiAvg);
 }
 
 void Communicator::broadcast(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
                              int root) {
   algo::CollArgs a = baseArgs(algo::Coll::kBroadcast, count, dtype);
   a.root = root;
-  collective(a, send, recv, 0, 0, false);
+  collective(std::move(a), send, recv, 0, 0, false);
 }
 
 void Communicator::reduce(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
@@ -456,7 +467,7 @@ void Communicator::reduce(const void* send, void* recv, size_t count, tuttiDataT
   algo::CollArgs a = baseArgs(algo::Coll::kReduce, count, dtype);
   a.op = baseOp(op);
   a.root = root;
-  collective(a, send, recv, rank_ == root ? count : 0, 0, op == tuttiAvg);
+  collective(std::move(a), send, recv, rank_ == root ? count : 0, 0, op == tuttiAvg);
 }
 
 void Communicator::allGather(const void* send, void* recv, size_t sendcount,
@@ -468,7 +479,7 @@ void Communicator::reduceScatter(const void* send, void* recv, size_t recvcount,
                                  tuttiDataType_t dtype, tuttiRedOp_t op) {
   algo::CollArgs a = baseArgs(algo::Coll::kReduceScatter, recvcount, dtype);
   a.op = baseOp(op);
-  collective(a, send, recv, recvcount, 0, op == tuttiAvg);
+  collective(std::move(a), send, recv, recvcount, 0, op == tuttiAvg);
 }
 
 void Communicator::allToAll(const void* send, void* recv, size_t count, tuttiDataType_t dtype) {
@@ -480,7 +491,7 @@ void Communicator::barrier() {
   uint8_t in = 0, out = 0;
   algo::CollArgs a = baseArgs(algo::Coll::kAllReduce, 1, tuttiUint8);
   a.op = tuttiMax;
-  collective(a, &in, &out, 0, 0, false);
+  collective(std::move(a), &in, &out, 0, 0, false);
 }
 
 void Communicator::runP2p(std::span<const P2pOp> ops) {

@@ -14,7 +14,9 @@
 #include "algorithms/algorithm.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/store.h"
+#include "exec/executor.h"
 #include "exec/schedule.h"
+#include "exec/window_program.h"
 #include "transports/transport.h"
 
 namespace tutti {
@@ -89,6 +91,9 @@ class Communicator {
   struct Planned {
     exec::Schedule schedule;
     std::vector<int> peers;
+    // Window-only schedules (direct): compiled against window_, run without the generic
+    // executor (exec/window_program.h).
+    std::unique_ptr<exec::WindowProgram> program;
   };
   struct CallPlan {
     const algo::AlgorithmInfo* info = nullptr;
@@ -116,7 +121,9 @@ class Communicator {
   std::string initialAlgo_;  // options_.algo as made at init (setAlgorithm("") restores it)
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::vector<transport::PeerInfo> peers_;
-  std::vector<int> hostOf_;  // host index of each rank
+  std::vector<int> hostOf_;     // host index of each rank
+  bool multiHost_ = false;      // ranks on more than one host
+  std::vector<int> ringOrder_;  // multi-host: ranks of one host next to each other
   std::vector<std::unique_ptr<transport::Transport>> transports_;
   std::vector<std::unique_ptr<transport::Connection>> connections_;  // by peer
   std::vector<transport::Connection*> connectionPtrs_;
@@ -148,6 +155,7 @@ class Communicator {
   std::unique_ptr<transport::Window> window_;
   bool windowTried_ = false;
   transport::Window::Tag callTag_{};  // of the collective being executed (0: p2p)
+  exec::ExecOptions execOptions_;     // made once; window and callTag set per call
   double spinUs_ = 50.0;
   bool spinYield_ = false;
   bool oversubscribed_ = false;  // more ranks on this host than cores

@@ -15,13 +15,13 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "reduce/reduce.h"
+#include "window_call.h"
 
 namespace tutti::exec {
 
 namespace {
 
-constexpr size_t kReduceBlockBytes = 32u << 10;  // cache block of fused reduce chains
-
+using detail::kReduceBlockBytes;
 bool sameSlice(const Slice& a, const Slice& b) {
   return a.buf == b.buf && a.offset == b.offset && a.bytes == b.bytes && a.rank == b.rank;
 }
@@ -31,17 +31,7 @@ bool overlaps(const Slice& a, const Slice& b) {
          b.offset < a.offset + a.bytes;
 }
 
-// How one call uses the shared window: where its slices start (0, or the half it runs in)
-// and which counter values its relative phases mean.
-struct WindowUse {
-  transport::Window* window = nullptr;
-  size_t base = 0;          // offset of the part of each region the call uses
-  int half = -1;            // the half it runs in, -1: the whole region
-  uint32_t epoch = 0;       // phase p means counter epoch + p ...
-  uint32_t zeroTarget = 0;  // ... except phase 0: the peers are done with this part
-  int tagSlot = 0;
-  bool skipFinalPost = false;
-};
+using detail::WindowUse;
 
 std::byte* addressOf(std::span<std::byte* const> buffers, const Slice& s, const WindowUse& w) {
   if (s.buf == Buf::kWindow) {
@@ -120,9 +110,9 @@ class RoundRunner {
   void run(const Round& round) {
     for (const Op& op : round.ops) {
       if (op.type != OpType::kWait) continue;
-      win_.window->wait(op.peer, op.phase == 0 ? win_.zeroTarget : win_.epoch + op.phase,
+      win_.window->wait(op.peer, win_.target(op.phase),
                         {options_.spinUs, options_.spinYield, options_.timeoutSec});
-      if (op.phase == 1 && options_.describeCall) checkSameCall(op.peer);
+      if (op.phase == 1 && options_.describeCall) detail::checkPeerCall(win_, op.peer, options_);
     }
     for (size_t i = 0; i < round.ops.size(); ++i) {
       const Op& op = round.ops[i];
@@ -166,16 +156,6 @@ class RoundRunner {
     std::byte* dst = addressOf(buffers_, op.dst, win_);
     const std::byte* src = addressOf(buffers_, op.src, win_);
     if (dst != src) std::memmove(dst, src, op.dst.bytes);
-  }
-
-  void checkSameCall(int peer) {
-    transport::Window::Tag theirs = win_.window->tag(peer, win_.tagSlot);
-    if (theirs == options_.callTag) return;
-    fail(tuttiInvalidUsage, "rank ", options_.rank,
-         ": mismatched collective calls: this rank called ",
-         options_.describeCall(options_.callTag), " but ",
-         options_.describePeer ? options_.describePeer(peer) : "rank " + std::to_string(peer),
-         " called ", options_.describeCall(theirs));
   }
 
   // Runs ops[first] and the kReduce ops after it that accumulate into the same destination
@@ -374,38 +354,11 @@ class RoundRunner {
 
 void execute(const Schedule& schedule, std::span<std::byte* const> buffers,
              std::span<transport::Connection* const> connections, const ExecOptions& options) {
-  transport::Window* window = options.window;
-  if (schedule.windowBytes > 0 || schedule.windowPhases > 0) {
-    if (window == nullptr || window->bytes() < schedule.windowBytes)
-      fail(tuttiInternalError, "schedule '", schedule.algorithm, "' needs a shared window of ",
-           schedule.windowBytes, " bytes but the communicator has ",
-           window ? std::to_string(window->bytes()) + " bytes" : std::string("none"));
-  }
-  WindowUse use;
-  use.window = window;
-  if (window) {
-    use.epoch = use.zeroTarget = window->epoch();
-    use.tagSlot = window->tagSlot();
-    // A schedule that fits in half the region runs in the half not used by the previous call,
-    // so its phase-0 waits only wait for the call before that (done, in a steady stream).
-    if (schedule.windowPhases > 0 && schedule.windowBytes <= window->halfBytes()) {
-      use.half = window->nextHalf();
-      use.base = static_cast<size_t>(use.half) * window->halfBytes();
-      use.zeroTarget = window->halfFree(use.half);
-      // Every rank makes the same half/whole decision for the same call, so when the next
-      // call needs the skipped post (a whole-window call waits for it at phase 0) every rank
-      // posts it first, below.
-      use.skipFinalPost = schedule.finalPostOnlyForNextCall;
-    } else if (schedule.windowPhases > 0) {
-      window->postSkippedFinal();
-    }
-  }
+  const detail::WindowNeeds needs = detail::WindowNeeds::of(schedule);
+  WindowUse use = detail::beginWindowCall(options.window, needs);
   RoundRunner runner(schedule, buffers, connections, options, use);
   for (const Round& round : schedule.rounds) runner.run(round);
-  if (window && schedule.windowPhases > 0) {
-    window->finishCall(schedule.windowPhases, use.half, use.skipFinalPost);
-    window->flushPosts();  // no peer may sleep on this call's posts after it returns
-  }
+  detail::endWindowCall(use, needs);
 }
 
 }  // namespace tutti::exec

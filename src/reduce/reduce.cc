@@ -109,6 +109,13 @@ void reduce(void* dst, const void* a, const void* b, size_t count, tuttiDataType
   detail::tables().t[detail::current()].k[dtype][op](dst, a, b, count);
 }
 
+Kernel kernelFor(tuttiDataType_t dtype, tuttiRedOp_t op) {
+  TUTTI_CHECK_ARG(dtypeValid(dtype), "reduce: invalid datatype ", static_cast<int>(dtype));
+  TUTTI_CHECK_ARG(opValid(op) && op != tuttiAvg, "reduce: invalid op ", static_cast<int>(op));
+  static_assert(std::is_same_v<Kernel, detail::Kernel>);
+  return detail::tables().t[detail::current()].k[dtype][op];
+}
+
 namespace {
 
 template <typename T>

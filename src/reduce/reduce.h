@@ -14,6 +14,12 @@ namespace tutti::reduce {
 void reduce(void* dst, const void* a, const void* b, size_t count, tuttiDataType_t dtype,
             tuttiRedOp_t op);
 
+// The kernel reduce() would run for (dtype, op) on this CPU now: callers that reduce many
+// small slices with one (dtype, op) -- the executor's window programs -- look it up once per
+// call instead of paying reduce()'s checks and dispatch per slice. Same preconditions.
+using Kernel = void (*)(void* dst, const void* a, const void* b, size_t count);
+Kernel kernelFor(tuttiDataType_t dtype, tuttiRedOp_t op);
+
 // dst[i] /= divisor (finishes tuttiAvg; integer types use truncating division).
 void divide(void* dst, size_t count, tuttiDataType_t dtype, int64_t divisor);
 

@@ -1,0 +1,52 @@
+#include "window_call.h"
+
+#include <string>
+
+#include "common/error.h"
+
+namespace tutti::exec::detail {
+
+WindowUse beginWindowCall(transport::Window* window, const WindowNeeds& needs) {
+  if (needs.bytes > 0 || needs.phases > 0) {
+    if (window == nullptr || window->bytes() < needs.bytes)
+      fail(tuttiInternalError, "schedule '", needs.algorithm, "' needs a shared window of ",
+           needs.bytes, " bytes but the communicator has ",
+           window ? std::to_string(window->bytes()) + " bytes" : std::string("none"));
+  }
+  WindowUse use;
+  use.window = window;
+  if (window == nullptr) return use;
+  use.epoch = use.zeroTarget = window->epoch();
+  use.tagSlot = window->tagSlot();
+  // A schedule that fits in half the region runs in the half not used by the previous call,
+  // so its phase-0 waits only wait for the call before that (done, in a steady stream).
+  if (needs.phases > 0 && needs.bytes <= window->halfBytes()) {
+    use.half = window->nextHalf();
+    use.base = static_cast<size_t>(use.half) * window->halfBytes();
+    use.zeroTarget = window->halfFree(use.half);
+    // Every rank makes the same half/whole decision for the same call, so when the next
+    // call needs the skipped post (a whole-window call waits for it at phase 0) every rank
+    // posts it first, below.
+    use.skipFinalPost = needs.finalPostOnlyForNextCall;
+  } else if (needs.phases > 0) {
+    window->postSkippedFinal();
+  }
+  return use;
+}
+
+void checkPeerCall(const WindowUse& use, int peer, const ExecOptions& options) {
+  transport::Window::Tag theirs = use.window->tag(peer, use.tagSlot);
+  if (theirs == options.callTag) return;
+  fail(tuttiInvalidUsage, "rank ", options.rank, ": mismatched collective calls: this rank called ",
+       options.describeCall(options.callTag), " but ",
+       options.describePeer ? options.describePeer(peer) : "rank " + std::to_string(peer),
+       " called ", options.describeCall(theirs));
+}
+
+void endWindowCall(const WindowUse& use, const WindowNeeds& needs) {
+  if (use.window == nullptr || needs.phases == 0) return;
+  use.window->finishCall(needs.phases, use.half, use.skipFinalPost);
+  use.window->flushPosts();  // no peer may sleep on this call's posts after it returns
+}
+
+}  // namespace tutti::exec::detail
