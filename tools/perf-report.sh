@@ -4,7 +4,7 @@
 # (-A all) and the other collectives, into an output directory (default docs/perf).
 #   tools/perf-report.sh [build-dir] [out-dir]
 # Environment: RANKS="2 4 8", MAXBYTES=256M, ALGOMAXBYTES=64M (-A all sweep), REPS=3,
-# SMALLITERS=1000 / LARGEITERS=5 (all-reduce comparison calls per size up to / above 32 KiB),
+# SMALLITERS=10000 / LARGEITERS=5 (all-reduce comparison calls per size up to / above 32 KiB),
 # ITERS=10 (the -A all sweeps and the other collectives).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +15,9 @@ maxb=${MAXBYTES:-256M}
 algomax=${ALGOMAXBYTES:-64M}
 reps=${REPS:-3}
 iters=${ITERS:-10}
-smalliters=${SMALLITERS:-1000}
+# (10000 small calls: a size of 1000 sub-microsecond calls lasts ~1 ms, and one disturbance
+# of the VM then moved a whole size's median)
+smalliters=${SMALLITERS:-10000}
 largeiters=${LARGEITERS:-5}
 mkdir -p "$out"
 run=$build/tools/tuttirun/tuttirun
@@ -30,7 +32,7 @@ for n in $ranks; do
   # One interleaved sweep 8 B .. MAXBYTES: factor 2 up to 32 KiB with SMALLITERS calls
   # (latency; Gloo 50), then factor 4 with LARGEITERS (bandwidth); tutti, MPI, Gloo ring, hd.
   python3 tools/compare/compare.py --build "$build" -np "$n" -b 8 -e "$maxb" -f 2 \
-      -n "$largeiters" -w 1 --small-max 32K --small-n "$smalliters" --small-w 100 --large-f 4 \
+      -n "$largeiters" -w 1 --small-max 32K --small-n "$smalliters" --small-w $((smalliters / 10)) --large-f 4 \
       --reps "$reps" --csv "$out/allreduce_np$n.csv" \
       --plot "$out/allreduce_np$n.png" > "$out/allreduce_np$n.txt"
   "$run" -np "$n" "$pt/all_reduce_perf" -b 8 -e "$algomax" -f 4 -n "$iters" -w 2 -A all \
