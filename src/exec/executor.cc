@@ -22,15 +22,6 @@ namespace tutti::exec {
 namespace {
 
 using detail::kReduceBlockBytes;
-bool sameSlice(const Slice& a, const Slice& b) {
-  return a.buf == b.buf && a.offset == b.offset && a.bytes == b.bytes && a.rank == b.rank;
-}
-
-bool overlaps(const Slice& a, const Slice& b) {
-  return a.buf == b.buf && a.rank == b.rank && a.offset < b.offset + b.bytes &&
-         b.offset < a.offset + a.bytes;
-}
-
 using detail::WindowUse;
 
 std::byte* addressOf(std::span<std::byte* const> buffers, const Slice& s, const WindowUse& w) {
@@ -162,14 +153,7 @@ class RoundRunner {
   // (dst = dst op x), block by block so the destination stays in cache; returns how many.
   size_t runReduceChain(const std::vector<Op>& ops, size_t first) {
     const Op& head = ops[first];
-    size_t n = 1;
-    while (first + n < ops.size()) {
-      const Op& o = ops[first + n];
-      if (o.type != OpType::kReduce || !sameSlice(o.dst, head.dst) || !sameSlice(o.src, head.dst) ||
-          overlaps(o.src2, head.dst))
-        break;
-      ++n;
-    }
+    const size_t n = detail::reduceChainLength(ops, first);
     if (n == 1 || head.dst.bytes <= kReduceBlockBytes) {
       for (size_t k = 0; k < n; ++k) runReduce(ops[first + k]);
       return n;

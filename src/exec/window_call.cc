@@ -6,6 +6,32 @@
 
 namespace tutti::exec::detail {
 
+namespace {
+
+bool sameSlice(const Slice& a, const Slice& b) {
+  return a.buf == b.buf && a.offset == b.offset && a.bytes == b.bytes && a.rank == b.rank;
+}
+
+bool overlaps(const Slice& a, const Slice& b) {
+  return a.buf == b.buf && a.rank == b.rank && a.offset < b.offset + b.bytes &&
+         b.offset < a.offset + a.bytes;
+}
+
+}  // namespace
+
+size_t reduceChainLength(const std::vector<Op>& ops, size_t first) {
+  const Op& head = ops[first];
+  size_t n = 1;
+  while (first + n < ops.size()) {
+    const Op& o = ops[first + n];
+    if (o.type != OpType::kReduce || !sameSlice(o.dst, head.dst) || !sameSlice(o.src, head.dst) ||
+        overlaps(o.src2, head.dst))
+      break;
+    ++n;
+  }
+  return n;
+}
+
 WindowUse beginWindowCall(transport::Window* window, const WindowNeeds& needs) {
   if (needs.bytes > 0 || needs.phases > 0) {
     if (window == nullptr || window->bytes() < needs.bytes)

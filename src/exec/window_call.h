@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "exec/executor.h"
 #include "exec/schedule.h"
@@ -15,6 +16,10 @@ namespace tutti::exec::detail {
 // Fused reduce chains (dst = dst op x, ...) larger than this run block by block so the
 // destination stays in cache.
 inline constexpr size_t kReduceBlockBytes = 32u << 10;
+
+// How many ops from ops[first] (a kReduce) on accumulate into its destination (dst = dst op
+// x, never reading dst through x): the fused reduce chain the executor runs block by block.
+size_t reduceChainLength(const std::vector<Op>& ops, size_t first);
 
 struct WindowUse {
   transport::Window* window = nullptr;

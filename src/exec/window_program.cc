@@ -10,19 +10,6 @@
 
 namespace tutti::exec {
 
-namespace {
-
-bool sameSlice(const Slice& a, const Slice& b) {
-  return a.buf == b.buf && a.offset == b.offset && a.bytes == b.bytes && a.rank == b.rank;
-}
-
-bool overlaps(const Slice& a, const Slice& b) {
-  return a.buf == b.buf && a.rank == b.rank && a.offset < b.offset + b.bytes &&
-         b.offset < a.offset + a.bytes;
-}
-
-}  // namespace
-
 WindowProgram::Step WindowProgram::marker(OpType type, int peer, uint32_t phase) {
   Step s;
   s.type = type;
@@ -98,15 +85,7 @@ WindowProgram::WindowProgram(const Schedule& schedule, transport::Window& window
           s.src2 = resolve(op.src2, window, regionBytes);
           // The executor's fused chain: the reduces after this one that accumulate into the
           // same destination (dst = dst op x).
-          size_t n = 1;
-          while (i + n < round.ops.size()) {
-            const Op& o = round.ops[i + n];
-            if (o.type != OpType::kReduce || !sameSlice(o.dst, op.dst) ||
-                !sameSlice(o.src, op.dst) || overlaps(o.src2, op.dst))
-              break;
-            ++n;
-          }
-          s.chain = static_cast<uint32_t>(n);
+          s.chain = static_cast<uint32_t>(detail::reduceChainLength(round.ops, i));
           steps_.push_back(s);
           reduces_ = true;
           break;
