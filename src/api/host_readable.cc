@@ -5,9 +5,11 @@
 // rotating offsets), which a cache of pages alone does not cover.
 //
 // Per thread: the last pages found readable (a hit costs a few compares); on a miss, one
-// process_vm_readv of one byte on this process (~3 us on a VM). After kMissesBeforeMaps
-// misses, the readable mappings of /proc/self/maps are loaded and answer from then on, until
-// an address falls outside all of them (a new mapping), which counts as a miss again.
+// process_vm_readv of one byte on this process (~3 us on a VM). The readable mappings of
+// /proc/self/maps are loaded at the first miss and answer from then on; an address outside
+// all of them (a new mapping) is probed, and after kMissesBeforeMaps such misses the maps are
+// loaded again. (Loading after the 16th miss instead, a perf sweep that rotates buffer
+// offsets stalled 0.3-0.8 ms in the middle of its first sizes.)
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -33,7 +35,9 @@ struct ReadableCache {
   std::array<uintptr_t, 8> pages{};  // page number + 1 (0: empty slot)
   unsigned nextPage = 0;
   std::vector<Range> mappings;  // readable mappings, as of the last load
-  unsigned misses = 0;          // since that load
+  // Misses since that load; the first miss of a thread loads them at once (its first
+  // collective, usually), not the 16th in the middle of a run.
+  unsigned misses = kMissesBeforeMaps - 1;
 
   bool known(uintptr_t addr) const {
     const uintptr_t page = (addr >> 12) + 1;

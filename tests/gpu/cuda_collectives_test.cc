@@ -305,9 +305,9 @@ TEST(NoCuda, UnreadablePointerGetsClearError) {
   EXPECT_RANKS_OK(result);
 }
 
-// The readability check caches what it learnt (pages, then /proc/self/maps once misses pile
-// up, as with buffers moving through a big allocation): mappings made after that are still
-// classified right, readable or not.
+// The readability check caches what it learnt (/proc/self/maps at the first miss, pages, and
+// the maps again once misses pile up, as with buffers moving through a big allocation):
+// mappings made after that are still classified right, readable or not.
 TEST(NoCuda, ReadabilityCacheSeesMappingsMadeLater) {
   if (gpuMissingReason().empty()) GTEST_SKIP() << "CUDA is usable here; covered by the GPU tests";
   tuttiUniqueId id = makeId();
