@@ -238,11 +238,16 @@ void Communicator::execute(const exec::Schedule& schedule, std::span<std::byte* 
 
 void Communicator::execute(const exec::Schedule& schedule, std::span<const int> peers,
                            std::span<std::byte* const> buffers) {
-  if (aborted_) fail(tuttiInvalidUsage, "communicator was aborted");
+  const exec::ExecOptions& options = callOptions();
   if (!peers.empty()) connect(peers);
+  exec::execute(schedule, buffers, connectionPtrs_, options);
+}
+
+const exec::ExecOptions& Communicator::callOptions() {
+  if (aborted_) fail(tuttiInvalidUsage, "communicator was aborted");
   execOptions_.window = window_.get();
   execOptions_.callTag = callTag_;
-  exec::execute(schedule, buffers, connectionPtrs_, execOptions_);
+  return execOptions_;
 }
 
 algo::CollArgs Communicator::baseArgs(algo::Coll coll, size_t count, tuttiDataType_t dtype) const {
@@ -429,10 +434,7 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
   std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),
                            static_cast<std::byte*>(recv), scratch_.data()};
   if (const exec::WindowProgram* program = plan.planned->program.get()) {
-    if (aborted_) fail(tuttiInvalidUsage, "communicator was aborted");
-    execOptions_.window = window_.get();
-    execOptions_.callTag = callTag_;
-    program->run(buffers, execOptions_);
+    program->run(buffers, callOptions());
   } else {
     execute(schedule, plan.planned->peers, buffers);
   }

@@ -109,6 +109,8 @@ class Communicator {
   void execute(const exec::Schedule& schedule, std::span<std::byte* const> buffers);
   void execute(const exec::Schedule& schedule, std::span<const int> peers,
                std::span<std::byte* const> buffers);
+  // The execution options of the call about to run (window, call tag); fails when aborted.
+  const exec::ExecOptions& callOptions();
   transport::Transport* transportFor(int peer);
   algo::CollArgs baseArgs(algo::Coll coll, size_t count, tuttiDataType_t dtype) const;
 
