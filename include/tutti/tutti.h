@@ -155,6 +155,48 @@ TUTTI_API tuttiResult_t tuttiAllToAll(const void* sendbuff, void* recvbuff, size
                                       tuttiStream_t stream);
 TUTTI_API tuttiResult_t tuttiBarrier(tuttiComm_t comm, tuttiStream_t stream);
 
+/* Rooted and uneven collectives (MPI-shaped; tutti additions). Counts and displacements are in
+ * elements of datatype; the displacement of a zero-count block is not used. Each call runs as
+ * one batch of sends and receives to its peers (the point-to-point path, as tuttiSend/tuttiRecv
+ * in a group) plus a local copy of the rank's own block. Inside tuttiGroupStart/End a call is
+ * recorded and runs at tuttiGroupEnd, in call order with the group's other collectives and
+ * before the group's tuttiSend/tuttiRecv. Receive bytes outside the blocks a call writes are
+ * left untouched. Device (CUDA) buffers take the staged path of the other collectives (copied
+ * through pinned host memory, synchronising the host with stream); stream is ignored for host
+ * buffers. Counts must agree between ranks (the elements rank a sends to rank b equal those b
+ * expects from a); where they do not, the receiving rank gets tuttiInvalidUsage.
+ *
+ * All-gather with per-rank counts: recvbuff on every rank gets rank r's sendcount_r elements at
+ * element offset displs[r]. recvcounts[r] must equal rank r's sendcount (checked for the
+ * calling rank). In place: sendbuff == recvbuff + displs[rank] * sizeof(datatype). */
+TUTTI_API tuttiResult_t tuttiAllGatherV(const void* sendbuff, size_t sendcount, void* recvbuff,
+                                        const size_t* recvcounts, const size_t* displs,
+                                        tuttiDataType_t datatype, tuttiComm_t comm,
+                                        tuttiStream_t stream);
+/* All-to-all with per-peer counts: sendcounts[j] elements from sdispls[j] go to rank j;
+ * recvcounts[j] elements from rank j land at rdispls[j]. sendcounts[j] on rank i must equal
+ * recvcounts[i] on rank j. A send range overlapping the receive range (e.g. sendbuff ==
+ * recvbuff) is allowed: the send data is copied to a temporary first. */
+TUTTI_API tuttiResult_t tuttiAllToAllV(const void* sendbuff, const size_t* sendcounts,
+                                       const size_t* sdispls, void* recvbuff,
+                                       const size_t* recvcounts, const size_t* rdispls,
+                                       tuttiDataType_t datatype, tuttiComm_t comm,
+                                       tuttiStream_t stream);
+/* root receives nranks*count elements in recvbuff, rank r's count at offset r*count; recvbuff
+ * is ignored (may be NULL) on other ranks. In place on the root: sendbuff == recvbuff +
+ * root*count*sizeof(datatype). count must be the same on every rank; 0 returns at once. */
+TUTTI_API tuttiResult_t tuttiGather(const void* sendbuff, void* recvbuff, size_t count,
+                                    tuttiDataType_t datatype, int root, tuttiComm_t comm,
+                                    tuttiStream_t stream);
+/* root's sendbuff holds nranks*count elements; rank r receives block r (offset r*count) in
+ * recvbuff. sendbuff is ignored (may be NULL) on other ranks. In place on the root: recvbuff ==
+ * sendbuff + root*count*sizeof(datatype). count must be the same on every rank; 0 returns at
+ * once. */
+TUTTI_API tuttiResult_t tuttiScatter(const void* sendbuff, void* recvbuff, size_t count,
+                                     tuttiDataType_t datatype, int root, tuttiComm_t comm,
+                                     tuttiStream_t stream);
+
+
 /* ---- Point to point ---- */
 TUTTI_API tuttiResult_t tuttiSend(const void* sendbuff, size_t count, tuttiDataType_t datatype,
                                   int peer, tuttiComm_t comm, tuttiStream_t stream);

@@ -124,6 +124,8 @@ void runStaged(const char* fn, const CallBuffers& b, void* stream,
   const void* hostSend = useSend ? base + sendOff : b.send;
   void* hostRecv = useRecv ? base + recvOff : b.recv;
   std::string what = std::string(fn) + " staging";
+  if (useRecv && b.recvPartial)
+    cuda::copyAsync(base + recvOff, b.recv, b.recvBytes, stream, what.c_str());
   if (useSend) cuda::copyAsync(base + sendOff, b.send, b.sendBytes, stream, what.c_str());
   cuda::streamSynchronize(stream, what.c_str());
   body(hostSend, hostRecv);

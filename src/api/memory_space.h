@@ -14,6 +14,10 @@ struct CallBuffers {
   size_t sendBytes = 0;
   void* recv = nullptr;
   size_t recvBytes = 0;
+  // The call writes only parts of [recv, recv + recvBytes) (gaps between the displacements of
+  // a -V call): staging then copies the receive range to the host first too, so the bytes the
+  // call does not write keep their values.
+  bool recvPartial = false;
 };
 
 // True when the buffers are CUDA device (or managed) memory, false when host memory.
