@@ -17,9 +17,11 @@ struct PerComm {
   std::vector<P2pOp> p2p;
 };
 
-// The depth is asked at every collective call: a plain int in the initial-exec TLS model
-// is one load (the general model costs a __tls_get_addr call from a shared library).
-__attribute__((tls_model("initial-exec"))) thread_local int tlsGroupDepth = 0;
+// The depth is asked at every collective call. Not in the initial-exec TLS model: that marks
+// libtutti STATIC_TLS, and a dlopen (Python's import of the torch backend) then fails with
+// "cannot allocate memory in static TLS block"; TLS descriptors (-mtls-dialect=gnu2, see
+// CMakeLists.txt) keep the access cheap instead.
+thread_local int tlsGroupDepth = 0;
 
 struct GroupState {
   std::vector<PerComm> comms;

@@ -87,9 +87,9 @@ bool slowHostReadable(uintptr_t addr) {
   return !(n < 0 && errno == EFAULT);  // ENOSYS/EPERM (seccomp): cannot tell, assume host
 }
 
-// The last two pages found readable (a call's send and receive buffers), in initial-exec TLS:
-// a hit is two compares and no __tls_get_addr call.
-__attribute__((tls_model("initial-exec"))) thread_local uintptr_t tlsRecentPages[2] = {0, 0};
+// The last two pages found readable (a call's send and receive buffers): a hit is two
+// compares (TLS model: see api/group.cc).
+thread_local uintptr_t tlsRecentPages[2] = {0, 0};
 
 }  // namespace
 

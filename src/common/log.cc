@@ -132,8 +132,8 @@ void configureLocked() {
   configured() = true;
 }
 
-// Set at every collective call: initial-exec TLS, one store (see api/group.cc).
-__attribute__((tls_model("initial-exec"))) thread_local int tlsRank = -1;
+// Set at every collective call: one store (TLS model: see api/group.cc).
+thread_local int tlsRank = -1;
 
 }  // namespace
 
