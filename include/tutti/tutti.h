@@ -120,6 +120,28 @@ TUTTI_API tuttiResult_t tuttiCommInitFromEnv(tuttiComm_t* comm, tuttiConfig_t* c
 /* Collective over MPI_COMM_WORLD-style handle `mpiComm` (an MPI_Comm passed by address);
  * tuttiUnsupported when built without MPI. */
 TUTTI_API tuttiResult_t tuttiCommInitMPI(tuttiComm_t* comm, void* mpiComm, tuttiConfig_t* config);
+/* A caller's key-value store for the rendezvous (tutti addition, in the spirit of Gloo's
+ * rendezvous store and torch's c10d::Store): every rank passes an equivalent store and no
+ * port is opened by tutti for the rendezvous. The callbacks may be called from any thread,
+ * including after init (by tuttiCommSplit and tuttiCommDestroy), so ctx must stay valid until
+ * tuttiCommDestroy returns; each returns 0 on success and non-zero on failure. Each
+ * communicator needs a store (or key namespace) of its own. */
+typedef struct {
+  void* ctx;
+  /* Stores size bytes under key (overwrites). */
+  int (*set)(void* ctx, const char* key, const void* value, size_t size);
+  /* Called only for a key check() reported present: hands its value to sink once. */
+  int (*get)(void* ctx, const char* key,
+             void (*sink)(void* sinkCtx, const void* value, size_t size), void* sinkCtx);
+  /* *exists = 1 when key is present now, else 0; must not wait. */
+  int (*check)(void* ctx, const char* key, int* exists);
+  /* Atomically adds delta to the decimal integer at key (absent: 0); *result = new value. */
+  int (*add)(void* ctx, const char* key, int64_t delta, int64_t* result);
+} tuttiStore_t;
+/* Blocking or not as tuttiCommInitRankConfig; a wait for a key polls check() until the
+ * config's timeout (or TUTTI_TIMEOUT), and tuttiCommAbort ends it. */
+TUTTI_API tuttiResult_t tuttiCommInitRankStore(tuttiComm_t* comm, int nranks, int rank,
+                                               const tuttiStore_t* store, tuttiConfig_t* config);
 TUTTI_API tuttiResult_t tuttiCommSplit(tuttiComm_t comm, int color, int key, tuttiComm_t* newcomm,
                                        tuttiConfig_t* config);
 /* Non-blocking; may be called from any thread; unblocks any call in progress on comm,
@@ -195,7 +217,6 @@ TUTTI_API tuttiResult_t tuttiGather(const void* sendbuff, void* recvbuff, size_t
 TUTTI_API tuttiResult_t tuttiScatter(const void* sendbuff, void* recvbuff, size_t count,
                                      tuttiDataType_t datatype, int root, tuttiComm_t comm,
                                      tuttiStream_t stream);
-
 
 /* ---- Point to point ---- */
 TUTTI_API tuttiResult_t tuttiSend(const void* sendbuff, size_t count, tuttiDataType_t datatype,

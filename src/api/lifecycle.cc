@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "api_guard.h"
+#include "bootstrap/callback_store.h"
 #include "bootstrap/env_init.h"
 #include "bootstrap/rendezvous.h"
 #include "bootstrap/unique_id.h"
@@ -123,6 +124,18 @@ TUTTI_API tuttiResult_t tuttiCommInitRankConfig(tuttiComm_t* comm, int nranks, t
 TUTTI_API tuttiResult_t tuttiCommInitRank(tuttiComm_t* comm, int nranks, tuttiUniqueId commId,
                                           int rank) {
   return tuttiCommInitRankConfig(comm, nranks, commId, rank, nullptr);
+}
+
+TUTTI_API tuttiResult_t tuttiCommInitRankStore(tuttiComm_t* comm, int nranks, int rank,
+                                               const tuttiStore_t* store, tuttiConfig_t* config) {
+  return guarded(nullptr, "tuttiCommInitRankStore", [&] {
+    TUTTI_CHECK_ARG(store != nullptr, "store is NULL");
+    auto shared = std::make_shared<tutti::bootstrap::CallbackStore>(*store);
+    StoreMaker make = [shared](const tutti::Deadline&) {
+      return tutti::bootstrap::Rendezvous{nullptr, shared};
+    };
+    return startInit(comm, "tuttiCommInitRankStore", make, "comm", rank, nranks, config);
+  });
 }
 
 TUTTI_API tuttiResult_t tuttiCommInitFromEnv(tuttiComm_t* comm, tuttiConfig_t* config) {
