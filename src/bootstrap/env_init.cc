@@ -124,9 +124,18 @@ LaunchInfo launchInfoFromEnv() {
     auto port = foreign("MASTER_PORT");
     if (!port)
       fail(tuttiInvalidArgument, info.source, " launch: MASTER_ADDR is set but MASTER_PORT is not");
-    parsePort(*port, "MASTER_PORT");
+    // torch's own store listens on MASTER_PORT: tutti's rendezvous takes TUTTI_PORT, else
+    // MASTER_PORT + 1 (docs/bootstrap.md).
+    int masterPort = parsePort(*port, "MASTER_PORT");
+    int tuttiPort = masterPort + 1;
+    if (auto p = env::raw("TUTTI_PORT")) {
+      tuttiPort = parsePort(*p, "TUTTI_PORT");
+    } else if (tuttiPort > 65535) {
+      fail(tuttiInvalidArgument, info.source, " launch: MASTER_PORT=", masterPort,
+           " leaves no MASTER_PORT + 1 for tutti's rendezvous: set TUTTI_PORT");
+    }
     bool v6 = host->find(':') != std::string::npos && (*host)[0] != '[';
-    info.addr = (v6 ? "[" + *host + "]" : *host) + ":" + *port;
+    info.addr = (v6 ? "[" + *host + "]" : *host) + ":" + std::to_string(tuttiPort);
   } else if (!env::isSet("TUTTI_STORE_FILE")) {
     fail(tuttiInvalidArgument, info.source, " launch: no rendezvous address for ", l->rank, "=",
          info.rank,

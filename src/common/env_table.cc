@@ -23,6 +23,9 @@ constexpr Var kVars[] = {
     {"TUTTI_LOCAL_RANK", Type::kInt, "", "BOOTSTRAP", "Rank among the ranks of this host."},
     {"TUTTI_ADDR", Type::kString, "", "BOOTSTRAP",
      "Rendezvous address host:port of the TCP store (rank 0 listens there)."},
+    {"TUTTI_PORT", Type::kString, "", "BOOTSTRAP",
+     "Port of tutti's rendezvous under torchrun-style variables (default MASTER_PORT + 1: "
+     "torch's store holds MASTER_PORT)."},
     {"TUTTI_SECRET", Type::kString, "", "BOOTSTRAP",
      "Hex secret (32 digits) clients must present to the TCP store; set by tuttirun."},
     {"TUTTI_STORE_FILE", Type::kString, "", "BOOTSTRAP",

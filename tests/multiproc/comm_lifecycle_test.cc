@@ -2,6 +2,9 @@
 // a missing rank, malformed environments, abort of a blocked init.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -9,6 +12,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "comm_test_util.h"
@@ -323,6 +327,74 @@ TEST(CommApi, SetAlgorithmForcesChecksAndRestores) {
     TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
     unsetenv("TUTTI_ALGO");
   });
+  EXPECT_TRUE(result.allOk()) << result.describe();
+}
+
+}  // namespace
+}  // namespace tutti::test
+
+namespace tutti::test {
+namespace {
+
+// A listening socket on 127.0.0.1 (port 0: any free port); returns {fd, port}.
+std::pair<int, int> listenOnFreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(fd, 4) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    return {-1, 0};
+  return {fd, ntohs(a.sin_port)};
+}
+
+void setTorchrunEnv(int rank, int n, int masterPort) {
+  setenv("RANK", std::to_string(rank).c_str(), 1);
+  setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
+  setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  setenv("MASTER_PORT", std::to_string(masterPort).c_str(), 1);
+  setenv("TUTTI_TIMEOUT", "20", 1);
+}
+
+// torch's store holds MASTER_PORT while tutti initialises from the same variables: tutti
+// meets on MASTER_PORT + 1 (or TUTTI_PORT) and never binds MASTER_PORT.
+TEST(CommInit, TorchrunVariablesLeaveMasterPortToTorch) {
+  for (bool withTuttiPort : {false, true}) {
+    auto [held, port] = listenOnFreePort();  // stands in for torch's TCPStore
+    ASSERT_GE(held, 0);
+    auto [spare, sparePort] = listenOnFreePort();
+    close(spare);  // a port that was free a moment ago, for TUTTI_PORT
+    const int n = 3;
+    auto result = runRanks(n, [&](int rank) {
+      setTorchrunEnv(rank, n, port);
+      if (withTuttiPort) setenv("TUTTI_PORT", std::to_string(sparePort).c_str(), 1);
+      tuttiComm_t comm = nullptr;
+      TUTTI_ASSERT_OK(tuttiCommInitFromEnv(&comm, nullptr), nullptr);
+      int64_t x = rank + 10, sum = 0;
+      TUTTI_ASSERT_OK(tuttiAllReduce(&x, &sum, 1, tuttiInt64, tuttiSum, comm, nullptr), comm);
+      EXPECT_EQ(sum, 10 + 11 + 12);
+      TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+    }, 60);
+    close(held);
+    EXPECT_TRUE(result.allOk()) << (withTuttiPort ? "TUTTI_PORT: " : "") << result.describe();
+  }
+}
+
+// MASTER_PORT + 1 taken by someone else: rank 0 fails at once naming the port.
+TEST(CommInit, TorchrunTakenTuttiPortIsAClearError) {
+  auto [held, port] = listenOnFreePort();
+  ASSERT_GE(held, 0);
+  auto result = runRanks(1, [&](int) {
+    setTorchrunEnv(0, 2, port - 1);  // tutti's port = MASTER_PORT + 1 = the held one
+    tuttiComm_t comm = nullptr;
+    tuttiResult_t r = tuttiCommInitFromEnv(&comm, nullptr);
+    EXPECT_EQ(r, tuttiSystemError) << tuttiGetLastError(nullptr);
+    std::string msg = tuttiGetLastError(nullptr);
+    EXPECT_NE(msg.find(std::to_string(port)), std::string::npos) << msg;
+  }, 60);
+  close(held);
   EXPECT_TRUE(result.allOk()) << result.describe();
 }
 

@@ -149,8 +149,17 @@ std::string probeNamespaceAddr(int nsFd, const std::string& name) {
   return out;
 }
 
+// torch.distributed's launch variables (torchrun's names), so init_process_group works
+// under tuttirun: MASTER_PORT is a port of its own, never TUTTI_ADDR's.
+struct TorchVars {
+  std::string masterAddr;
+  std::string masterPort;
+  std::vector<int> localWorldSize;  // per rank: ranks on its host
+};
+
 [[noreturn]] void execRank(const Options& o, int rank, int localRank, int host, int nsFd,
-                           const std::string& addr, const std::string& secret, pid_t parent,
+                           const std::string& addr, const std::string& secret,
+                           const TorchVars& torch, pid_t parent,
                            int outFd, int errFd, const sigset_t& oldMask) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -171,6 +180,12 @@ std::string probeNamespaceAddr(int nsFd, const std::string& name) {
   ::setenv("TUTTI_LOCAL_RANK", std::to_string(localRank).c_str(), 1);
   ::setenv("TUTTI_ADDR", addr.c_str(), 1);
   ::setenv("TUTTI_SECRET", secret.c_str(), 1);
+  ::setenv("RANK", std::to_string(rank).c_str(), 1);
+  ::setenv("WORLD_SIZE", std::to_string(o.nranks).c_str(), 1);
+  ::setenv("LOCAL_RANK", std::to_string(localRank).c_str(), 1);
+  ::setenv("LOCAL_WORLD_SIZE", std::to_string(torch.localWorldSize[rank]).c_str(), 1);
+  ::setenv("MASTER_ADDR", torch.masterAddr.c_str(), 1);
+  ::setenv("MASTER_PORT", torch.masterPort.c_str(), 1);
   for (const auto& [k, v] : o.env) ::setenv(k.c_str(), v.c_str(), 1);
   std::vector<char*> argv;
   for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
@@ -264,9 +279,24 @@ int runJob(const Options& o) {
     }
   }
   std::vector<int> localRank(o.nranks);
+  TorchVars torch;
   {
     std::vector<int> seen(o.hosts.size() + 1, 0);
     for (int r = 0; r < o.nranks; ++r) localRank[r] = seen[hostOf[r] + 1]++;
+    for (int r = 0; r < o.nranks; ++r) torch.localWorldSize.push_back(seen[hostOf[r] + 1]);
+  }
+  {
+    // A second free port on rank 0's host for torch's own store (torch binds MASTER_PORT).
+    size_t colon = addr.rfind(':');
+    torch.masterAddr = addr.substr(0, colon);
+    for (int tries = 0; tries < 8 && (torch.masterPort.empty() ||
+                                      torch.masterPort == addr.substr(colon + 1));
+         ++tries) {
+      std::string probe = o.hosts.empty()
+                              ? "127.0.0.1:" + std::to_string(freeLoopbackPort())
+                              : probeNamespaceAddr(nsFds[hostOf[0]], o.hosts[hostOf[0]]);
+      torch.masterPort = probe.substr(probe.rfind(':') + 1);
+    }
   }
   std::string secret = bootstrap::secretToHex(bootstrap::randomSecret());
 
@@ -293,7 +323,7 @@ int runJob(const Options& o) {
     if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
     if (pid == 0)
       execRank(o, r, localRank[r], hostOf[r], nsFds.empty() ? -1 : nsFds[hostOf[r]], addr, secret,
-               self, outP[1], errP[1], oldMask);
+               torch, self, outP[1], errP[1], oldMask);
     ::setpgid(pid, pid);  // also from the parent: no race with an early kill(-pid)
     ranks[r].pid = pid;
     if (o.tagOutput) {

@@ -27,7 +27,8 @@ void usage(FILE* f) {
       "  --bind M         TUTTI_BIND=M in every rank: none, numa or core (each rank binds\n"
       "                   itself when it creates its first communicator)\n"
       "Each rank gets TUTTI_RANK, TUTTI_WORLD_SIZE, TUTTI_LOCAL_RANK, TUTTI_ADDR "
-      "(rank 0 serves the TCP store there) and TUTTI_SECRET.\n");
+      "(rank 0 serves the TCP store there) and TUTTI_SECRET, and torch's RANK, WORLD_SIZE,\n"
+      "LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT (a port of its own).\n");
 }
 
 [[noreturn]] void bad(const std::string& msg) {

@@ -17,6 +17,7 @@ const char* kAll[] = {"TUTTI_RANK",
                       "TUTTI_ADDR",
                       "TUTTI_SECRET",
                       "TUTTI_STORE_FILE",
+                      "TUTTI_PORT",
                       "RANK",
                       "WORLD_SIZE",
                       "LOCAL_RANK",
@@ -81,7 +82,7 @@ TEST_F(EnvInit, Torchrun) {
   EXPECT_EQ(i.rank, 2);
   EXPECT_EQ(i.nranks, 4);
   EXPECT_EQ(i.localRank, 0);
-  EXPECT_EQ(i.addr, "node1:29500");
+  EXPECT_EQ(i.addr, "node1:29501");  // MASTER_PORT + 1: torch's store holds MASTER_PORT
   EXPECT_EQ(i.secretHex.size(), 32u);
   // Same job, same derived secret; another job id, another secret.
   EXPECT_EQ(launchInfoFromEnv().secretHex, i.secretHex);
@@ -91,7 +92,20 @@ TEST_F(EnvInit, Torchrun) {
 
 TEST_F(EnvInit, TorchrunIPv6MasterAddr) {
   set({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "::1"}, {"MASTER_PORT", "29500"}});
-  EXPECT_EQ(launchInfoFromEnv().addr, "[::1]:29500");
+  EXPECT_EQ(launchInfoFromEnv().addr, "[::1]:29501");
+}
+
+TEST_F(EnvInit, TorchrunTuttiPortOverridesMasterPortPlusOne) {
+  set({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "29500"},
+       {"TUTTI_PORT", "41000"}});
+  EXPECT_EQ(launchInfoFromEnv().addr, "h:41000");
+  set({{"TUTTI_PORT", "0x"}});
+  expectInvalid("TUTTI_PORT");
+}
+
+TEST_F(EnvInit, TorchrunHighestMasterPortNeedsTuttiPort) {
+  set({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "65535"}});
+  expectInvalid("set TUTTI_PORT");
 }
 
 TEST_F(EnvInit, OpenMpiWithTuttiAddr) {
@@ -119,7 +133,7 @@ TEST_F(EnvInit, Slurm) {
   EXPECT_EQ(i.rank, 5);
   EXPECT_EQ(i.nranks, 6);
   EXPECT_EQ(i.localRank, 2);
-  EXPECT_EQ(i.addr, "10.0.0.9:6000");
+  EXPECT_EQ(i.addr, "10.0.0.9:6001");
 }
 
 TEST_F(EnvInit, StoreFileNeedsNoAddress) {
