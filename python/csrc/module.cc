@@ -1,0 +1,72 @@
+// tutti.torch._C: the ProcessGroupTutti class (a torch.distributed ProcessGroup) and the
+// tutti additions reachable from Python. The backend is registered by tutti/torch/__init__.py.
+#include <pybind11/chrono.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "process_group.h"
+
+namespace py = pybind11;
+using tutti::torch_backend::ProcessGroupTutti;
+
+namespace {
+
+ProcessGroupTutti& tuttiGroup(const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+  auto* t = dynamic_cast<ProcessGroupTutti*>(pg.get());
+  if (t == nullptr) throw std::invalid_argument("not a tutti process group");
+  return *t;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "tutti's torch.distributed backend (C++ part)";
+  py::module_::import("torch.distributed");  // registers c10d::ProcessGroup, Store, Work
+  py::class_<ProcessGroupTutti, c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupTutti>>(
+      m, "ProcessGroupTutti")
+      .def(py::init<const c10::intrusive_ptr<c10d::Store>&, int, int, double>(), py::arg("store"),
+           py::arg("rank"), py::arg("size"), py::arg("timeout_seconds"),
+           py::call_guard<py::gil_scoped_release>());
+
+  m.def(
+      "allreduce_compressed",
+      [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg, at::Tensor& tensor,
+         const std::string& compressor, uint64_t key, bool errorFeedback) {
+        return tuttiGroup(pg).allreduceCompressed(tensor, compressor, key, errorFeedback);
+      },
+      py::arg("group"), py::arg("tensor"), py::arg("compressor"), py::arg("key"),
+      py::arg("error_feedback"), py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "raw_allreduce",
+      [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg, at::Tensor& tensor) {
+        tuttiGroup(pg).rawAllreduce(tensor);
+      },
+      py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "set_algorithm",
+      [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg, const std::string& spec) {
+        tuttiGroup(pg).setAlgorithm(spec);
+      },
+      py::call_guard<py::gil_scoped_release>());
+  m.def("last_algorithm", [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+    return tuttiGroup(pg).lastAlgorithm();
+  });
+  m.def("transports", [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+    const char* t = tuttiCommTransports(tuttiGroup(pg).comm());
+    return std::string(t ? t : "");
+  });
+  m.def("compression_stats", [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+    tuttiCompressionStats_t s{};
+    if (tuttiCompressionStats(tuttiGroup(pg).comm(), &s) != tuttiSuccess)
+      throw std::runtime_error(tuttiGetLastError(tuttiGroup(pg).comm()));
+    py::dict d;
+    d["wire_bytes_last_call"] = s.wireBytesLastCall;
+    d["dense_bytes_last_call"] = s.denseBytesLastCall;
+    d["wire_bytes_total"] = s.wireBytesTotal;
+    d["calls"] = s.calls;
+    d["error_feedback_keys"] = s.errorFeedbackKeys;
+    return d;
+  });
+  m.def("is_tutti_group", [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+    return dynamic_cast<ProcessGroupTutti*>(pg.get()) != nullptr;
+  });
+}

@@ -1,0 +1,110 @@
+// c10d::ProcessGroup over a tutti communicator: the "tutti" torch.distributed backend.
+// Every operation is checked on the caller's thread, then runs in issue order on the
+// WorkQueue (tensors made contiguous on the way in and copied back on the way out).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <vector>
+
+#include "tutti/tutti.h"
+#include "work.h"
+#include "work_queue.h"
+
+namespace tutti::torch_backend {
+
+class ProcessGroupTutti : public c10d::ProcessGroup {
+ public:
+  // Collective over the group's ranks: meets through store (no port of tutti's own).
+  // timeoutSeconds bounds every wait of the communicator (torch's group timeout).
+  ProcessGroupTutti(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                    double timeoutSeconds);
+  ~ProcessGroupTutti() override;
+
+  const std::string getBackendName() const override { return "tutti"; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputLists, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& outputSplits,
+                                               std::vector<int64_t>& inputSplits,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+  // batch_isend_irecv: the sends and receives between start and end run as one tutti group.
+  void startCoalescing() override;
+  void endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& reqs) override;
+  void setSequenceNumberForGroup() override {}
+  uint64_t getSequenceNumberForGroup() override { return sequence_; }
+
+  // tutti additions (tutti.torch): the compressed all-reduce (sum) of a float tensor.
+  c10::intrusive_ptr<c10d::Work> allreduceCompressed(at::Tensor& tensor,
+                                                     const std::string& compressor, uint64_t key,
+                                                     bool errorFeedback);
+  // The raw C call on the caller's thread (the overhead benchmark's baseline).
+  void rawAllreduce(at::Tensor& tensor);
+  tuttiComm_t comm() const { return comm_; }
+  // Forces algorithms (tuttiCommSetAlgorithm) once the queue has drained.
+  void setAlgorithm(const std::string& spec);
+  std::string lastAlgorithm();
+
+ private:
+  using Body = std::function<void()>;
+  c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const char* title,
+                                         std::vector<at::Tensor> outputs, size_t bytes, Body body);
+  // Throws with tutti's error text when r is not tuttiSuccess (marks the group failed).
+  void check(tuttiResult_t r, const char* what);
+  void drain();
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  tuttiStore_t bridge_{};
+  tuttiComm_t comm_ = nullptr;
+  std::atomic<bool> failed_{false};
+  uint64_t sequence_ = 0;
+  std::mutex coalesceMu_;
+  bool coalescing_ = false;
+  struct P2p {
+    bool isSend;
+    int peer;
+    at::Tensor tensor;
+    c10::intrusive_ptr<TuttiWork> work;
+  };
+  std::vector<P2p> batch_;
+  std::unique_ptr<WorkQueue> queue_;  // last: destroyed (drained) first
+};
+
+}  // namespace tutti::torch_backend

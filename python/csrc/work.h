@@ -1,0 +1,41 @@
+// One operation of the torch backend: a body that runs on the backend's worker thread (or
+// inline, see WorkQueue), then completes the c10d::Work (wait(), is_completed(), futures).
+#pragma once
+
+#include <ATen/core/ivalue.h>
+
+#include <functional>
+#include <mutex>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+#include <vector>
+
+namespace tutti::torch_backend {
+
+class TuttiWork : public c10d::Work {
+ public:
+  TuttiWork(int rank, c10d::OpType type, const char* profilingTitle,
+            std::vector<at::Tensor> outputs, std::function<void()> body, size_t bytes);
+
+  // Runs the body once and completes the work with its exception, if any.
+  void run();
+  // Completes the work without running it (a batch ran it, or the queue shut down).
+  void complete(std::exception_ptr error);
+
+  bool wait(std::chrono::milliseconds timeout) override;
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+  size_t bytes() const { return bytes_; }
+  // Called when wait() times out (the backend aborts its communicator).
+  std::function<void()> onTimeout;
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  std::function<void()> body_;
+  size_t bytes_;
+  void markFuture(std::exception_ptr error);
+  std::mutex futureMu_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;  // made on first getFuture()
+  bool futureMarked_ = false;
+};
+
+}  // namespace tutti::torch_backend

@@ -1,0 +1,67 @@
+"""The tutti backend beyond single operations: a killed rank, DDP and ZeRO against gloo,
+the backend's registration and refusals."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+import torch
+
+from launch import describe, run_ranks
+
+
+@pytest.mark.parametrize("n,victim", [(2, 1), (3, 1), (4, 2)])
+def test_killed_rank_raises_naming_it(n, victim):
+    results = run_ranks(n, "kill_worker.py", [str(victim)], timeout=120)
+    for r, (rc, out, err) in enumerate(results):
+        if r == victim:
+            assert rc == -9, describe(results)
+        else:
+            assert rc == 0, describe(results)
+            assert f"rank {victim}" in out
+
+
+@pytest.mark.parametrize("kind", ["ddp", "zero"])
+@pytest.mark.parametrize("n", [2, 3])
+def test_ddp_matches_gloo(n, kind):
+    with tempfile.TemporaryDirectory() as d:
+        params = {}
+        for backend in ("gloo", "tutti"):
+            path = os.path.join(d, backend + ".pt")
+            results = run_ranks(n, "ddp_worker.py", [backend, path, kind], timeout=300)
+            assert all(rc == 0 for rc, _, _ in results), describe(results)
+            params[backend] = torch.load(path)
+        diff = (params["gloo"] - params["tutti"]).abs().max().item()
+        assert diff < 1e-10, f"tutti and gloo parameters differ by {diff}"
+
+
+def test_import_registers_backend():
+    code = ("import torch.distributed as dist, tutti.torch; "
+            "assert 'TUTTI' in dist.Backend._plugins; print(dist.Backend('tutti'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ))
+    assert out.returncode == 0 and out.stdout.strip() == "tutti", out.stderr
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_tuttirun_sets_torch_variables(n):
+    """tuttirun -np N python3 script: init_process_group("tutti") needs nothing else."""
+    build = os.environ.get("TUTTI_BUILD_DIR", "")
+    tuttirun = os.path.join(build, "tools", "tuttirun", "tuttirun")
+    if not os.path.exists(tuttirun):
+        pytest.skip(f"no tuttirun at {tuttirun} (set TUTTI_BUILD_DIR)")
+    code = ("import os, torch, torch.distributed as dist, tutti.torch\n"
+            "dist.init_process_group('tutti')\n"
+            "r, n = dist.get_rank(), dist.get_world_size()\n"
+            "assert int(os.environ['LOCAL_WORLD_SIZE']) == n\n"
+            "t = torch.tensor([float(r + 1)])\n"
+            "dist.all_reduce(t)\n"
+            "assert t.item() == n * (n + 1) / 2, t\n"
+            "print('ok', r, n, os.environ['MASTER_PORT'], flush=True)\n"
+            "dist.destroy_process_group()\n")
+    out = subprocess.run([tuttirun, "-np", str(n), "--tag-output", "--timeout", "120", sys.executable, "-c", code],
+                         capture_output=True, text=True, env=dict(os.environ), timeout=180)
+    assert out.returncode == 0, out.stdout + out.stderr
+    ranks = sorted(l.split("ok ")[1].split()[0] for l in out.stdout.splitlines() if "ok " in l)
+    assert ranks == [str(r) for r in range(n)], out.stdout
