@@ -4,7 +4,7 @@ all_reduce float32 at 8 B, 1 KiB, 1 MiB and 25 MiB; the backend's overhead over 
 call (tuttiAllReduce on the same communicator, same tensor); and the DDP step time of an MLP
 with ~16 MB of gradients. Every figure is the median of --reps interleaved repetitions.
 
-    tools/torch-bench.py [--ranks 2,4] [--reps 5] [--out FILE.md]
+    tools/torch-bench.py [--ranks 2,4] [--reps 5] [--out FILE.md] [--plot FILE.png]
 
 Runs each rank count under tuttirun (which sets torch's launch variables).
 """
@@ -66,7 +66,7 @@ def worker(reps):
                               nn.Linear(1024, 10))
         ddp = DDP(model, process_group=groups[name])
         opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
-        x, y = torch.randn(32, 1024), torch.randint(0, 10, (32,))
+        x, y = torch.randn(4, 1024), torch.randint(0, 10, (4,))
 
         def step():
             opt.zero_grad()
@@ -92,6 +92,7 @@ def main():
     ap.add_argument("--ranks", default="2,4")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--out", default="")
+    ap.add_argument("--plot", default="", help="bar chart of the speed-ups (gnuplot)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--worker", action="store_true")
     args = ap.parse_args()
@@ -99,7 +100,7 @@ def main():
         worker(args.reps)
         return
     env = dict(os.environ, PYTHONPATH=os.path.join(args.build, "python"), OMP_NUM_THREADS="1")
-    lines = []
+    lines, plot_rows = [], []
     for n in map(int, args.ranks.split(",")):
         cmd = [os.path.join(args.build, "tools", "tuttirun", "tuttirun"), "-np", str(n),
                sys.executable, os.path.abspath(__file__), "--worker", "--reps", str(args.reps)]
@@ -117,15 +118,34 @@ def main():
             raw, pg = r[f"allreduce {label} tutti raw C"], r[f"allreduce {label} tutti pg.allreduce"]
             lines.append(f"| {label} | {g:.1f} | {t:.1f} | {g / t:.1f}x | {raw:.1f} | {pg:.1f} | "
                          f"{pg - raw:+.1f} us ({(pg - raw) / raw * 100:+.0f}%) |")
+            plot_rows.append((f"{label} np{n}", g / t))
         g, t = r["ddp step gloo"], r["ddp step tutti"]
+        plot_rows.append((f"DDP np{n}", g / t))
         lines.append(f"\nDDP step, MLP 1024-2048-1024-10 ({r['ddp gradient MB']:.1f} MB of "
-                     f"gradients), batch 32: gloo {g / 1000:.2f} ms, tutti {t / 1000:.2f} ms "
+                     f"gradients), batch 4: gloo {g / 1000:.2f} ms, tutti {t / 1000:.2f} ms "
                      f"({g / t:.2f}x)")
     text = "\n".join(lines)
     print(text)
     if args.out:
         with open(args.out, "w") as f:
             f.write(text + "\n")
+    if args.plot:
+        plot(plot_rows, args.plot)
+
+
+def plot(rows, path):
+    """Speed-up of tutti over gloo per case, one bar each (log scale)."""
+    dat = path + ".dat"
+    with open(dat, "w") as f:
+        for label, ratio in rows:
+            f.write(f'"{label}" {ratio:.3f}\n')
+    script = (f"set terminal pngcairo size 900,420; set output '{path}';"
+              "set title 'torch.distributed: tutti backend vs gloo (speed-up, higher is better)';"
+              "set style fill solid 0.6; set boxwidth 0.7; set logscale y; set grid ytics;"
+              "set ylabel 'gloo time / tutti time'; set xtics rotate by -30;"
+              f"plot '{dat}' using 0:2:xtic(1) with boxes notitle,"
+              f" '' using 0:2:(sprintf('%.1fx', $2)) with labels offset 0,1 notitle")
+    subprocess.run(["gnuplot", "-e", script], check=True)
 
 
 if __name__ == "__main__":

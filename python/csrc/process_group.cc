@@ -86,7 +86,7 @@ ProcessGroupTutti::ProcessGroupTutti(const c10::intrusive_ptr<c10d::Store>& stor
   if (r != tuttiSuccess)
     throw std::runtime_error(std::string("tutti: communicator init failed: ") +
                              tuttiGetErrorString(r) + ": " + tuttiGetLastError(nullptr));
-  queue_ = std::make_unique<WorkQueue>(inlineBytesFromEnv());
+  queue_ = std::make_shared<WorkQueue>(inlineBytesFromEnv());
 }
 
 ProcessGroupTutti::~ProcessGroupTutti() {

@@ -104,7 +104,7 @@ class ProcessGroupTutti : public c10d::ProcessGroup {
     c10::intrusive_ptr<TuttiWork> work;
   };
   std::vector<P2p> batch_;
-  std::unique_ptr<WorkQueue> queue_;  // last: destroyed (drained) first
+  std::shared_ptr<WorkQueue> queue_;  // works hold it weakly (wait() may run them)
 };
 
 }  // namespace tutti::torch_backend

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "work_queue.h"
+
 namespace tutti::torch_backend {
 
 TuttiWork::TuttiWork(int rank, c10d::OpType type, const char* profilingTitle,
@@ -53,6 +55,7 @@ c10::intrusive_ptr<c10::ivalue::Future> TuttiWork::getFuture() {
 }
 
 bool TuttiWork::wait(std::chrono::milliseconds timeout) {
+  if (auto queue = queue_.lock()) queue->runIfNext(this);
   std::unique_lock lock(mutex_);
   if (timeout == kNoTimeout) {
     cv_.wait(lock, [&] { return completed_; });

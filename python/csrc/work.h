@@ -5,6 +5,7 @@
 #include <ATen/core/ivalue.h>
 
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <vector>
@@ -25,12 +26,15 @@ class TuttiWork : public c10d::Work {
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   size_t bytes() const { return bytes_; }
+  // The queue that runs this work: wait() runs it on the waiting thread when it is next.
+  void setQueue(std::weak_ptr<class WorkQueue> queue) { queue_ = std::move(queue); }
   // Called when wait() times out (the backend aborts its communicator).
   std::function<void()> onTimeout;
 
  private:
   std::vector<at::Tensor> outputs_;
   std::function<void()> body_;
+  std::weak_ptr<class WorkQueue> queue_;
   size_t bytes_;
   void markFuture(std::exception_ptr error);
   std::mutex futureMu_;

@@ -16,6 +16,7 @@ WorkQueue::~WorkQueue() {
 }
 
 void WorkQueue::submit(const c10::intrusive_ptr<TuttiWork>& work) {
+  work->setQueue(weak_from_this());
   std::unique_lock lock(mu_);
   if (work->bytes() <= inlineBytes_ && queue_.empty() && !busy_) {
     busy_ = true;
@@ -31,6 +32,22 @@ void WorkQueue::submit(const c10::intrusive_ptr<TuttiWork>& work) {
   queue_.push_back(work);
   lock.unlock();
   cv_.notify_all();
+}
+
+bool WorkQueue::runIfNext(const TuttiWork* work) {
+  std::unique_lock lock(mu_);
+  if (busy_ || queue_.empty() || queue_.front().get() != work) return false;
+  auto next = std::move(queue_.front());
+  queue_.pop_front();
+  busy_ = true;
+  lock.unlock();
+  next->run();
+  lock.lock();
+  busy_ = false;
+  bool more = !queue_.empty();
+  lock.unlock();
+  if (more) cv_.notify_all();
+  return true;
 }
 
 void WorkQueue::loop() {
