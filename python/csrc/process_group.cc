@@ -1,5 +1,6 @@
 #include "process_group.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <numeric>
 #include <stdexcept>
@@ -20,6 +21,11 @@ size_t inlineBytesFromEnv() {
 }
 
 size_t bytesOf(const at::Tensor& t) { return t.numel() * t.element_size(); }
+
+// The size given for point-to-point work: never run at submit on the caller's thread (an
+// irecv there would block the caller until the peer sends, and the caller may be the one
+// who has to send first). wait() may still run it when it is next.
+constexpr size_t kNeverAtSubmit = SIZE_MAX;
 
 void* ptr(const at::Tensor& t) { return t.numel() == 0 ? nullptr : t.data_ptr(); }
 
@@ -531,7 +537,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::send(std::vector<at::Tensor>& 
     }
   }
   at::Tensor d = dense(t);
-  return enqueue(OpType::SEND, "tutti:send", {t}, bytesOf(t), [this, d, dst, dtype] {
+  return enqueue(OpType::SEND, "tutti:send", {t}, kNeverAtSubmit, [this, d, dst, dtype] {
     check(tuttiSend(ptr(d), d.numel(), dtype, dst, comm_, nullptr), "send");
   });
 }
@@ -550,7 +556,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::recv(std::vector<at::Tensor>& 
       return work;
     }
   }
-  return enqueue(OpType::RECV, "tutti:recv", {t}, bytesOf(t), [this, t, src, dtype] {
+  return enqueue(OpType::RECV, "tutti:recv", {t}, kNeverAtSubmit, [this, t, src, dtype] {
     at::Tensor user = t, d = dense(t);
     check(tuttiRecv(ptr(d), d.numel(), dtype, src, comm_, nullptr), "recv");
     finish(user, d);
@@ -579,9 +585,7 @@ void ProcessGroupTutti::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>
     batch.swap(batch_);
   }
   if (batch.empty()) return;
-  size_t bytes = 0;
-  for (const auto& p : batch) bytes += bytesOf(p.tensor);
-  enqueue(OpType::UNKNOWN, "tutti:batch_p2p", {}, bytes, [this, batch]() mutable {
+  enqueue(OpType::UNKNOWN, "tutti:batch_p2p", {}, kNeverAtSubmit, [this, batch]() mutable {
     std::exception_ptr error;
     try {
       std::vector<at::Tensor> recvDense(batch.size());

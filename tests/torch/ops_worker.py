@@ -272,6 +272,15 @@ if n > 1:
     for r in reqs:
         r.wait()
     expect(torch.equal(got, values(prv, c, 10, torch.int64)), "isend/irecv small")
+    # irecv before isend on every rank: as one batch (run one after the other, as with
+    # NCCL, they would wait for each other)
+    c = next_call()
+    got = torch.empty(10, dtype=torch.int64)
+    reqs = dist.batch_isend_irecv([dist.P2POp(dist.irecv, got, prv),
+                                   dist.P2POp(dist.isend, values(rank, c, 10, torch.int64), nxt)])
+    for r in reqs:
+        r.wait()
+    expect(torch.equal(got, values(prv, c, 10, torch.int64)), "batched irecv then isend")
 
 run(dist.barrier)
 
