@@ -44,9 +44,10 @@ def topk(ratio=0.01, **kwargs):
     return CompressionState(f"topk:ratio={ratio}", **kwargs)
 
 
-def qsgd(s=4, b=512, **kwargs):
-    """A CompressionState for QSGD with s levels and blocks of b elements."""
-    return CompressionState(f"qsgd:s={s},b={b}", **kwargs)
+def qsgd(s=4, b=512, error_feedback=False, **kwargs):
+    """A CompressionState for QSGD with s levels and blocks of b elements. QSGD is unbiased,
+    so error feedback is off by default (with it, the digits example diverges at lr 0.5)."""
+    return CompressionState(f"qsgd:s={s},b={b}", error_feedback=error_feedback, **kwargs)
 
 
 __all__ = ["CompressionState", "compressed_hook", "topk", "qsgd"]
