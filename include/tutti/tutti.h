@@ -147,7 +147,14 @@ TUTTI_API tuttiResult_t tuttiCommSplit(tuttiComm_t comm, int color, int key, tut
 /* Non-blocking; may be called from any thread; unblocks any call in progress on comm,
  * which then returns an error. The handle must still be freed with tuttiCommDestroy. */
 TUTTI_API tuttiResult_t tuttiCommAbort(tuttiComm_t comm);
+/* Frees the handle and everything it holds, always. On a healthy communicator it waits
+ * (bounded) until every rank is done with the rendezvous store. After a call on comm failed
+ * because a peer died or did not answer (tuttiRemoteError, tuttiTimeout) it returns at once
+ * without waiting for the other ranks, and returns that original code (the cause is in
+ * tuttiGetLastError(NULL)) unless tuttiCommAbort was called first. */
 TUTTI_API tuttiResult_t tuttiCommDestroy(tuttiComm_t comm);
+/* tuttiInProgress while a non-blocking init runs, its result after; then the communicator's
+ * first failure (tuttiRemoteError, tuttiTimeout), if any. */
 TUTTI_API tuttiResult_t tuttiCommGetAsyncError(tuttiComm_t comm, tuttiResult_t* asyncError);
 TUTTI_API tuttiResult_t tuttiCommCount(const tuttiComm_t comm, int* count);
 TUTTI_API tuttiResult_t tuttiCommUserRank(const tuttiComm_t comm, int* rank);

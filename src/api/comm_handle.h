@@ -23,7 +23,12 @@ struct tuttiComm {
   std::mutex initMutex;
   std::mutex errorMutex;
   std::string lastError;
-  std::string transportsText;  // storage for tuttiCommTransports
+  // The first failure of the communicator (a peer died or did not answer: tuttiRemoteError,
+  // tuttiTimeout) and its text (under errorMutex). Once set, tuttiCommGetAsyncError reports
+  // it and tuttiCommDestroy releases everything at once without waiting for the other ranks.
+  std::atomic<tuttiResult_t> failure{tuttiSuccess};
+  std::string failureText;
+  std::string transportsText;           // storage for tuttiCommTransports
   std::shared_ptr<void> compressState;  // compressed.cc: error feedback, stats
 };
 

@@ -18,6 +18,13 @@ tuttiResult_t recordError(tuttiComm_t comm, const char* function, tuttiResult_t 
   if (comm != nullptr) {
     std::lock_guard<std::mutex> lock(comm->errorMutex);
     comm->lastError = text;
+    // A peer that died or stopped answering leaves the communicator failed: the other ranks
+    // may be anywhere in their calls, so nothing collective can be trusted to complete.
+    if ((code == tuttiRemoteError || code == tuttiTimeout) &&
+        comm->failure.load() == tuttiSuccess) {
+      comm->failureText = text;
+      comm->failure = code;
+    }
   }
   TUTTI_WARN(kInit, text << " [" << tuttiGetErrorString(code) << "]");
   return code;

@@ -46,8 +46,8 @@ bool isBlocking(const tuttiConfig_t* config) {
 }
 
 // The body of every init: rendezvous, then build the communicator.
-void initInto(tuttiComm_t handle, const StoreMaker& makeStore, const std::string& prefix,
-              int rank, int nranks, const tutti::CommOptions& options) {
+void initInto(tuttiComm_t handle, const StoreMaker& makeStore, const std::string& prefix, int rank,
+              int nranks, const tutti::CommOptions& options) {
   tutti::Deadline deadline(options.timeoutSec);
   auto rv = makeStore(deadline);
   {
@@ -148,8 +148,7 @@ TUTTI_API tuttiResult_t tuttiCommInitFromEnv(tuttiComm_t* comm, tuttiConfig_t* c
     // n-th communicator of each uses the key prefix "env<n>" on the shared launch store.
     static std::atomic<int> initCount{0};
     std::string prefix = "env" + std::to_string(initCount++);
-    return startInit(comm, "tuttiCommInitFromEnv", make, prefix, info.rank, info.nranks,
-                     config);
+    return startInit(comm, "tuttiCommInitFromEnv", make, prefix, info.rank, info.nranks, config);
   });
 }
 
@@ -212,20 +211,36 @@ TUTTI_API tuttiResult_t tuttiCommAbort(tuttiComm_t comm) {
 TUTTI_API tuttiResult_t tuttiCommDestroy(tuttiComm_t comm) {
   if (comm == nullptr) return tuttiSuccess;
   if (comm->initThread.joinable()) comm->initThread.join();
+  std::unique_ptr<tuttiComm> owned(comm);
+  // After a detected failure the other ranks may never arrive at the leave handshake (a dead
+  // rank) or may have left already: release everything at once, and report the failure the
+  // communicator ended with (NCCL's ncclCommDestroy also returns a pending error) unless the
+  // caller aborted it, which is the expected way out of a failure.
+  tuttiResult_t failure = comm->failure.load();
+  bool aborted = comm->abortRequested.load() || (comm->impl && comm->impl->aborted());
   tuttiResult_t r = guarded(nullptr, "tuttiCommDestroy", [&] {
-    if (comm->impl) comm->impl->leave();
+    if (comm->impl && failure == tuttiSuccess) comm->impl->leave();
     comm->impl.reset();
     comm->store.reset();
     comm->storeServer.reset();
     return tuttiSuccess;
   });
-  std::unique_ptr<tuttiComm> owned(comm);
-  return r;
+  if (r != tuttiSuccess || failure == tuttiSuccess || aborted) return r;
+  std::string cause;
+  {
+    std::lock_guard<std::mutex> lock(comm->errorMutex);
+    cause = comm->failureText;
+  }
+  tutti::api::threadLastError() =
+      "tuttiCommDestroy: the communicator had failed (" + cause +
+      "); its resources were released without waiting for the other ranks";
+  return failure;
 }
 
 TUTTI_API tuttiResult_t tuttiCommGetAsyncError(tuttiComm_t comm, tuttiResult_t* asyncError) {
   if (comm == nullptr || asyncError == nullptr) return tuttiInvalidArgument;
   *asyncError = comm->asyncError.load();
+  if (*asyncError == tuttiSuccess) *asyncError = comm->failure.load();
   if (*asyncError == tuttiSuccess && comm->impl && comm->impl->aborted())
     *asyncError = tuttiRemoteError;
   return tuttiSuccess;

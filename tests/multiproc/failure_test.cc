@@ -91,6 +91,39 @@ TEST_P(Failures, KilledRankIsNamedByTheOthers) {
   EXPECT_TRUE(r.ranks[0].ok() && r.ranks[1].ok()) << r.describe();
 }
 
+// Rank 2 dies; once the survivors have seen the failure (a call returned an error),
+// tuttiCommDestroy must not wait for the dead rank: it returns within a second, reports the
+// failure it ended (its original code, the cause in the thread's last error), and
+// tuttiCommGetAsyncError reported the failure before.
+TEST_P(Failures, DestroyAfterADetectedFailureIsPrompt) {
+  tuttiUniqueId id = makeId();
+  auto r = runRanks(3, [&](int rank) {
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 3, id, rank), nullptr);
+    std::vector<float> buf(1000, 1.0f);
+    TUTTI_ASSERT_OK(
+        tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat32, tuttiSum, comm, nullptr),
+        comm);
+    if (rank == 2) ::raise(SIGKILL);
+    tuttiResult_t res =
+        tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat32, tuttiSum, comm, nullptr);
+    ASSERT_NE(res, tuttiSuccess);
+    tuttiResult_t async = tuttiSuccess;
+    ASSERT_EQ(tuttiCommGetAsyncError(comm, &async), tuttiSuccess);
+    EXPECT_EQ(async, res);
+    auto t0 = std::chrono::steady_clock::now();
+    tuttiResult_t d = tuttiCommDestroy(comm);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::string msg = tuttiGetLastError(nullptr);
+    EXPECT_LT(secs, 1.0) << msg;
+    EXPECT_EQ(d, res) << msg;
+    EXPECT_NE(msg.find("tuttiCommDestroy"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("had failed"), std::string::npos) << msg;
+  });
+  EXPECT_EQ(r.ranks[2].signal, SIGKILL) << r.describe();
+  EXPECT_TRUE(r.ranks[0].ok() && r.ranks[1].ok()) << r.describe();
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, Failures,
                          ::testing::Values(Path{"direct", "allreduce:direct", ""},
                                            Path{"shm_ring", "allreduce:ring", "shm"},
