@@ -29,8 +29,6 @@ void checkCommon(tuttiComm_t comm, const void* send, const void* recv, size_t se
   TUTTI_CHECK_ARG(tutti::dtypeValid(dtype), "invalid datatype ", dtype);
   TUTTI_CHECK_ARG(sendElems == 0 || send != nullptr, "sendbuff is NULL with a non-zero count");
   TUTTI_CHECK_ARG(recvElems == 0 || recv != nullptr, "recvbuff is NULL with a non-zero count");
-  // Element counts large enough to overflow size_t in bytes are rejected.
-  TUTTI_CHECK_ARG(sendElems <= SIZE_MAX / 16 && recvElems <= SIZE_MAX / 16, "count too large");
 }
 
 void checkOp(const tuttiRedOp_t& op) {
@@ -72,7 +70,7 @@ TUTTI_API tuttiResult_t tuttiAllReduce(const void* sendbuff, void* recvbuff, siz
     checkCommon(comm, sendbuff, recvbuff, count, count, datatype);
     checkOp(op);
     auto& c = ready(comm);
-    const size_t bytes = count * tutti::dtypeSize(datatype);
+    const size_t bytes = tutti::api::bufferBytes("count", count, datatype);
     return issue(comm, "tuttiAllReduce", {sendbuff, bytes, recvbuff, bytes}, stream,
                  [&c, count, datatype, op](const void* send, void* recv) {
                    c.allReduce(send, recv, count, datatype, op);
@@ -89,7 +87,7 @@ TUTTI_API tuttiResult_t tuttiBroadcast(const void* sendbuff, void* recvbuff, siz
     checkRoot(c, root);
     TUTTI_CHECK_ARG(c.rank() != root || count == 0 || sendbuff != nullptr,
                     "sendbuff is NULL on the root");
-    const size_t bytes = count * tutti::dtypeSize(datatype);
+    const size_t bytes = tutti::api::bufferBytes("count", count, datatype);
     return issue(comm, "tuttiBroadcast", {sendbuff, c.rank() == root ? bytes : 0, recvbuff, bytes},
                  stream, [&c, count, datatype, root](const void* send, void* recv) {
                    c.broadcast(send, recv, count, datatype, root);
@@ -107,7 +105,7 @@ TUTTI_API tuttiResult_t tuttiReduce(const void* sendbuff, void* recvbuff, size_t
     checkRoot(c, root);
     TUTTI_CHECK_ARG(c.rank() != root || count == 0 || recvbuff != nullptr,
                     "recvbuff is NULL on the root");
-    const size_t bytes = count * tutti::dtypeSize(datatype);
+    const size_t bytes = tutti::api::bufferBytes("count", count, datatype);
     return issue(comm, "tuttiReduce", {sendbuff, bytes, recvbuff, c.rank() == root ? bytes : 0},
                  stream, [&c, count, datatype, op, root](const void* send, void* recv) {
                    c.reduce(send, recv, count, datatype, op, root);
@@ -122,7 +120,8 @@ TUTTI_API tuttiResult_t tuttiAllGather(const void* sendbuff, void* recvbuff, siz
     checkCommon(comm, sendbuff, recvbuff, sendcount, sendcount, datatype);
     auto& c = ready(comm);
     const size_t bytes = sendcount * tutti::dtypeSize(datatype);
-    return issue(comm, "tuttiAllGather", {sendbuff, bytes, recvbuff, bytes * c.size()}, stream,
+    const size_t all = tutti::api::bufferBytes("sendcount", sendcount, datatype, c.size());
+    return issue(comm, "tuttiAllGather", {sendbuff, bytes, recvbuff, all}, stream,
                  [&c, sendcount, datatype](const void* send, void* recv) {
                    c.allGather(send, recv, sendcount, datatype);
                  });
@@ -137,7 +136,8 @@ TUTTI_API tuttiResult_t tuttiReduceScatter(const void* sendbuff, void* recvbuff,
     checkOp(op);
     auto& c = ready(comm);
     const size_t bytes = recvcount * tutti::dtypeSize(datatype);
-    return issue(comm, "tuttiReduceScatter", {sendbuff, bytes * c.size(), recvbuff, bytes}, stream,
+    const size_t all = tutti::api::bufferBytes("recvcount", recvcount, datatype, c.size());
+    return issue(comm, "tuttiReduceScatter", {sendbuff, all, recvbuff, bytes}, stream,
                  [&c, recvcount, datatype, op](const void* send, void* recv) {
                    c.reduceScatter(send, recv, recvcount, datatype, op);
                  });
@@ -150,7 +150,7 @@ TUTTI_API tuttiResult_t tuttiAllToAll(const void* sendbuff, void* recvbuff, size
   return guarded(comm, "tuttiAllToAll", [&] {
     checkCommon(comm, sendbuff, recvbuff, count, count, datatype);
     auto& c = ready(comm);
-    const size_t bytes = count * tutti::dtypeSize(datatype) * c.size();
+    const size_t bytes = tutti::api::bufferBytes("count", count, datatype, c.size());
     return issue(comm, "tuttiAllToAll", {sendbuff, bytes, recvbuff, bytes}, stream,
                  [&c, count, datatype](const void* send, void* recv) {
                    c.allToAll(send, recv, count, datatype);

@@ -260,7 +260,7 @@ TUTTI_API tuttiResult_t tuttiAllReduceCompressed(const void* sendbuff, void* rec
                   " is not supported (float32, float16 and bfloat16 only)");
     TUTTI_CHECK_ARG(count == 0 || (sendbuff != nullptr && recvbuff != nullptr),
                     "sendbuff or recvbuff is NULL with a non-zero count");
-    TUTTI_CHECK_ARG(count <= SIZE_MAX / 16, "count too large");
+    tutti::api::bufferBytes("count", count, datatype);
     if (tutti::api::groupDepth() > 0)
       tutti::fail(tuttiInvalidUsage,
                   "tuttiAllReduceCompressed is not allowed inside tuttiGroupStart/End");

@@ -62,7 +62,7 @@ tuttiResult_t issueP2p(bool isSend, void* buffer, size_t count, const tuttiDataT
   auto& c = tutti::api::ready(comm);
   TUTTI_CHECK_ARG(peer >= 0 && peer < c.size(), "peer ", peer, " out of range [0, ", c.size(), ")");
   tutti::P2pOp op{isSend, peer, static_cast<std::byte*>(buffer),
-                  count * tutti::dtypeSize(datatype)};
+                  tutti::api::bufferBytes("count", count, datatype)};
   if (tutti::api::groupDepth() > 0) {
     tutti::api::deferP2p(comm, op);
   } else {

@@ -62,6 +62,10 @@ size_t blockEnd(const char* countsName, const char* displsName, int index, size_
   TUTTI_CHECK_ARG(count <= SIZE_MAX / es && displ <= SIZE_MAX / es - count, displsName, "[", index,
                   "] + ", countsName, "[", index, "] = ", displ, " + ", count,
                   " elements overflows size_t in bytes");
+  const size_t maxElems = tutti::api::kMaxBufferBytes / es;
+  TUTTI_CHECK_ARG(displ + count <= maxElems, displsName, "[", index, "] + ", countsName, "[", index,
+                  "] = ", displ, " + ", count, " elements of ", es,
+                  " B is more than the 256 TiB a buffer can hold");
   return displ + count;
 }
 
@@ -227,8 +231,7 @@ TUTTI_API tuttiResult_t tuttiGather(const void* sendbuff, void* recvbuff, size_t
     checkRoot(c, root);
     const int n = c.size(), me = c.rank();
     const size_t es = tutti::dtypeSize(datatype);
-    TUTTI_CHECK_ARG(count <= SIZE_MAX / es / static_cast<size_t>(n), "count ", count, " x ", n,
-                    " ranks overflows size_t in bytes");
+    tutti::api::bufferBytes("count", count, datatype, n);
     TUTTI_CHECK_ARG(count == 0 || sendbuff != nullptr, "sendbuff is NULL with count ", count);
     TUTTI_CHECK_ARG(me != root || count == 0 || recvbuff != nullptr,
                     "recvbuff is NULL on the root with count ", count);
@@ -260,8 +263,7 @@ TUTTI_API tuttiResult_t tuttiScatter(const void* sendbuff, void* recvbuff, size_
     checkRoot(c, root);
     const int n = c.size(), me = c.rank();
     const size_t es = tutti::dtypeSize(datatype);
-    TUTTI_CHECK_ARG(count <= SIZE_MAX / es / static_cast<size_t>(n), "count ", count, " x ", n,
-                    " ranks overflows size_t in bytes");
+    tutti::api::bufferBytes("count", count, datatype, n);
     TUTTI_CHECK_ARG(me != root || count == 0 || sendbuff != nullptr,
                     "sendbuff is NULL on the root with count ", count);
     TUTTI_CHECK_ARG(count == 0 || recvbuff != nullptr, "recvbuff is NULL with count ", count);

@@ -1,9 +1,9 @@
 // Communicator lifecycle over real processes: init/destroy at many sizes, split, init twice,
 // a missing rank, malformed environments, abort of a blocked init.
-#include <gtest/gtest.h>
-#include <stdlib.h>
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -286,6 +286,88 @@ TEST(CommApi, BadArgumentsAreRejectedWithMessages) {
   EXPECT_TRUE(result.allOk()) << result.describe();
 }
 
+// Counts whose buffers (count x dtype size, x ranks where the call's buffer holds a block per
+// rank) overflow size_t or exceed any address space are tuttiInvalidArgument at once, on
+// every collective, before anything is sized from them (an all-to-all count near
+// SIZE_MAX / size crashed; others built huge schedules).
+TEST(CommApi, HugeCountsAreRefusedAtOnce) {
+  const int n = 3;
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(n, [&](int rank) {
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+    std::vector<uint64_t> s(64, 1), r(64, 0);
+    const tuttiDataType_t types[] = {tuttiInt8, tuttiFloat16, tuttiFloat32, tuttiFloat64};
+    auto t0 = std::chrono::steady_clock::now();
+    int checked = 0;
+    for (tuttiDataType_t t : types) {
+      const size_t es = t == tuttiInt8 ? 1 : t == tuttiFloat16 ? 2 : t == tuttiFloat32 ? 4 : 8;
+      const size_t counts[] = {SIZE_MAX,
+                               SIZE_MAX / es,
+                               SIZE_MAX / es / n + 1,
+                               SIZE_MAX / 16,
+                               SIZE_MAX / 16 / n + 1,
+                               (size_t{1} << 48) / es + 1,
+                               (size_t{1} << 48) / es / n + 1};
+      for (size_t count : counts) {
+        auto expectRefused = [&](tuttiResult_t res, const char* fn) {
+          ++checked;
+          std::string msg = tuttiGetLastError(comm);
+          EXPECT_EQ(res, tuttiInvalidArgument) << fn << " count " << count << ": " << msg;
+          EXPECT_NE(msg.find(fn), std::string::npos) << msg;
+          EXPECT_NE(msg.find("count " + std::to_string(count)), std::string::npos) << msg;
+        };
+        // Per-rank buffers of count elements: only counts above the bound itself.
+        if (count > (size_t{1} << 48) / es) {
+          expectRefused(tuttiAllReduce(s.data(), r.data(), count, t, tuttiSum, comm, nullptr),
+                        "tuttiAllReduce");
+          expectRefused(tuttiBroadcast(s.data(), r.data(), count, t, 0, comm, nullptr),
+                        "tuttiBroadcast");
+          expectRefused(tuttiReduce(s.data(), r.data(), count, t, tuttiSum, 0, comm, nullptr),
+                        "tuttiReduce");
+          expectRefused(tuttiSend(s.data(), count, t, (rank + 1) % n, comm, nullptr), "tuttiSend");
+          expectRefused(tuttiRecv(r.data(), count, t, (rank + 1) % n, comm, nullptr), "tuttiRecv");
+          if (t == tuttiFloat32 || t == tuttiFloat16)
+            expectRefused(tuttiAllReduceCompressed(s.data(), r.data(), count, t, "topk:0.1", 1, 0,
+                                                   comm, nullptr),
+                          "tuttiAllReduceCompressed");
+        }
+        // Buffers of a block per rank: count x n elements.
+        expectRefused(tuttiAllGather(s.data(), r.data(), count, t, comm, nullptr),
+                      "tuttiAllGather");
+        expectRefused(tuttiReduceScatter(s.data(), r.data(), count, t, tuttiSum, comm, nullptr),
+                      "tuttiReduceScatter");
+        expectRefused(tuttiAllToAll(s.data(), r.data(), count, t, comm, nullptr), "tuttiAllToAll");
+        expectRefused(tuttiGather(s.data(), r.data(), count, t, 0, comm, nullptr), "tuttiGather");
+        expectRefused(tuttiScatter(s.data(), r.data(), count, t, 0, comm, nullptr), "tuttiScatter");
+        // Uneven ones: a block ending beyond the bound.
+        if (count > (size_t{1} << 48) / es) {
+          std::vector<size_t> cs(n, 1), ds(n, 0);
+          cs[rank] = 1;
+          cs[(rank + 1) % n] = count;
+          std::vector<size_t> mine(n, 1);
+          for (int p = 0; p < n; ++p) ds[p] = p;
+          tuttiResult_t res =
+              tuttiAllGatherV(s.data(), 1, r.data(), cs.data(), ds.data(), t, comm, nullptr);
+          EXPECT_EQ(res, tuttiInvalidArgument) << tuttiGetLastError(comm);
+          res = tuttiAllToAllV(s.data(), mine.data(), ds.data(), r.data(), cs.data(), ds.data(), t,
+                               comm, nullptr);
+          EXPECT_EQ(res, tuttiInvalidArgument) << tuttiGetLastError(comm);
+        }
+      }
+    }
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_GT(checked, 100);
+    EXPECT_LT(secs, 2.0);
+    // The communicator still works.
+    uint64_t one = 1, sum = 0;
+    TUTTI_ASSERT_OK(tuttiAllReduce(&one, &sum, 1, tuttiUint64, tuttiSum, comm, nullptr), comm);
+    EXPECT_EQ(sum, uint64_t{n});
+    TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+  });
+  EXPECT_TRUE(result.allOk()) << result.describe();
+}
+
 // tuttiCommSetAlgorithm: forces per call, checks names, restores the init-time choice, and
 // TUTTI_ALGO is read once at init (changing it later does not change the communicator).
 TEST(CommApi, SetAlgorithmForcesChecksAndRestores) {
@@ -367,16 +449,19 @@ TEST(CommInit, TorchrunVariablesLeaveMasterPortToTorch) {
     auto [spare, sparePort] = listenOnFreePort();
     close(spare);  // a port that was free a moment ago, for TUTTI_PORT
     const int n = 3;
-    auto result = runRanks(n, [&](int rank) {
-      setTorchrunEnv(rank, n, port);
-      if (withTuttiPort) setenv("TUTTI_PORT", std::to_string(sparePort).c_str(), 1);
-      tuttiComm_t comm = nullptr;
-      TUTTI_ASSERT_OK(tuttiCommInitFromEnv(&comm, nullptr), nullptr);
-      int64_t x = rank + 10, sum = 0;
-      TUTTI_ASSERT_OK(tuttiAllReduce(&x, &sum, 1, tuttiInt64, tuttiSum, comm, nullptr), comm);
-      EXPECT_EQ(sum, 10 + 11 + 12);
-      TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
-    }, 60);
+    auto result = runRanks(
+        n,
+        [&](int rank) {
+          setTorchrunEnv(rank, n, port);
+          if (withTuttiPort) setenv("TUTTI_PORT", std::to_string(sparePort).c_str(), 1);
+          tuttiComm_t comm = nullptr;
+          TUTTI_ASSERT_OK(tuttiCommInitFromEnv(&comm, nullptr), nullptr);
+          int64_t x = rank + 10, sum = 0;
+          TUTTI_ASSERT_OK(tuttiAllReduce(&x, &sum, 1, tuttiInt64, tuttiSum, comm, nullptr), comm);
+          EXPECT_EQ(sum, 10 + 11 + 12);
+          TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+        },
+        60);
     close(held);
     EXPECT_TRUE(result.allOk()) << (withTuttiPort ? "TUTTI_PORT: " : "") << result.describe();
   }
@@ -386,14 +471,17 @@ TEST(CommInit, TorchrunVariablesLeaveMasterPortToTorch) {
 TEST(CommInit, TorchrunTakenTuttiPortIsAClearError) {
   auto [held, port] = listenOnFreePort();
   ASSERT_GE(held, 0);
-  auto result = runRanks(1, [&](int) {
-    setTorchrunEnv(0, 2, port - 1);  // tutti's port = MASTER_PORT + 1 = the held one
-    tuttiComm_t comm = nullptr;
-    tuttiResult_t r = tuttiCommInitFromEnv(&comm, nullptr);
-    EXPECT_EQ(r, tuttiSystemError) << tuttiGetLastError(nullptr);
-    std::string msg = tuttiGetLastError(nullptr);
-    EXPECT_NE(msg.find(std::to_string(port)), std::string::npos) << msg;
-  }, 60);
+  auto result = runRanks(
+      1,
+      [&](int) {
+        setTorchrunEnv(0, 2, port - 1);  // tutti's port = MASTER_PORT + 1 = the held one
+        tuttiComm_t comm = nullptr;
+        tuttiResult_t r = tuttiCommInitFromEnv(&comm, nullptr);
+        EXPECT_EQ(r, tuttiSystemError) << tuttiGetLastError(nullptr);
+        std::string msg = tuttiGetLastError(nullptr);
+        EXPECT_NE(msg.find(std::to_string(port)), std::string::npos) << msg;
+      },
+      60);
   close(held);
   EXPECT_TRUE(result.allOk()) << result.describe();
 }
