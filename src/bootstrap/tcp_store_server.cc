@@ -47,6 +47,17 @@ struct TcpStoreServer::Impl {
   Secret secret;
   int listenFd = -1;
   int stopFd = -1;
+  // Out of file descriptors (EMFILE/ENFILE), accept() fails and leaves the connection pending,
+  // so the listener stays readable: a spare fd is closed to accept and drop it, then reopened
+  // (the classic reserve-fd trick). Without a spare, the listener is not polled for a while.
+  // The warning is printed at most every kFdWarnSeconds with the count since the last one.
+  int spareFd = -1;
+  std::chrono::steady_clock::time_point listenPausedUntil{};
+  std::chrono::steady_clock::time_point lastFdWarn{};
+  uint64_t fdDropsSinceWarn = 0;
+  static constexpr double kFdWarnSeconds = 10.0;
+  static constexpr auto kListenPause = std::chrono::milliseconds(200);
+  void onOutOfFds(int err);
   std::thread thread;
   std::atomic<size_t> live{0};
   std::atomic<uint64_t> refused{0};
@@ -117,6 +128,7 @@ TcpStoreServer::TcpStoreServer(const SockAddr& bindAddr, const Secret& secret)
     ::close(fd);
     throwSystemError("TcpStoreServer: eventfd", err);
   }
+  impl_->spareFd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   impl_->thread = std::thread([impl = impl_.get()] { impl->run(); });
   TUTTI_INFO(kBootstrap, "TcpStore server listening on " << impl_->addr.toString());
 }
@@ -128,6 +140,7 @@ TcpStoreServer::~TcpStoreServer() {
   for (auto& c : impl_->conns) impl_->close(*c, "server shutting down");
   ::close(impl_->listenFd);
   ::close(impl_->stopFd);
+  if (impl_->spareFd >= 0) ::close(impl_->spareFd);
 }
 
 const SockAddr& TcpStoreServer::sockAddr() const { return impl_->addr; }
@@ -140,13 +153,15 @@ void TcpStoreServer::Impl::run() {
   for (;;) {
     fds.clear();
     fds.push_back({stopFd, POLLIN, 0});
-    fds.push_back({listenFd, POLLIN, 0});
+    // A paused listener (fd -1) is ignored by poll.
+    bool paused = std::chrono::steady_clock::now() < listenPausedUntil;
+    fds.push_back({paused ? -1 : listenFd, POLLIN, 0});
     for (auto& c : conns) {
       short ev = POLLIN;
       if (c->outPos < c->out.size()) ev |= POLLOUT;
       fds.push_back({c->fd, ev, 0});
     }
-    int n = ::poll(fds.data(), fds.size(), 1000);
+    int n = ::poll(fds.data(), fds.size(), paused ? 50 : 1000);
     if (n < 0 && errno != EINTR) {
       TUTTI_WARN(kBootstrap, "TcpStore server " << addr.toString()
                                                 << ": poll failed: " << std::strerror(errno));
@@ -210,6 +225,7 @@ void TcpStoreServer::Impl::acceptAll() {
     int fd = ::accept4(listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE) return onOutOfFds(errno);
       if (errno != EAGAIN && errno != EWOULDBLOCK)
         TUTTI_WARN(kBootstrap, "TcpStore server " << addr.toString()
                                                   << ": accept failed: " << std::strerror(errno));
@@ -223,6 +239,36 @@ void TcpStoreServer::Impl::acceptAll() {
     c->since = std::chrono::steady_clock::now();
     conns.push_back(std::move(c));
   }
+}
+
+void TcpStoreServer::Impl::onOutOfFds(int err) {
+  bool dropped = false;
+  if (spareFd >= 0) {
+    ::close(spareFd);
+    int fd = ::accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) {
+      ::close(fd);
+      dropped = true;
+    }
+    spareFd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+  // No spare (it could not be reopened, or ENFILE took it): stop polling the listener for a
+  // moment instead of spinning on a connection that cannot be accepted.
+  if (!dropped) listenPausedUntil = std::chrono::steady_clock::now() + kListenPause;
+  ++fdDropsSinceWarn;
+  if (dropped) refused.fetch_add(1);
+  auto now = std::chrono::steady_clock::now();
+  if (lastFdWarn != std::chrono::steady_clock::time_point{} &&
+      std::chrono::duration<double>(now - lastFdWarn).count() < kFdWarnSeconds)
+    return;
+  TUTTI_WARN(kBootstrap, "TcpStore server " << addr.toString()
+                                            << ": accept failed: " << std::strerror(err) << " ("
+                                            << fdDropsSinceWarn << " connection(s) "
+                                            << (dropped ? "dropped" : "left pending")
+                                            << " since the last warning; raise ulimit -n); "
+                                               "connected clients are still served");
+  lastFdWarn = now;
+  fdDropsSinceWarn = 0;
 }
 
 void TcpStoreServer::Impl::readFrom(Conn& c) {

@@ -3,14 +3,21 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <thread>
 #include <vector>
 
 #include "common/error.h"
+#include "common/log.h"
+#include "harness/fork_harness.h"
+#include "harness/temp_dir.h"
 #include "harness/threads_harness.h"
 
 namespace tutti::bootstrap {
@@ -189,6 +196,80 @@ TEST(TcpStore, WaitForSeveralKeysAndNoLeakedFds) {
     EXPECT_EQ(server.connectionCount(), 2u);
   }
   EXPECT_EQ(countOpenFds(), before);
+}
+
+double cpuSeconds() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// The server's process runs out of file descriptors (RLIMIT_NOFILE, in a forked child) while
+// 32 connections wait in its backlog: accept() fails with EMFILE. The server must not spin
+// (it printed a WARN per poll, 880k lines in 20 s, and burnt a core): it drops the pending
+// connections, warns once, and keeps serving its connected client promptly.
+TEST(TcpStore, OutOfFdsDoesNotSpinAndKeepsServingClients) {
+  test::TempDir dir;
+  const std::string logFile = dir.file("log.txt");
+  auto r = test::runRanks(1, [&](int) {
+    setenv("TUTTI_DEBUG_FILE", logFile.c_str(), 1);
+    setenv("TUTTI_DEBUG", "WARN", 1);
+    log::reconfigure();
+    Secret secret = randomSecret();
+    TcpStoreServer server("127.0.0.1:0", secret);
+    TcpStore client(server.sockAddr(), secret, Deadline(5));
+    client.setString("k", "v");
+    constexpr int kPending = 32;
+    std::vector<int> socks;
+    for (int i = 0; i < kPending; ++i) socks.push_back(::socket(AF_INET, SOCK_STREAM, 0));
+    // No fd left: the limit just above the highest open fd, the holes below it filled.
+    int maxFd = 0;
+    for (int fd = 0; fd < 65536; ++fd)
+      if (::fcntl(fd, F_GETFD) != -1) maxFd = fd;
+    rlimit lim{};
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &lim), 0);
+    lim.rlim_cur = static_cast<rlim_t>(maxFd + 1);
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lim), 0);
+    std::vector<int> fillers;
+    for (int fd; (fd = ::open("/dev/null", O_RDONLY)) >= 0;) fillers.push_back(fd);
+    ASSERT_EQ(errno, EMFILE);
+    for (int s : socks)
+      ASSERT_EQ(::connect(s, server.sockAddr().sa(), server.sockAddr().len), 0)
+          << std::strerror(errno);
+    const double cpu0 = cpuSeconds();
+    auto t0 = std::chrono::steady_clock::now();
+    double slowest = 0;
+    int ops = 0;
+    while (since(t0) < 2.0) {
+      auto op0 = std::chrono::steady_clock::now();
+      client.setString("k" + std::to_string(ops % 4), std::to_string(ops));
+      EXPECT_EQ(client.getString("k" + std::to_string(ops % 4), Deadline(5)), std::to_string(ops));
+      slowest = std::max(slowest, since(op0));
+      ++ops;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const double cpu = cpuSeconds() - cpu0;
+    EXPECT_LT(slowest, 0.5);
+    EXPECT_GT(ops, 20);
+    EXPECT_LT(cpu, 0.6) << "the server spun on the failing accept";
+    // The pending connections were dropped (closed), not left to retry forever.
+    int closed = 0;
+    for (int s : socks) {
+      pollfd p{s, POLLIN, 0};
+      char b;
+      if (::poll(&p, 1, 0) == 1 && ::recv(s, &b, 1, MSG_DONTWAIT) == 0) ++closed;
+    }
+    EXPECT_EQ(closed, kPending);
+    for (int fd : fillers) ::close(fd);
+    std::ifstream in(logFile);
+    int warnings = 0;
+    for (std::string line; std::getline(in, line);)
+      if (line.find("accept failed") != std::string::npos) ++warnings;
+    EXPECT_GE(warnings, 1);
+    EXPECT_LE(warnings, 2);
+  });
+  EXPECT_TRUE(r.allOk()) << r.describe();
 }
 
 }  // namespace
