@@ -51,7 +51,7 @@ TcpStore::TcpStore(const std::string& serverHostPort, const Secret& secret,
                connectDeadline) {}
 
 TcpStore::TcpStore(const SockAddr& server, const Secret& secret, const Deadline& connectDeadline)
-    : server_(server), secret_(secret), opTimeout_(env::getDouble("TUTTI_TIMEOUT")) {
+    : server_(server), secret_(secret), opTimeout_(timeoutFromEnv()) {
   abortFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (abortFd_ < 0) throwSystemError("TcpStore: eventfd");
   try {

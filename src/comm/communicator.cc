@@ -81,7 +81,7 @@ void bindOnce(const std::vector<int>& hostOf, int rank) {
 
 CommOptions commOptionsFromEnv() {
   CommOptions o;
-  o.timeoutSec = env::getDouble("TUTTI_TIMEOUT");
+  o.timeoutSec = timeoutFromEnv();
   o.deterministic = env::getBool("TUTTI_DETERMINISTIC");
   o.algo = env::getString("TUTTI_ALGO");
   o.transport = env::getString("TUTTI_TRANSPORT");

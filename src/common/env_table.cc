@@ -17,7 +17,8 @@ constexpr Var kVars[] = {
     // ---- bootstrap / launch ----
     {"TUTTI_TIMEOUT", Type::kDouble, "60", "BOOTSTRAP",
      "Seconds any wait (rendezvous, connection, transfer without progress) may last before "
-     "it fails with tuttiTimeout naming the peer(s)."},
+     "it fails with tuttiTimeout naming the peer(s). Must be > 0: 0, negative values and nan "
+     "are tuttiInvalidArgument at init; inf waits without limit."},
     {"TUTTI_RANK", Type::kInt, "", "BOOTSTRAP", "This process's rank (set by tuttirun)."},
     {"TUTTI_WORLD_SIZE", Type::kInt, "", "BOOTSTRAP", "Number of ranks (set by tuttirun)."},
     {"TUTTI_LOCAL_RANK", Type::kInt, "", "BOOTSTRAP", "Rank among the ranks of this host."},

@@ -199,6 +199,52 @@ TEST(CommInit, MalformedEnvironmentIsAClearError) {
   }
 }
 
+// Settings that made every wait fail at once (TUTTI_TIMEOUT <= 0 or nan) are
+// tuttiInvalidArgument at init, naming the setting; a very long TUTTI_TIMEOUT (past int
+// milliseconds) works.
+TEST(CommInit, InvalidSettingsAreClearErrorsAtInit) {
+  struct Case {
+    const char* var;  // environment variable set, or nullptr for config.algo
+    const char* value;
+    const char* expect;  // in the error; nullptr: init must succeed
+  };
+  const Case cases[] = {
+      {"TUTTI_TIMEOUT", "-5", "TUTTI_TIMEOUT"},
+      {"TUTTI_TIMEOUT", "0", "TUTTI_TIMEOUT"},
+      {"TUTTI_TIMEOUT", "nan", "TUTTI_TIMEOUT"},
+      {"TUTTI_TIMEOUT", "3e6", nullptr},
+      {"TUTTI_TIMEOUT", "1e300", nullptr},
+      {"TUTTI_TIMEOUT", "inf", nullptr},
+  };
+  for (const Case& c : cases) {
+    tuttiUniqueId id = makeId();
+    auto result = runRanks(1, [&](int) {
+      if (c.var) setenv(c.var, c.value, 1);
+      tuttiConfig_t config = TUTTI_CONFIG_INITIALIZER;
+      if (!c.var) config.algo = c.value;
+      tuttiComm_t comm = nullptr;
+      auto t0 = std::chrono::steady_clock::now();
+      tuttiResult_t r = tuttiCommInitRankConfig(&comm, 1, id, 0, &config);
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::string msg = tuttiGetLastError(nullptr);
+      EXPECT_LT(secs, 5.0);
+      if (c.expect == nullptr) {
+        ASSERT_EQ(r, tuttiSuccess) << msg;
+        float x = 2, y = 0;
+        TUTTI_ASSERT_OK(tuttiAllReduce(&x, &y, 1, tuttiFloat32, tuttiSum, comm, nullptr), comm);
+        EXPECT_EQ(y, 2.0f);
+        TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+        return;
+      }
+      EXPECT_EQ(r, tuttiInvalidArgument) << msg;
+      EXPECT_EQ(comm, nullptr);
+      EXPECT_NE(msg.find(c.expect), std::string::npos) << msg;
+    });
+    EXPECT_TRUE(result.allOk()) << (c.var ? c.var : "config.algo") << "=" << c.value << ": "
+                                << result.describe();
+  }
+}
+
 TEST(CommInit, UnreachableAddressFailsWithinTimeout) {
   auto result = runRanks(1, [&](int) {
     // Rank 1 of 2: connects to a port where nobody listens.
