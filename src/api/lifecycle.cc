@@ -35,7 +35,10 @@ tutti::CommOptions optionsFrom(const tuttiConfig_t* config) {
     o.timeoutSec = config->timeoutMs / 1000.0;
   }
   if (config->deterministic != TUTTI_CONFIG_UNDEF_INT) o.deterministic = config->deterministic;
-  if (config->algo != nullptr) o.algo = config->algo;
+  if (config->algo != nullptr) {
+    o.algo = config->algo;
+    o.algoFrom = "config.algo";
+  }
   if (config->transport != nullptr) o.transport = config->transport;
   if (config->commName != nullptr) o.name = config->commName;
   return o;

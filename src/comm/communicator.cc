@@ -21,6 +21,7 @@
 #include "exec/executor.h"
 #include "reduce/reduce.h"
 #include "topology/binding.h"
+#include "topology/load.h"
 #include "tuning/tuner.h"
 
 namespace tutti {
@@ -51,6 +52,32 @@ std::string localHostname() {
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   return host;
+}
+
+// TUTTI_TOPO_FILE must be a topology file tutti can read: loaded once per process and path
+// (the communicator does not need it, but a wrong one must not pass silently), its error
+// repeated at every init.
+void checkTopologyFile() {
+  std::string path = env::getString("TUTTI_TOPO_FILE");
+  if (path.empty()) return;
+  static std::mutex mutex;
+  static std::map<std::string, std::pair<tuttiResult_t, std::string>> checked;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = checked.find(path);
+  if (it == checked.end()) {
+    std::pair<tuttiResult_t, std::string> outcome{tuttiSuccess, ""};
+    try {
+      topo::loadTopologyFile(path);
+    } catch (const Error& e) {
+      outcome = {e.code(), e.what()};
+    } catch (const std::exception& e) {
+      outcome = {tuttiInvalidArgument, e.what()};
+    }
+    it = checked.emplace(path, outcome).first;
+  }
+  if (it->second.first != tuttiSuccess)
+    fail(tuttiInvalidArgument, "TUTTI_TOPO_FILE=", path,
+         " is not a topology tutti can load: ", it->second.second);
 }
 
 // TUTTI_BIND: the first communicator of the process binds it (later ones, possibly over a
@@ -99,6 +126,11 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
       initialAlgo_(options_.algo) {
   TUTTI_CHECK_ARG(nranks >= 1, "nranks must be >= 1 (got ", nranks, ")");
   TUTTI_CHECK_ARG(rank >= 0 && rank < nranks, "rank ", rank, " out of range [0, ", nranks, ")");
+  // Settings that would otherwise be ignored silently are errors before any rendezvous.
+  std::string unknown = tuning::unknownAlgorithmItem(options_.algo);
+  TUTTI_CHECK_ARG(unknown.empty(), options_.algoFrom, "='", options_.algo,
+                  "': no algorithm matches '", unknown, "' (tutti-info lists them)");
+  checkTopologyFile();
   log::setThreadRank(rank_);
   spinUs_ = static_cast<double>(env::getInt("TUTTI_SPIN_US"));
   abortFd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

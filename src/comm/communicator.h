@@ -24,8 +24,9 @@ namespace tutti {
 struct CommOptions {
   double timeoutSec = 60.0;
   bool deterministic = false;
-  std::string algo;       // TUTTI_ALGO syntax; empty = automatic
-  std::string transport;  // force one transport; empty = by priority
+  std::string algo;                     // TUTTI_ALGO syntax; empty = automatic
+  const char* algoFrom = "TUTTI_ALGO";  // where algo came from (named when it is invalid)
+  std::string transport;                // force one transport; empty = by priority
   std::string name;
   bool checkCalls = false;  // TUTTI_CHECK_CALLS: compare every collective call across ranks
 };

@@ -7,10 +7,13 @@ namespace tutti::env {
 namespace {
 constexpr Var kVars[] = {
     // ---- logging ----
-    {"TUTTI_DEBUG", Type::kString, "WARN", "INIT", "Log level: NONE, ERROR, WARN, INFO, TRACE."},
+    {"TUTTI_DEBUG", Type::kString, "WARN", "INIT",
+     "Log level: NONE, ERROR, WARN, INFO, TRACE. Any other value is reported by a warning "
+     "and logging stays at WARN."},
     {"TUTTI_DEBUG_SUBSYS", Type::kString, "ALL", "INIT",
      "Comma-separated subsystems to log (INIT, BOOTSTRAP, TOPO, TRANSPORT, ALGO, TUNING, "
-     "COLL, P2P, COMPRESS, EXEC, PERF, ALL); a leading ^ excludes the listed ones."},
+     "COLL, P2P, COMPRESS, EXEC, PERF, ALL); a leading ^ excludes the listed ones. Unknown "
+     "names are reported by a warning and ignored."},
     {"TUTTI_DEBUG_FILE", Type::kString, "", "INIT",
      "Write log lines to this file instead of stderr; %h expands to the host name, %p to "
      "the pid."},
@@ -107,7 +110,8 @@ constexpr Var kVars[] = {
     {"TUTTI_ALGO", Type::kString, "", "TUNING",
      "Force algorithms: 'ring' for every collective, or per collective "
      "'allreduce:ring;broadcast:tree'. Read when a communicator is created; "
-     "tuttiCommSetAlgorithm changes it later."},
+     "tuttiCommSetAlgorithm changes it later. A name no algorithm has is tuttiInvalidArgument "
+     "at init (as is one in the config's algo)."},
     {"TUTTI_TUNING_FILE", Type::kString, "", "TUNING",
      "Cost model file written by tutti-tune (alpha/beta of shm and tcp, gamma); the tuner "
      "uses its values instead of the built-in ones."},
@@ -124,7 +128,8 @@ constexpr Var kVars[] = {
     // ---- topology ----
     {"TUTTI_TOPO_FILE", Type::kString, "", "TOPO",
      "Load the topology from this hwloc (v1/v2) or NCCL topology XML file instead of "
-     "probing."},
+     "probing (the tools). A communicator's init checks that the file loads: one that does "
+     "not is tuttiInvalidArgument."},
     {"TUTTI_TOPO_DUMP_FILE", Type::kString, "", "TOPO",
      "Write the detected topology to this file: hwloc XML when probed with hwloc, tutti "
      "JSON when loaded from a file or when the name ends in .json."},

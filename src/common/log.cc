@@ -54,27 +54,46 @@ struct Config {
   std::string host;
 };
 
-Level parseLevel(const std::string& s) {
+// Unknown values keep the default (WARN, all subsystems) and leave a warning in *problems:
+// logging must not stop a job, but a misspelt setting must not pass silently either.
+Level parseLevel(const std::string& s, std::string* problems) {
+  if (s.empty() || strcasecmp(s.c_str(), "WARN") == 0) return Level::kWarn;
   if (strcasecmp(s.c_str(), "NONE") == 0) return Level::kNone;
   if (strcasecmp(s.c_str(), "ERROR") == 0) return Level::kError;
   if (strcasecmp(s.c_str(), "INFO") == 0) return Level::kInfo;
   if (strcasecmp(s.c_str(), "TRACE") == 0) return Level::kTrace;
+  *problems += "TUTTI_DEBUG=" + s +
+               " is not a log level (NONE, ERROR, WARN, INFO, TRACE); logging at WARN\n";
   return Level::kWarn;
 }
 
-unsigned parseMask(const std::string& s) {
+unsigned parseMask(const std::string& s, std::string* problems) {
   std::string_view text = s;
   bool negate = !text.empty() && text[0] == '^';
   if (negate) text.remove_prefix(1);
   unsigned mask = 0;
+  std::string unknown;
   while (!text.empty()) {
     size_t comma = text.find(',');
     std::string name(text.substr(0, comma));
-    if (strcasecmp(name.c_str(), "ALL") == 0) mask = ~0u;
-    for (const auto& n : kSubsysNames)
-      if (strcasecmp(name.c_str(), n.name) == 0) mask |= static_cast<unsigned>(n.bit);
+    bool known = strcasecmp(name.c_str(), "ALL") == 0;
+    if (known) mask = ~0u;
+    for (const auto& n : kSubsysNames) {
+      if (strcasecmp(name.c_str(), n.name) == 0) {
+        mask |= static_cast<unsigned>(n.bit);
+        known = true;
+      }
+    }
+    if (!known && !name.empty()) unknown += (unknown.empty() ? "" : ", ") + name;
     if (comma == std::string_view::npos) break;
     text.remove_prefix(comma + 1);
+  }
+  if (!unknown.empty()) {
+    if (!negate && mask == 0) mask = ~0u;  // nothing known named: the default, ALL
+    std::string names;
+    for (const auto& n : kSubsysNames) names += std::string(n.name) + ", ";
+    *problems += "TUTTI_DEBUG_SUBSYS=" + s + ": unknown subsystem(s) " + unknown +
+                 " ignored (known: " + names + "ALL)\n";
   }
   return negate ? ~mask : mask;
 }
@@ -117,9 +136,10 @@ void configureLocked() {
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   c.host = host;
+  std::string problems;
   try {
-    c.level = parseLevel(env::getString("TUTTI_DEBUG"));
-    c.mask = parseMask(env::getString("TUTTI_DEBUG_SUBSYS"));
+    c.level = parseLevel(env::getString("TUTTI_DEBUG"), &problems);
+    c.mask = parseMask(env::getString("TUTTI_DEBUG_SUBSYS"), &problems);
     std::string file = env::getString("TUTTI_DEBUG_FILE");
     if (c.out != stderr) fclose(c.out);
     c.out = stderr;
@@ -130,6 +150,15 @@ void configureLocked() {
   } catch (...) {
   }
   configured() = true;
+  // Whatever the subsystem mask, unless logging is off.
+  if (c.level == Level::kNone) return;
+  for (size_t at = 0; at < problems.size();) {
+    size_t nl = problems.find('\n', at);
+    fprintf(c.out, "%s:%d:%d tutti WARN INIT %s\n", c.host.c_str(), static_cast<int>(getpid()), -1,
+            problems.substr(at, nl - at).c_str());
+    at = nl + 1;
+  }
+  fflush(c.out);
 }
 
 // Set at every collective call: one store (TLS model: see api/group.cc).

@@ -199,9 +199,9 @@ TEST(CommInit, MalformedEnvironmentIsAClearError) {
   }
 }
 
-// Settings that made every wait fail at once (TUTTI_TIMEOUT <= 0 or nan) are
-// tuttiInvalidArgument at init, naming the setting; a very long TUTTI_TIMEOUT (past int
-// milliseconds) works.
+// Settings that used to be ignored silently (TUTTI_ALGO, config.algo, TUTTI_TOPO_FILE) or
+// made every wait fail at once (TUTTI_TIMEOUT <= 0 or nan) are tuttiInvalidArgument at init,
+// naming the setting; a very long TUTTI_TIMEOUT (past int milliseconds) works.
 TEST(CommInit, InvalidSettingsAreClearErrorsAtInit) {
   struct Case {
     const char* var;  // environment variable set, or nullptr for config.algo
@@ -209,12 +209,18 @@ TEST(CommInit, InvalidSettingsAreClearErrorsAtInit) {
     const char* expect;  // in the error; nullptr: init must succeed
   };
   const Case cases[] = {
+      {"TUTTI_ALGO", "nonsense", "TUTTI_ALGO='nonsense'"},
+      {"TUTTI_ALGO", "allreduce:ring;broadcast:bogus", "broadcast:bogus"},
+      {nullptr, "bogus", "config.algo='bogus'"},
+      {"TUTTI_TOPO_FILE", "/etc/passwd", "TUTTI_TOPO_FILE=/etc/passwd"},
+      {"TUTTI_TOPO_FILE", "/nonexistent/topo.xml", "TUTTI_TOPO_FILE=/nonexistent/topo.xml"},
       {"TUTTI_TIMEOUT", "-5", "TUTTI_TIMEOUT"},
       {"TUTTI_TIMEOUT", "0", "TUTTI_TIMEOUT"},
       {"TUTTI_TIMEOUT", "nan", "TUTTI_TIMEOUT"},
       {"TUTTI_TIMEOUT", "3e6", nullptr},
       {"TUTTI_TIMEOUT", "1e300", nullptr},
       {"TUTTI_TIMEOUT", "inf", nullptr},
+      {"TUTTI_ALGO", "allreduce:ring", nullptr},
   };
   for (const Case& c : cases) {
     tuttiUniqueId id = makeId();

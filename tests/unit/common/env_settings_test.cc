@@ -1,14 +1,18 @@
 // Settings read from the environment: TUTTI_TIMEOUT is checked and deadlines saturate
-// (clock.h).
+// (clock.h); unknown TUTTI_DEBUG / TUTTI_DEBUG_SUBSYS values are reported by a warning.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <climits>
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/log.h"
+#include "harness/temp_dir.h"
 
 namespace tutti {
 namespace {
@@ -61,6 +65,39 @@ TEST(Deadline, MsLeftSaturatesInsteadOfOverflowing) {
   Deadline negative(-5);
   EXPECT_TRUE(negative.expired());
   EXPECT_EQ(negative.msLeft(), 0);
+}
+
+std::string logged(const char* level, const char* subsys) {
+  test::TempDir dir;
+  std::string file = dir.path() + "/log.txt";
+  setenv("TUTTI_DEBUG_FILE", file.c_str(), 1);
+  if (level) setenv("TUTTI_DEBUG", level, 1);
+  if (subsys) setenv("TUTTI_DEBUG_SUBSYS", subsys, 1);
+  log::reconfigure();
+  unsetenv("TUTTI_DEBUG_FILE");
+  unsetenv("TUTTI_DEBUG");
+  unsetenv("TUTTI_DEBUG_SUBSYS");
+  log::reconfigure();  // back to stderr, closing the file
+  std::ifstream in(file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(LogSettings, UnknownLevelIsAWarning) {
+  std::string out = logged("LOUD", nullptr);
+  EXPECT_NE(out.find("WARN INIT TUTTI_DEBUG=LOUD is not a log level"), std::string::npos) << out;
+  EXPECT_EQ(logged("INFO", nullptr), "");
+  EXPECT_EQ(logged("none", "FOO"), "");  // logging off: silent
+}
+
+TEST(LogSettings, UnknownSubsystemIsAWarning) {
+  std::string out = logged(nullptr, "INIT,FOO,BAR");
+  EXPECT_NE(out.find("TUTTI_DEBUG_SUBSYS=INIT,FOO,BAR: unknown subsystem(s) FOO, BAR ignored"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(logged(nullptr, "^TOPO,coll"), "");
+  EXPECT_EQ(logged(nullptr, "ALL"), "");
 }
 
 }  // namespace
