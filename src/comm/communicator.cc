@@ -54,6 +54,9 @@ std::string localHostname() {
   return host;
 }
 
+// Upper bound of TUTTI_SHM_WINDOW_BYTES (a window per rank, all mapped by every rank).
+constexpr int64_t kMaxWindowBytes = int64_t{1} << 30;
+
 // TUTTI_TOPO_FILE must be a topology file tutti can read: loaded once per process and path
 // (the communicator does not need it, but a wrong one must not pass silently), its error
 // repeated at every init.
@@ -131,6 +134,9 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
   TUTTI_CHECK_ARG(unknown.empty(), options_.algoFrom, "='", options_.algo,
                   "': no algorithm matches '", unknown, "' (tutti-info lists them)");
   checkTopologyFile();
+  const int64_t windowBytes = env::getInt("TUTTI_SHM_WINDOW_BYTES");
+  TUTTI_CHECK_ARG(windowBytes <= kMaxWindowBytes, "TUTTI_SHM_WINDOW_BYTES=", windowBytes,
+                  " is more than the limit ", kMaxWindowBytes, " (1 GiB per rank)");
   log::setThreadRank(rank_);
   spinUs_ = static_cast<double>(env::getInt("TUTTI_SPIN_US"));
   abortFd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -59,7 +59,8 @@ constexpr Var kVars[] = {
     {"TUTTI_SHM_DIR", Type::kString, "/dev/shm", "TRANSPORT",
      "Directory (a tmpfs) where shm segments are created and unlinked at once."},
     {"TUTTI_SHM_FIFO_BYTES", Type::kInt, "4194304", "TRANSPORT",
-     "Bytes of each shm FIFO (one per direction per peer)."},
+     "Bytes of each shm FIFO (one per direction per peer); at most 1 GiB. A segment larger than "
+     "the memory left (MemAvailable, the cgroup's memory limit) is refused."},
     {"TUTTI_SHM_CMA", Type::kBool, "0", "TRANSPORT",
      "Opt-in: single-copy process_vm_readv for large shm transfers when permitted (off by "
      "default: the pipelined two-copy FIFO was 2-4x faster on the machines we measured)."},
@@ -70,7 +71,8 @@ constexpr Var kVars[] = {
      "else a named file in TUTTI_SHM_DIR), memfd, or file."},
     {"TUTTI_SHM_WINDOW_BYTES", Type::kInt, "4194304", "TRANSPORT",
      "Bytes of each rank's shared window (direct algorithms, every rank on one host over shm); "
-     "0 disables the window and the direct algorithms."},
+     "0 disables the window and the direct algorithms; at most 1 GiB. A window larger than the "
+     "memory left is not made (the other algorithms run)."},
     {"TUTTI_SOCKET_IFNAME", Type::kString, "", "TRANSPORT",
      "Interfaces the tcp transport may use: a comma list of name prefixes, ^ to exclude, = "
      "for exact names."},

@@ -199,9 +199,10 @@ TEST(CommInit, MalformedEnvironmentIsAClearError) {
   }
 }
 
-// Settings that used to be ignored silently (TUTTI_ALGO, config.algo, TUTTI_TOPO_FILE) or
-// made every wait fail at once (TUTTI_TIMEOUT <= 0 or nan) are tuttiInvalidArgument at init,
-// naming the setting; a very long TUTTI_TIMEOUT (past int milliseconds) works.
+// Settings that used to be ignored silently (TUTTI_ALGO, config.algo, TUTTI_TOPO_FILE), made
+// every wait fail at once (TUTTI_TIMEOUT <= 0 or nan) or had no upper bound (shm sizes) are
+// tuttiInvalidArgument at init, naming the setting; a very long TUTTI_TIMEOUT (past int
+// milliseconds) works.
 TEST(CommInit, InvalidSettingsAreClearErrorsAtInit) {
   struct Case {
     const char* var;  // environment variable set, or nullptr for config.algo
@@ -221,6 +222,12 @@ TEST(CommInit, InvalidSettingsAreClearErrorsAtInit) {
       {"TUTTI_TIMEOUT", "1e300", nullptr},
       {"TUTTI_TIMEOUT", "inf", nullptr},
       {"TUTTI_ALGO", "allreduce:ring", nullptr},
+      // Shared-memory sizes have an upper bound (an 8 GiB FIFO filled the host's memory).
+      {"TUTTI_SHM_FIFO_BYTES", "8589934592",
+       "TUTTI_SHM_FIFO_BYTES=8589934592 is more than the limit 1073741824"},
+      {"TUTTI_SHM_WINDOW_BYTES", "8589934592",
+       "TUTTI_SHM_WINDOW_BYTES=8589934592 is more than the limit 1073741824"},
+      {"TUTTI_SHM_FIFO_BYTES", "1073741824", nullptr},
   };
   for (const Case& c : cases) {
     tuttiUniqueId id = makeId();

@@ -11,10 +11,12 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "common/env.h"
 #include "common/error.h"
@@ -67,6 +69,110 @@ void checkRoom(const std::string& dir, size_t bytes, const std::string& what) {
   if (freeBytes(st) < bytes) failRoom(dir, bytes, freeBytes(st), what, dir);
 }
 
+namespace {
+
+std::optional<std::string> readSmallFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string mib(uint64_t bytes) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return text;
+}
+
+}  // namespace
+
+std::optional<uint64_t> parseMemAvailable(const std::string& meminfo) {
+  size_t at = meminfo.find("MemAvailable:");
+  if (at == std::string::npos) return std::nullopt;
+  unsigned long long kb = 0;
+  if (std::sscanf(meminfo.c_str() + at, "MemAvailable: %llu kB", &kb) != 1) return std::nullopt;
+  return static_cast<uint64_t>(kb) * 1024;
+}
+
+std::optional<uint64_t> parseCgroupValue(const std::string& text) {
+  unsigned long long v = 0;
+  if (text.compare(0, 3, "max") == 0 || std::sscanf(text.c_str(), "%llu", &v) != 1)
+    return std::nullopt;
+  // cgroup v1 reports "no limit" as a huge page-rounded number.
+  if (v >= (1ull << 62)) return std::nullopt;
+  return static_cast<uint64_t>(v);
+}
+
+MemoryRoom readMemoryRoom() {
+  MemoryRoom room;
+  if (auto meminfo = readSmallFile("/proc/meminfo"))
+    room.memAvailable = parseMemAvailable(*meminfo);
+  auto cgroups = readSmallFile("/proc/self/cgroup");
+  if (!cgroups) return room;
+  // The cgroup v2 path ("0::/path") and the v1 memory controller's ("N:memory:/path").
+  struct Hierarchy {
+    std::string root, path;
+    const char* limitFile;
+    const char* usageFile;
+  };
+  std::vector<Hierarchy> hierarchies;
+  std::istringstream lines(*cgroups);
+  for (std::string line; std::getline(lines, line);) {
+    size_t c1 = line.find(':'), c2 = c1 == std::string::npos ? c1 : line.find(':', c1 + 1);
+    if (c2 == std::string::npos) continue;
+    std::string controllers = line.substr(c1 + 1, c2 - c1 - 1), path = line.substr(c2 + 1);
+    if (line.compare(0, c1, "0") == 0 && controllers.empty()) {
+      for (const char* root : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"})
+        hierarchies.push_back({root, path, "memory.max", "memory.current"});
+    } else if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+      hierarchies.push_back(
+          {"/sys/fs/cgroup/memory", path, "memory.limit_in_bytes", "memory.usage_in_bytes"});
+    }
+  }
+  for (const Hierarchy& h : hierarchies) {
+    // The cgroup and each ancestor: every limit on the way up applies.
+    std::string path = h.path;
+    while (true) {
+      std::string dir = h.root + (path == "/" ? "" : path);
+      auto limitText = readSmallFile(dir + "/" + h.limitFile);
+      auto usageText = readSmallFile(dir + "/" + h.usageFile);
+      std::optional<uint64_t> limit = limitText ? parseCgroupValue(*limitText) : std::nullopt;
+      std::optional<uint64_t> usage = usageText ? parseCgroupValue(*usageText) : std::nullopt;
+      if (limit && usage) {
+        uint64_t left = *limit > *usage ? *limit - *usage : 0;
+        if (!room.cgroupRoom || left < *room.cgroupRoom) {
+          room.cgroupRoom = left;
+          room.cgroupLimit = limit;
+          room.cgroupPath = dir;
+        }
+      }
+      if (path.empty() || path == "/") break;
+      size_t slash = path.find_last_of('/');
+      path = slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+    }
+  }
+  return room;
+}
+
+void checkMemoryRoom(size_t bytes, const MemoryRoom& room, const std::string& what,
+                     const char* variable) {
+  const bool cgroupShort = room.cgroupRoom && bytes > *room.cgroupRoom;
+  const bool hostShort = room.memAvailable && bytes > *room.memAvailable;
+  if (!cgroupShort && !hostShort) return;
+  std::ostringstream os;
+  os << "shm: " << what << " needs " << bytes << " bytes (" << mib(bytes) << ") but only ";
+  if (cgroupShort && (!hostShort || *room.cgroupRoom <= *room.memAvailable))
+    os << *room.cgroupRoom << " bytes (" << mib(*room.cgroupRoom)
+       << ") are left under the memory limit of cgroup " << room.cgroupPath << " ("
+       << *room.cgroupLimit << " bytes)";
+  else
+    os << *room.memAvailable << " bytes (" << mib(*room.memAvailable)
+       << ") of memory are available (MemAvailable)";
+  os << "; set " << variable << " smaller";
+  fail(tuttiSystemError, os.str());
+}
+
 Segment::Segment(Segment&& o) noexcept { *this = std::move(o); }
 
 Segment& Segment::operator=(Segment&& o) noexcept {
@@ -96,7 +202,10 @@ void Segment::release() {
 }
 
 Segment Segment::create(SegmentMode mode, size_t bytes, const std::string& dir,
-                        const std::string& name) {
+                        const std::string& name, const char* sizeVariable) {
+  // Pages of a memfd or tmpfs file are memory: a segment larger than what the host (or this
+  // process's cgroup) has left would push the kernel into reclaim and its OOM killer.
+  checkMemoryRoom(bytes, readMemoryRoom(), "segment " + name, sizeVariable);
   Segment s;
   s.bytes_ = bytes;
   if (mode == SegmentMode::kMemfd) {

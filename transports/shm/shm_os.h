@@ -7,11 +7,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace tutti::transport::shm {
 
 enum class SegmentMode { kMemfd, kFile };
+
+// Upper bound of TUTTI_SHM_FIFO_BYTES (refused above).
+constexpr int64_t kMaxFifoBytes = int64_t{1} << 30;
 const char* modeName(SegmentMode mode);
 
 // An owned file descriptor (closed on destruction; -1 = none).
@@ -41,6 +45,25 @@ class Fd {
 // `what` says what the bytes are for (e.g. "3 FIFO segments of 4198400 bytes").
 void checkRoom(const std::string& dir, size_t bytes, const std::string& what);
 
+// Memory a new segment can take: MemAvailable of /proc/meminfo and, when the process's
+// cgroup (v2, or v1's memory controller) or an ancestor has a limit, the least room
+// (limit - usage) among them. Unknown values are nullopt.
+struct MemoryRoom {
+  std::optional<uint64_t> memAvailable;  // bytes
+  std::optional<uint64_t> cgroupRoom;    // bytes
+  std::optional<uint64_t> cgroupLimit;   // the limit of the cgroup with the least room
+  std::string cgroupPath;                // that cgroup's directory
+};
+MemoryRoom readMemoryRoom();
+// Parsers of the files readMemoryRoom reads (exposed for tests).
+std::optional<uint64_t> parseMemAvailable(const std::string& meminfo);
+std::optional<uint64_t> parseCgroupValue(const std::string& text);  // "max" -> nullopt
+
+// Fails with a tuttiSystemError naming the segment size, the memory available and
+// `variable` (the setting to lower) unless `bytes` fit in `room`.
+void checkMemoryRoom(size_t bytes, const MemoryRoom& room, const std::string& what,
+                     const char* variable);
+
 // A shared memory segment mapped read-write. Created by one side (memfd or named file, fully
 // allocated so that touching it can never SIGBUS), opened by the peer through path().
 class Segment {
@@ -50,8 +73,9 @@ class Segment {
   Segment& operator=(Segment&& o) noexcept;
   ~Segment();
 
+  // sizeVariable: the setting that sized it (named when memory is short).
   static Segment create(SegmentMode mode, size_t bytes, const std::string& dir,
-                        const std::string& name);
+                        const std::string& name, const char* sizeVariable = "TUTTI_SHM_FIFO_BYTES");
   static Segment open(const std::string& path, size_t bytes);
 
   std::byte* data() const { return static_cast<std::byte*>(addr_); }

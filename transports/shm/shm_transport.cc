@@ -79,6 +79,9 @@ class ShmTransport final : public Transport {
     dir_ = env::getString("TUTTI_SHM_DIR");
     int64_t fifo = env::getInt("TUTTI_SHM_FIFO_BYTES");
     TUTTI_CHECK_ARG(fifo >= 4096, "TUTTI_SHM_FIFO_BYTES=", fifo, " is too small (minimum 4096)");
+    TUTTI_CHECK_ARG(fifo <= shm::kMaxFifoBytes, "TUTTI_SHM_FIFO_BYTES=", fifo,
+                    " is more than the limit ", shm::kMaxFifoBytes,
+                    " (1 GiB; each rank takes one per direction per peer)");
     fifoBytes_ = static_cast<size_t>(fifo) / 4096 * 4096;
     cma_ = env::getBool("TUTTI_SHM_CMA");
     cmaThreshold_ =
@@ -133,10 +136,12 @@ void ShmTransport::createOut(Pair& p, SegmentMode mode, int attempt) {
   std::string stem = "shm-" + std::to_string(ctx_.rank) + "to" + std::to_string(p.peer);
   if (mode == SegmentMode::kFile) {
     // The segment plus the FIFO doorbell; all pairs' segments were checked before.
-    p.out = shm::Segment::create(mode, segmentBytes(), dir_, shm::uniqueName(stem));
+    p.out = shm::Segment::create(mode, segmentBytes(), dir_, shm::uniqueName(stem),
+                                 "TUTTI_SHM_FIFO_BYTES");
     p.bell = shm::Doorbell::create(mode, dir_, shm::uniqueName(stem + "-bell"));
   } else {
-    p.out = shm::Segment::create(mode, segmentBytes(), dir_, shm::uniqueName(stem));
+    p.out = shm::Segment::create(mode, segmentBytes(), dir_, shm::uniqueName(stem),
+                                 "TUTTI_SHM_FIFO_BYTES");
     p.bell = shm::Doorbell::create(mode, dir_, "");
   }
   auto* ctrl = new (p.out.data()) shm::Ctrl{};

@@ -180,7 +180,8 @@ std::unique_ptr<Window> createShmWindow(const Context& ctx, const WindowConfig& 
   std::string problem;
   try {
     segs[ctx.rank] =
-        Segment::create(cfg.mode, segBytes, cfg.dir, uniqueName("win" + std::to_string(ctx.rank)));
+        Segment::create(cfg.mode, segBytes, cfg.dir, uniqueName("win" + std::to_string(ctx.rank)),
+                        "TUTTI_SHM_WINDOW_BYTES");
     auto* c = new (segs[ctx.rank].data()) WindowCtrl{};
     c->magic = kWindowMagic;
     c->bytes = region;
