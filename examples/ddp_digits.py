@@ -72,6 +72,9 @@ def train(method, xs, ys, steps, rank, size, seed=0):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 unless dense, top-k + EF and QSGD reach loss <= 0.112 and test "
+                         "accuracy >= 0.97 and top-k without EF stays at loss >= 0.20")
     ap.add_argument("--methods", default="", help="comma-separated substrings, e.g. QSGD,dense")
     ap.add_argument("--data", default=os.path.join(HERE, "..", "tests", "data", "digits.csv.gz"))
     args = ap.parse_args()
@@ -97,6 +100,13 @@ def main():
         for m, loss, acc, secs in rows:
             print(f"| {m} | {loss:.4f} | {acc:.4f} | {secs:.1f} |")
     dist.destroy_process_group()
+    if args.check:
+        bad = [m for m, loss, acc, _ in rows
+               if ("no EF" in m and loss < 0.20) or
+               ("no EF" not in m and "PowerSGD" not in m and (loss > 0.112 or acc < 0.97))]
+        if bad:
+            print(f"rank {rank}: CHECK FAILED for {bad}")
+            raise SystemExit(1)
 
 
 if __name__ == "__main__":
