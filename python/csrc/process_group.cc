@@ -350,27 +350,36 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_coalesced(
                  });
 }
 
+// gather's outputs / scatter's inputs: world_size tensors like `like` on the root, none
+// elsewhere.
+std::vector<at::Tensor> ProcessGroupTutti::rootList(
+    const std::vector<std::vector<at::Tensor>>& lists, const at::Tensor& like, int root,
+    const char* op, const char* which) const {
+  const std::string prefix = std::string("tutti ") + op + ": ";
+  if (rank_ != root) {
+    if (!lists.empty() && !(lists.size() == 1 && lists[0].empty()))
+      throw std::invalid_argument(prefix + "only the root passes " + which + " tensors");
+    return {};
+  }
+  if (lists.size() != 1 || static_cast<int>(lists[0].size()) != size_)
+    throw std::invalid_argument(prefix + "the root expects one " + which + " list of " +
+                                std::to_string(size_) + " tensors");
+  for (const auto& t : lists[0]) {
+    checkSameType(like, t, op);
+    if (t.numel() != like.numel())
+      throw std::invalid_argument(prefix + "every " + which +
+                                  " tensor must have as many elements as this rank's tensor");
+  }
+  return lists[0];
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::gather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::GatherOptions& opts) {
   at::Tensor in = single(inputs, "gather");
   checkRoot(opts.rootRank, size_, "gather");
   int root = opts.rootRank;
-  std::vector<at::Tensor> outs;
-  if (rank_ == root) {
-    if (outputs.size() != 1 || static_cast<int>(outputs[0].size()) != size_)
-      throw std::invalid_argument("tutti gather: the root expects one output list of " +
-                                  std::to_string(size_) + " tensors");
-    for (const auto& t : outputs[0]) {
-      checkSameType(in, t, "gather");
-      if (t.numel() != in.numel())
-        throw std::invalid_argument(
-            "tutti gather: every output tensor must have the input's number of elements");
-    }
-    outs = outputs[0];
-  } else if (!outputs.empty() && !(outputs.size() == 1 && outputs[0].empty())) {
-    throw std::invalid_argument("tutti gather: only the root passes output tensors");
-  }
+  std::vector<at::Tensor> outs = rootList(outputs, in, root, "gather", "output");
   auto dtype = dataTypeOf(in);
   return enqueue(OpType::GATHER, "tutti:gather", outs, bytesOf(in) * size_,
                  [this, in, outs, root, dtype]() mutable {
@@ -390,21 +399,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::scatter(
   at::Tensor out = single(outputs, "scatter");
   checkRoot(opts.rootRank, size_, "scatter");
   int root = opts.rootRank;
-  std::vector<at::Tensor> ins;
-  if (rank_ == root) {
-    if (inputs.size() != 1 || static_cast<int>(inputs[0].size()) != size_)
-      throw std::invalid_argument("tutti scatter: the root expects one input list of " +
-                                  std::to_string(size_) + " tensors");
-    for (const auto& t : inputs[0]) {
-      checkSameType(out, t, "scatter");
-      if (t.numel() != out.numel())
-        throw std::invalid_argument(
-            "tutti scatter: every input tensor must have the output's number of elements");
-    }
-    ins = inputs[0];
-  } else if (!inputs.empty() && !(inputs.size() == 1 && inputs[0].empty())) {
-    throw std::invalid_argument("tutti scatter: only the root passes input tensors");
-  }
+  std::vector<at::Tensor> ins = rootList(inputs, out, root, "scatter", "input");
   auto dtype = dataTypeOf(out);
   return enqueue(OpType::SCATTER, "tutti:scatter", {out}, bytesOf(out) * size_,
                  [this, out, ins, root, dtype] {

@@ -89,6 +89,9 @@ class ProcessGroupTutti : public c10d::ProcessGroup {
   // Throws with tutti's error text when r is not tuttiSuccess (marks the group failed).
   void check(tuttiResult_t r, const char* what);
   void drain();
+  std::vector<at::Tensor> rootList(const std::vector<std::vector<at::Tensor>>& lists,
+                                   const at::Tensor& like, int root, const char* op,
+                                   const char* which) const;
 
   c10::intrusive_ptr<c10d::Store> store_;
   tuttiStore_t bridge_{};

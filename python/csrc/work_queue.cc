@@ -19,14 +19,7 @@ void WorkQueue::submit(const c10::intrusive_ptr<TuttiWork>& work) {
   work->setQueue(weak_from_this());
   std::unique_lock lock(mu_);
   if (work->bytes() <= inlineBytes_ && queue_.empty() && !busy_) {
-    busy_ = true;
-    lock.unlock();
-    work->run();
-    lock.lock();
-    busy_ = false;
-    bool more = !queue_.empty();
-    lock.unlock();
-    if (more) cv_.notify_all();  // another thread queued work while this one ran
+    runHere(lock, work);
     return;
   }
   queue_.push_back(work);
@@ -39,15 +32,20 @@ bool WorkQueue::runIfNext(const TuttiWork* work) {
   if (busy_ || queue_.empty() || queue_.front().get() != work) return false;
   auto next = std::move(queue_.front());
   queue_.pop_front();
+  runHere(lock, next);
+  return true;
+}
+
+void WorkQueue::runHere(std::unique_lock<std::mutex>& lock,
+                        const c10::intrusive_ptr<TuttiWork>& work) {
   busy_ = true;
   lock.unlock();
-  next->run();
+  work->run();
   lock.lock();
   busy_ = false;
   bool more = !queue_.empty();
   lock.unlock();
-  if (more) cv_.notify_all();
-  return true;
+  if (more) cv_.notify_all();  // work was queued meanwhile: the worker may take it now
 }
 
 void WorkQueue::loop() {

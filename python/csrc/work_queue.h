@@ -31,6 +31,9 @@ class WorkQueue : public std::enable_shared_from_this<WorkQueue> {
 
  private:
   void loop();
+  // Runs work on this thread as the one running operation (lock held on entry, released on
+  // return), then wakes the worker if work was queued meanwhile.
+  void runHere(std::unique_lock<std::mutex>& lock, const c10::intrusive_ptr<TuttiWork>& work);
 
   const size_t inlineBytes_;
   std::mutex mu_;
