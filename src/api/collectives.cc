@@ -4,10 +4,10 @@
 #include "api_guard.h"
 #include "comm_handle.h"
 #include "common/dtype.h"
-#include "group.h"
-#include "memory_space.h"
+#include "issue.h"
 
 using tutti::api::guarded;
+using tutti::api::issue;
 using tutti::api::ready;
 
 namespace {
@@ -37,26 +37,6 @@ void checkOp(const tuttiRedOp_t& op) {
 
 void checkRoot(tutti::Communicator& c, int root) {
   TUTTI_CHECK_ARG(root >= 0 && root < c.size(), "root ", root, " out of range [0, ", c.size(), ")");
-}
-
-// Runs now, or records the call when a group is open. body(send, recv) gets the user's
-// buffers, or host copies of them when they are device memory (memory_space.h).
-template <typename F>
-tuttiResult_t issue(tuttiComm_t comm, const char* fn, const tutti::api::CallBuffers& b,
-                    tuttiStream_t stream, F&& body) {
-  const bool device = tutti::api::buffersOnDevice(fn, b);
-  auto run = [fn, b, stream, device, body = std::forward<F>(body)]() {
-    if (device)
-      tutti::api::runStaged(fn, b, stream, body);
-    else
-      body(b.send, b.recv);
-  };
-  if (tutti::api::groupDepth() > 0) {
-    tutti::api::deferCollective(comm, std::move(run));
-    return tuttiSuccess;
-  }
-  run();
-  return tuttiSuccess;
 }
 
 }  // namespace

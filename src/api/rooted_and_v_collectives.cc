@@ -12,8 +12,7 @@
 #include "api_guard.h"
 #include "comm_handle.h"
 #include "common/dtype.h"
-#include "group.h"
-#include "memory_space.h"
+#include "issue.h"
 
 using tutti::api::guarded;
 using tutti::api::ready;
@@ -113,28 +112,19 @@ void runPlan(tutti::Communicator& c, const Plan& plan, const void* send, size_t 
   }
 }
 
-// Runs now, or records the call when a group is open. Device buffers are staged through host
-// memory (memory_space.h); recvPartial: the call leaves bytes of the receive extent unwritten
-// (gaps between displacements), which staging must then preserve.
-tuttiResult_t issue(tuttiComm_t comm, const char* fn, tutti::Communicator& c, Plan plan,
-                    const void* send, size_t sendElems, void* recv, size_t recvElems, size_t es,
-                    bool recvPartial, tuttiStream_t stream) {
+// Runs the plan now, or records it when a group is open (issue.h). recvPartial: the call leaves
+// bytes of the receive extent unwritten (gaps between displacements), which staging of device
+// buffers must then preserve.
+tuttiResult_t issuePlan(tuttiComm_t comm, const char* fn, tutti::Communicator& c, Plan plan,
+                        const void* send, size_t sendElems, void* recv, size_t recvElems, size_t es,
+                        bool recvPartial, tuttiStream_t stream) {
   tutti::api::CallBuffers b{send, sendElems * es, recv, recvElems * es};
   b.recvPartial = recvPartial;
-  const bool device = tutti::api::buffersOnDevice(fn, b);
-  auto run = [&c, fn, b, stream, device, plan = std::move(plan), sendElems, recvElems, es]() {
-    auto body = [&](const void* s, void* r) { runPlan(c, plan, s, sendElems, r, recvElems, es); };
-    if (device)
-      tutti::api::runStaged(fn, b, stream, body);
-    else
-      body(b.send, b.recv);
-  };
-  if (tutti::api::groupDepth() > 0) {
-    tutti::api::deferCollective(comm, std::move(run));
-    return tuttiSuccess;
-  }
-  run();
-  return tuttiSuccess;
+  return tutti::api::issue(
+      comm, fn, b, stream,
+      [&c, plan = std::move(plan), sendElems, recvElems, es](const void* s, void* r) {
+        runPlan(c, plan, s, sendElems, r, recvElems, es);
+      });
 }
 
 }  // namespace
@@ -173,8 +163,8 @@ TUTTI_API tuttiResult_t tuttiAllGatherV(const void* sendbuff, size_t sendcount, 
                     "recvbuff is NULL with non-zero recvcounts");
     plan.selfCopy = true;
     plan.selfSrc = {0, sendcount};
-    return issue(comm, "tuttiAllGatherV", c, std::move(plan), sendbuff, sendcount, recvbuff,
-                 recvElems, es, true, stream);
+    return issuePlan(comm, "tuttiAllGatherV", c, std::move(plan), sendbuff, sendcount, recvbuff,
+                     recvElems, es, true, stream);
   });
 }
 
@@ -217,8 +207,8 @@ TUTTI_API tuttiResult_t tuttiAllToAllV(const void* sendbuff, const size_t* sendc
     TUTTI_CHECK_ARG(recvElems == 0 || recvbuff != nullptr,
                     "recvbuff is NULL with non-zero recvcounts");
     plan.selfCopy = true;
-    return issue(comm, "tuttiAllToAllV", c, std::move(plan), sendbuff, sendElems, recvbuff,
-                 recvElems, es, true, stream);
+    return issuePlan(comm, "tuttiAllToAllV", c, std::move(plan), sendbuff, sendElems, recvbuff,
+                     recvElems, es, true, stream);
   });
 }
 
@@ -249,8 +239,8 @@ TUTTI_API tuttiResult_t tuttiGather(const void* sendbuff, void* recvbuff, size_t
       plan.sends.push_back({root, Block{0, count}});
       recvbuff = nullptr;  // ignored on non-roots
     }
-    return issue(comm, "tuttiGather", c, std::move(plan), sendbuff, count, recvbuff, recvElems, es,
-                 false, stream);
+    return issuePlan(comm, "tuttiGather", c, std::move(plan), sendbuff, count, recvbuff, recvElems,
+                     es, false, stream);
   });
 }
 
@@ -281,8 +271,8 @@ TUTTI_API tuttiResult_t tuttiScatter(const void* sendbuff, void* recvbuff, size_
       plan.recvs.push_back({root, Block{0, count}});
       sendbuff = nullptr;  // ignored on non-roots
     }
-    return issue(comm, "tuttiScatter", c, std::move(plan), sendbuff, sendElems, recvbuff, count, es,
-                 false, stream);
+    return issuePlan(comm, "tuttiScatter", c, std::move(plan), sendbuff, sendElems, recvbuff, count,
+                     es, false, stream);
   });
 }
 
