@@ -3,6 +3,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <string_view>
@@ -171,15 +172,19 @@ void reconfigure() {
   configureLocked();
 }
 
-bool enabled(Level level, Subsys subsys) {
-  static std::once_flag once;
-  std::call_once(once, [] {
+bool enabledAny(Level level, unsigned mask) {
+  // Asked on hot paths (every collective call): one acquire load once configured.
+  static std::atomic<bool> ready{false};
+  if (!ready.load(std::memory_order_acquire)) [[unlikely]] {
     std::lock_guard<std::mutex> lock(mutex());
     if (!configured()) configureLocked();
-  });
+    ready.store(true, std::memory_order_release);
+  }
   const Config& c = config();
-  return level != Level::kNone && level <= c.level && (c.mask & static_cast<unsigned>(subsys)) != 0;
+  return level != Level::kNone && level <= c.level && (c.mask & mask) != 0;
 }
+
+bool enabled(Level level, Subsys subsys) { return enabledAny(level, bits(subsys)); }
 
 void write(Level level, Subsys subsys, const std::string& message) {
   std::lock_guard<std::mutex> lock(mutex());

@@ -23,6 +23,10 @@ enum class Subsys : unsigned {
 };
 
 bool enabled(Level level, Subsys subsys);
+// True when any subsystem of `mask` (bits(...) of Subsys values) logs at `level`: one check on
+// a hot path whose slow path serves several subsystems (the API layer: COLL or P2P, and PERF).
+bool enabledAny(Level level, unsigned mask);
+constexpr unsigned bits(Subsys s) { return static_cast<unsigned>(s); }
 void write(Level level, Subsys subsys, const std::string& message);
 
 // The rank shown in this thread's log lines (-1: none). Set by communicator calls.
