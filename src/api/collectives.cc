@@ -51,8 +51,8 @@ TUTTI_API tuttiResult_t tuttiAllReduce(const void* sendbuff, void* recvbuff, siz
     checkOp(op);
     auto& c = ready(comm);
     const size_t bytes = tutti::api::bufferBytes("count", count, datatype);
-    return issue(comm, "tuttiAllReduce", {sendbuff, bytes, recvbuff, bytes}, stream,
-                 [&c, count, datatype, op](const void* send, void* recv) {
+    return issue(comm, "tuttiAllReduce", {count, datatype, op}, {sendbuff, bytes, recvbuff, bytes},
+                 stream, [&c, count, datatype, op](const void* send, void* recv) {
                    c.allReduce(send, recv, count, datatype, op);
                  });
   });
@@ -68,8 +68,9 @@ TUTTI_API tuttiResult_t tuttiBroadcast(const void* sendbuff, void* recvbuff, siz
     TUTTI_CHECK_ARG(c.rank() != root || count == 0 || sendbuff != nullptr,
                     "sendbuff is NULL on the root");
     const size_t bytes = tutti::api::bufferBytes("count", count, datatype);
-    return issue(comm, "tuttiBroadcast", {sendbuff, c.rank() == root ? bytes : 0, recvbuff, bytes},
-                 stream, [&c, count, datatype, root](const void* send, void* recv) {
+    return issue(comm, "tuttiBroadcast", {count, datatype, tuttiNumOps, root},
+                 {sendbuff, c.rank() == root ? bytes : 0, recvbuff, bytes}, stream,
+                 [&c, count, datatype, root](const void* send, void* recv) {
                    c.broadcast(send, recv, count, datatype, root);
                  });
   });
@@ -86,8 +87,9 @@ TUTTI_API tuttiResult_t tuttiReduce(const void* sendbuff, void* recvbuff, size_t
     TUTTI_CHECK_ARG(c.rank() != root || count == 0 || recvbuff != nullptr,
                     "recvbuff is NULL on the root");
     const size_t bytes = tutti::api::bufferBytes("count", count, datatype);
-    return issue(comm, "tuttiReduce", {sendbuff, bytes, recvbuff, c.rank() == root ? bytes : 0},
-                 stream, [&c, count, datatype, op, root](const void* send, void* recv) {
+    return issue(comm, "tuttiReduce", {count, datatype, op, root},
+                 {sendbuff, bytes, recvbuff, c.rank() == root ? bytes : 0}, stream,
+                 [&c, count, datatype, op, root](const void* send, void* recv) {
                    c.reduce(send, recv, count, datatype, op, root);
                  });
   });
@@ -101,8 +103,8 @@ TUTTI_API tuttiResult_t tuttiAllGather(const void* sendbuff, void* recvbuff, siz
     auto& c = ready(comm);
     const size_t bytes = sendcount * tutti::dtypeSize(datatype);
     const size_t all = tutti::api::bufferBytes("sendcount", sendcount, datatype, c.size());
-    return issue(comm, "tuttiAllGather", {sendbuff, bytes, recvbuff, all}, stream,
-                 [&c, sendcount, datatype](const void* send, void* recv) {
+    return issue(comm, "tuttiAllGather", {sendcount, datatype}, {sendbuff, bytes, recvbuff, all},
+                 stream, [&c, sendcount, datatype](const void* send, void* recv) {
                    c.allGather(send, recv, sendcount, datatype);
                  });
   });
@@ -117,7 +119,8 @@ TUTTI_API tuttiResult_t tuttiReduceScatter(const void* sendbuff, void* recvbuff,
     auto& c = ready(comm);
     const size_t bytes = recvcount * tutti::dtypeSize(datatype);
     const size_t all = tutti::api::bufferBytes("recvcount", recvcount, datatype, c.size());
-    return issue(comm, "tuttiReduceScatter", {sendbuff, all, recvbuff, bytes}, stream,
+    return issue(comm, "tuttiReduceScatter", {recvcount, datatype, op},
+                 {sendbuff, all, recvbuff, bytes}, stream,
                  [&c, recvcount, datatype, op](const void* send, void* recv) {
                    c.reduceScatter(send, recv, recvcount, datatype, op);
                  });
@@ -131,8 +134,8 @@ TUTTI_API tuttiResult_t tuttiAllToAll(const void* sendbuff, void* recvbuff, size
     checkCommon(comm, sendbuff, recvbuff, count, count, datatype);
     auto& c = ready(comm);
     const size_t bytes = tutti::api::bufferBytes("count", count, datatype, c.size());
-    return issue(comm, "tuttiAllToAll", {sendbuff, bytes, recvbuff, bytes}, stream,
-                 [&c, count, datatype](const void* send, void* recv) {
+    return issue(comm, "tuttiAllToAll", {count, datatype}, {sendbuff, bytes, recvbuff, bytes},
+                 stream, [&c, count, datatype](const void* send, void* recv) {
                    c.allToAll(send, recv, count, datatype);
                  });
   });
@@ -141,7 +144,9 @@ TUTTI_API tuttiResult_t tuttiAllToAll(const void* sendbuff, void* recvbuff, size
 TUTTI_API tuttiResult_t tuttiBarrier(tuttiComm_t comm, tuttiStream_t stream) {
   return guarded(comm, "tuttiBarrier", [&] {
     auto& c = ready(comm);
-    return issue(comm, "tuttiBarrier", {}, stream, [&c](const void*, void*) { c.barrier(); });
+    tutti::api::CallInfo info;
+    info.hasData = false;
+    return issue(comm, "tuttiBarrier", info, {}, stream, [&c](const void*, void*) { c.barrier(); });
   });
 }
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "bootstrap/store.h"
+#include "call_log.h"
 #include "comm/communicator.h"
 #include "tutti/tutti.h"
 
@@ -30,6 +31,11 @@ struct tuttiComm {
   std::string failureText;
   std::string transportsText;           // storage for tuttiCommTransports
   std::shared_ptr<void> compressState;  // compressed.cc: error feedback, stats
+  // Calls made on this communicator (collectives and sends/receives): the opCount of the COLL
+  // and P2P log lines.
+  uint64_t opCount = 0;
+  // PERF counters (call_log.h), made under errorMutex at the first call PERF logs.
+  std::unique_ptr<tutti::api::PerfStats> perf;
 };
 
 namespace tutti::api {

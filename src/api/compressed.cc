@@ -264,7 +264,28 @@ TUTTI_API tuttiResult_t tuttiAllReduceCompressed(const void* sendbuff, void* rec
     if (tutti::api::groupDepth() > 0)
       tutti::fail(tuttiInvalidUsage,
                   "tuttiAllReduceCompressed is not allowed inside tuttiGroupStart/End");
+    ready(comm);
+    const uint64_t opCount = comm->opCount++;
+    tutti::api::PerfStats* perf = nullptr;
+    if (tutti::log::enabledAny(tutti::log::Level::kInfo, tutti::api::kCollOrPerf)) [[unlikely]] {
+      const std::string extra =
+          std::string(" compressor ") + (compressor != nullptr ? compressor : "(TUTTI_COMPRESS)") +
+          " key " + std::to_string(key) + (useErrorFeedback != 0 ? " errorFeedback" : "");
+      tutti::api::CallInfo info;
+      info.count = count;
+      info.dtype = datatype;
+      info.op = tuttiSum;
+      info.extra = extra.c_str();
+      const size_t bytes = count * tutti::dtypeSize(datatype);
+      perf = tutti::api::logCollective(comm, "tuttiAllReduceCompressed", info,
+                                       {sendbuff, bytes, recvbuff, bytes}, stream, false, false,
+                                       opCount);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
     run(comm, sendbuff, recvbuff, count, datatype, compressor, key, useErrorFeedback != 0);
+    if (perf != nullptr)
+      perf->add("AllReduceCompressed", count * tutti::dtypeSize(datatype),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), true);
     return tuttiSuccess;
   });
 }

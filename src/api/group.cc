@@ -5,6 +5,7 @@
 
 #include "api_guard.h"
 #include "comm_handle.h"
+#include "common/clock.h"
 #include "common/dtype.h"
 
 namespace tutti::api {
@@ -51,9 +52,10 @@ void deferP2p(tuttiComm_t comm, const P2pOp& op) { state().of(comm).p2p.push_bac
 
 namespace {
 
-// Checks a send or receive and runs it now, or records it in the open group.
+// Checks a send or receive and runs it now, or records it in the open group. Logs its P2P line
+// and counts it for PERF (call_log.h) when those log at INFO.
 tuttiResult_t issueP2p(bool isSend, void* buffer, size_t count, const tuttiDataType_t& datatype,
-                       int peer, tuttiComm_t comm) {
+                       int peer, tuttiComm_t comm, tuttiStream_t stream) {
   int rawType;
   std::memcpy(&rawType, &datatype, sizeof(rawType));  // C callers may pass any int
   TUTTI_CHECK_ARG(tutti::dtypeValid(rawType), "invalid datatype ", rawType);
@@ -63,10 +65,20 @@ tuttiResult_t issueP2p(bool isSend, void* buffer, size_t count, const tuttiDataT
   TUTTI_CHECK_ARG(peer >= 0 && peer < c.size(), "peer ", peer, " out of range [0, ", c.size(), ")");
   tutti::P2pOp op{isSend, peer, static_cast<std::byte*>(buffer),
                   tutti::api::bufferBytes("count", count, datatype)};
-  if (tutti::api::groupDepth() > 0) {
+  const bool grouped = tutti::api::groupDepth() > 0;
+  const uint64_t opCount = comm->opCount++;
+  tutti::api::PerfStats* perf = nullptr;
+  if (tutti::log::enabledAny(tutti::log::Level::kInfo, tutti::api::kP2pOrPerf)) [[unlikely]]
+    perf =
+        tutti::api::logP2p(comm, isSend, buffer, count, datatype, peer, stream, grouped, opCount);
+  const char* name = isSend ? "Send" : "Recv";
+  if (grouped) {
     tutti::api::deferP2p(comm, op);
+    if (perf != nullptr) perf->add(name, op.bytes, 0, false);
   } else {
+    const double t0 = perf != nullptr ? tutti::nowSeconds() : 0;
     c.runP2p({&op, 1});
+    if (perf != nullptr) perf->add(name, op.bytes, tutti::nowSeconds() - t0, true);
   }
   return tuttiSuccess;
 }
@@ -104,14 +116,15 @@ TUTTI_API tuttiResult_t tuttiGroupEnd(void) {
 TUTTI_API tuttiResult_t tuttiSend(const void* sendbuff, size_t count, tuttiDataType_t datatype,
                                   int peer, tuttiComm_t comm, tuttiStream_t stream) {
   return tutti::api::guarded(comm, "tuttiSend", [&] {
-    return issueP2p(true, const_cast<void*>(sendbuff), count, datatype, peer, comm);
+    return issueP2p(true, const_cast<void*>(sendbuff), count, datatype, peer, comm, stream);
   });
 }
 
 TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t datatype, int peer,
                                   tuttiComm_t comm, tuttiStream_t stream) {
-  return tutti::api::guarded(
-      comm, "tuttiRecv", [&] { return issueP2p(false, recvbuff, count, datatype, peer, comm); });
+  return tutti::api::guarded(comm, "tuttiRecv", [&] {
+    return issueP2p(false, recvbuff, count, datatype, peer, comm, stream);
+  });
 }
 
 }  // extern "C"

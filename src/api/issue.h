@@ -1,10 +1,15 @@
 // How a collective-shaped call runs once its arguments are checked: now, or recorded when a
 // group is open; body(send, recv) gets the user's buffers, or host copies of them when they are
 // device memory (memory_space.h). Shared by collectives.cc and rooted_and_v_collectives.cc.
+// Logs the call's COLL line and counts it for PERF (call_log.h) when those log at INFO.
 #pragma once
 
+#include <algorithm>
 #include <utility>
 
+#include "call_log.h"
+#include "comm_handle.h"
+#include "common/clock.h"
 #include "group.h"
 #include "memory_space.h"
 #include "tutti/tutti.h"
@@ -12,16 +17,24 @@
 namespace tutti::api {
 
 template <typename F>
-tuttiResult_t issue(tuttiComm_t comm, const char* fn, const CallBuffers& b, tuttiStream_t stream,
-                    F&& body) {
+tuttiResult_t issue(tuttiComm_t comm, const char* fn, const CallInfo& info, const CallBuffers& b,
+                    tuttiStream_t stream, F&& body) {
   const bool device = buffersOnDevice(fn, b);
-  auto run = [fn, b, stream, device, body = std::forward<F>(body)]() {
+  const bool grouped = groupDepth() > 0;
+  const uint64_t opCount = comm->opCount++;
+  PerfStats* perf = nullptr;
+  if (log::enabledAny(log::Level::kInfo, kCollOrPerf)) [[unlikely]]
+    perf = logCollective(comm, fn, info, b, stream, device, grouped, opCount);
+  auto run = [fn, b, stream, device, perf, body = std::forward<F>(body)]() {
+    const double t0 = perf != nullptr ? nowSeconds() : 0;
     if (device)
       runStaged(fn, b, stream, body);
     else
       body(b.send, b.recv);
+    if (perf != nullptr)
+      perf->add(callName(fn), std::max(b.sendBytes, b.recvBytes), nowSeconds() - t0, true);
   };
-  if (groupDepth() > 0) {
+  if (grouped) {
     deferCollective(comm, std::move(run));
     return tuttiSuccess;
   }

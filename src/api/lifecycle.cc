@@ -222,6 +222,7 @@ TUTTI_API tuttiResult_t tuttiCommDestroy(tuttiComm_t comm) {
   tuttiResult_t failure = comm->failure.load();
   bool aborted = comm->abortRequested.load() || (comm->impl && comm->impl->aborted());
   tuttiResult_t r = guarded(nullptr, "tuttiCommDestroy", [&] {
+    tutti::api::logPerfSummary(comm);
     if (comm->impl && failure == tuttiSuccess) comm->impl->leave();
     comm->impl.reset();
     comm->store.reset();

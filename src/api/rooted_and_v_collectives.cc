@@ -68,6 +68,16 @@ size_t blockEnd(const char* countsName, const char* displsName, int index, size_
   return displ + count;
 }
 
+// The COLL line of a -V call: its send and receive extents in elements.
+tutti::api::CallInfo unevenInfo(size_t sendElems, size_t recvElems, tuttiDataType_t dtype) {
+  tutti::api::CallInfo info;
+  info.count = sendElems;
+  info.recvCount = recvElems;
+  info.dtype = dtype;
+  info.uneven = true;
+  return info;
+}
+
 bool overlap(const std::byte* a, size_t an, const std::byte* b, size_t bn) {
   return an > 0 && bn > 0 && a < b + bn && b < a + an;
 }
@@ -115,13 +125,15 @@ void runPlan(tutti::Communicator& c, const Plan& plan, const void* send, size_t 
 // Runs the plan now, or records it when a group is open (issue.h). recvPartial: the call leaves
 // bytes of the receive extent unwritten (gaps between displacements), which staging of device
 // buffers must then preserve.
-tuttiResult_t issuePlan(tuttiComm_t comm, const char* fn, tutti::Communicator& c, Plan plan,
-                        const void* send, size_t sendElems, void* recv, size_t recvElems, size_t es,
-                        bool recvPartial, tuttiStream_t stream) {
+// info: the call's arguments as its COLL line shows them (call_log.h).
+tuttiResult_t issuePlan(tuttiComm_t comm, const char* fn, const tutti::api::CallInfo& info,
+                        tutti::Communicator& c, Plan plan, const void* send, size_t sendElems,
+                        void* recv, size_t recvElems, size_t es, bool recvPartial,
+                        tuttiStream_t stream) {
   tutti::api::CallBuffers b{send, sendElems * es, recv, recvElems * es};
   b.recvPartial = recvPartial;
   return tutti::api::issue(
-      comm, fn, b, stream,
+      comm, fn, info, b, stream,
       [&c, plan = std::move(plan), sendElems, recvElems, es](const void* s, void* r) {
         runPlan(c, plan, s, sendElems, r, recvElems, es);
       });
@@ -163,8 +175,8 @@ TUTTI_API tuttiResult_t tuttiAllGatherV(const void* sendbuff, size_t sendcount, 
                     "recvbuff is NULL with non-zero recvcounts");
     plan.selfCopy = true;
     plan.selfSrc = {0, sendcount};
-    return issuePlan(comm, "tuttiAllGatherV", c, std::move(plan), sendbuff, sendcount, recvbuff,
-                     recvElems, es, true, stream);
+    return issuePlan(comm, "tuttiAllGatherV", unevenInfo(sendcount, recvElems, datatype), c,
+                     std::move(plan), sendbuff, sendcount, recvbuff, recvElems, es, true, stream);
   });
 }
 
@@ -207,8 +219,8 @@ TUTTI_API tuttiResult_t tuttiAllToAllV(const void* sendbuff, const size_t* sendc
     TUTTI_CHECK_ARG(recvElems == 0 || recvbuff != nullptr,
                     "recvbuff is NULL with non-zero recvcounts");
     plan.selfCopy = true;
-    return issuePlan(comm, "tuttiAllToAllV", c, std::move(plan), sendbuff, sendElems, recvbuff,
-                     recvElems, es, true, stream);
+    return issuePlan(comm, "tuttiAllToAllV", unevenInfo(sendElems, recvElems, datatype), c,
+                     std::move(plan), sendbuff, sendElems, recvbuff, recvElems, es, true, stream);
   });
 }
 
@@ -239,8 +251,8 @@ TUTTI_API tuttiResult_t tuttiGather(const void* sendbuff, void* recvbuff, size_t
       plan.sends.push_back({root, Block{0, count}});
       recvbuff = nullptr;  // ignored on non-roots
     }
-    return issuePlan(comm, "tuttiGather", c, std::move(plan), sendbuff, count, recvbuff, recvElems,
-                     es, false, stream);
+    return issuePlan(comm, "tuttiGather", {count, datatype, tuttiNumOps, root}, c, std::move(plan),
+                     sendbuff, count, recvbuff, recvElems, es, false, stream);
   });
 }
 
@@ -271,8 +283,8 @@ TUTTI_API tuttiResult_t tuttiScatter(const void* sendbuff, void* recvbuff, size_
       plan.recvs.push_back({root, Block{0, count}});
       sendbuff = nullptr;  // ignored on non-roots
     }
-    return issuePlan(comm, "tuttiScatter", c, std::move(plan), sendbuff, sendElems, recvbuff, count,
-                     es, false, stream);
+    return issuePlan(comm, "tuttiScatter", {count, datatype, tuttiNumOps, root}, c, std::move(plan),
+                     sendbuff, sendElems, recvbuff, count, es, false, stream);
   });
 }
 
