@@ -1,12 +1,66 @@
 #include "tuning/tuner.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <mutex>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <string_view>
+#include <tuple>
 
 #include "common/dtype.h"
+#include "common/log.h"
 
 namespace tutti::tuning {
+
+namespace {
+
+// The ALGO line of an automatic choice (rankCandidates runs once per distinct call shape of a
+// communicator: the communicator caches its choice).
+void logTunedChoice(const algo::CollArgs& args, const std::vector<Candidate>& out) {
+  std::ostringstream os;
+  os << algo::collName(args.coll) << " count " << args.count << " datatype "
+     << dtypeName(args.dtype);
+  if (args.coll == algo::Coll::kAllReduce || args.coll == algo::Coll::kReduce ||
+      args.coll == algo::Coll::kReduceScatter)
+    os << " op " << opName(args.op);
+  if (args.coll == algo::Coll::kBroadcast || args.coll == algo::Coll::kReduce)
+    os << " root " << args.root;
+  os << " nranks " << args.nranks << ": ";
+  if (out.empty()) {
+    os << "no algorithm applies";
+  } else {
+    char text[64];
+    snprintf(text, sizeof(text), "%.2f us", out[0].predictedSec * 1e6);
+    os << "algorithm " << out[0].info->name << " (tuner: predicted " << text;
+    if (out.size() > 1) {
+      snprintf(text, sizeof(text), "%.2f us", out[1].predictedSec * 1e6);
+      os << "; next best " << out[1].info->name << " " << text;
+    } else {
+      os << "; the only applicable one";
+    }
+    os << ")";
+  }
+  log::write(log::Level::kInfo, log::Subsys::kAlgo, os.str());
+}
+
+// The ALGO line of a forced algorithm, once per (rank, collective, spec) in the process: the
+// communicator asks at every change of call shape, which may be every call.
+void logForcedChoice(const std::string& spec, algo::Coll coll, const std::string& name) {
+  static std::mutex mutex;
+  static std::set<std::tuple<int, int, std::string>> logged;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (logged.size() >= 4096) logged.clear();
+    if (!logged.emplace(log::threadRank(), static_cast<int>(coll), spec).second) return;
+  }
+  TUTTI_INFO(kAlgo, algo::collName(coll)
+                        << ": algorithm " << name << " (forced by the algorithm spec '" << spec
+                        << "': TUTTI_ALGO, the config's algo or tuttiCommSetAlgorithm)");
+}
+
+}  // namespace
 
 double predict(const exec::Schedule& s, const algo::CollArgs& args, const CostModel& m) {
   return predictRank(s, args, m);
@@ -24,6 +78,7 @@ std::vector<Candidate> rankCandidates(const algo::CollArgs& args, const CostMode
   std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
     return a.predictedSec < b.predictedSec;
   });
+  if (log::enabled(log::Level::kInfo, log::Subsys::kAlgo)) logTunedChoice(args, out);
   return out;
 }
 
@@ -61,7 +116,12 @@ std::string forcedAlgorithm(const std::string& spec, algo::Coll coll) {
     }
     return false;
   });
-  return mine ? *mine : all;
+  std::string forced = mine ? *mine : all;
+  // A bare name this collective has no algorithm of leaves the choice to the tuner.
+  if (!forced.empty() && log::enabled(log::Level::kInfo, log::Subsys::kAlgo) &&
+      algo::find(coll, forced) != nullptr)
+    logForcedChoice(spec, coll, forced);
+  return forced;
 }
 
 std::string unknownAlgorithmItem(const std::string& spec) {
