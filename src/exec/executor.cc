@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -334,15 +335,68 @@ class RoundRunner {
   std::vector<pollfd> pollfds_;
 };
 
+// The EXEC line of one executed schedule: what it ran and how long it took.
+void traceExecuted(const Schedule& s, double seconds) {
+  size_t ops = 0, sends = 0, sendBytes = 0, recvs = 0, recvBytes = 0, reducing = 0, copies = 0,
+         copyBytes = 0, reduces = 0, reduceBytes = 0, waits = 0, posts = 0;
+  for (const Round& r : s.rounds) {
+    for (const Op& op : r.ops) {
+      ++ops;
+      switch (op.type) {
+        case OpType::kSend:
+          ++sends;
+          sendBytes += op.src.bytes;
+          break;
+        case OpType::kRecvReduce:
+          ++reducing;
+          [[fallthrough]];
+        case OpType::kRecv:
+          ++recvs;
+          recvBytes += op.dst.bytes;
+          break;
+        case OpType::kCopy:
+          ++copies;
+          copyBytes += op.dst.bytes;
+          break;
+        case OpType::kReduce:
+          ++reduces;
+          reduceBytes += op.dst.bytes;
+          break;
+        case OpType::kWait:
+          ++waits;
+          break;
+        case OpType::kPost:
+          ++posts;
+          break;
+      }
+    }
+  }
+  char reduction[64] = "";
+  if (reducing + reduces > 0)
+    snprintf(reduction, sizeof(reduction), " (%s %s)", dtypeName(s.dtype), opName(s.op));
+  char text[320];
+  snprintf(
+      text, sizeof(text),
+      "executed %s%s: %zu rounds, %zu ops: sends %zu (%zu B), recvs %zu (%zu B, %zu reducing), "
+      "copies %zu (%zu B), reduces %zu (%zu B), window waits %zu, posts %zu; %.2f us",
+      s.algorithm.empty() ? "?" : s.algorithm.c_str(), reduction, s.rounds.size(), ops, sends,
+      sendBytes, recvs, recvBytes, reducing, copies, copyBytes, reduces, reduceBytes, waits, posts,
+      seconds * 1e6);
+  log::write(log::Level::kTrace, log::Subsys::kExec, text);
+}
+
 }  // namespace
 
 void execute(const Schedule& schedule, std::span<std::byte* const> buffers,
              std::span<transport::Connection* const> connections, const ExecOptions& options) {
+  const bool trace = log::enabled(log::Level::kTrace, log::Subsys::kExec);
+  const double t0 = trace ? nowSeconds() : 0;
   const detail::WindowNeeds needs = detail::WindowNeeds::of(schedule);
   WindowUse use = detail::beginWindowCall(options.window, needs);
   RoundRunner runner(schedule, buffers, connections, options, use);
   for (const Round& round : schedule.rounds) runner.run(round);
   detail::endWindowCall(use, needs);
+  if (trace) traceExecuted(schedule, nowSeconds() - t0);
 }
 
 }  // namespace tutti::exec

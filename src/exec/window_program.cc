@@ -1,10 +1,13 @@
 #include "exec/window_program.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
+#include "common/clock.h"
 #include "common/dtype.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "reduce/reduce.h"
 #include "window_call.h"
 
@@ -101,8 +104,29 @@ WindowProgram::WindowProgram(const Schedule& schedule, transport::Window& window
   }
 }
 
+void WindowProgram::trace(double seconds) const {
+  size_t waits = 0, posts = 0, copies = 0, copyBytes = 0, reduces = 0, reduceBytes = 0;
+  for (const Step& s : steps_) {
+    if (s.type == OpType::kWait) ++waits;
+    if (s.type == OpType::kPost) ++posts;
+    if (s.type == OpType::kCopy) ++copies, copyBytes += s.bytes;
+    if (s.type == OpType::kReduce) ++reduces, reduceBytes += s.bytes;
+  }
+  char reduction[64] = "";
+  if (reduces_) snprintf(reduction, sizeof(reduction), " (%s %s)", dtypeName(dtype_), opName(op_));
+  char text[320];
+  snprintf(text, sizeof(text),
+           "executed window program %s%s: %zu steps: window waits %zu, posts %zu, copies %zu "
+           "(%zu B), reduces %zu (%zu B); %.2f us",
+           algorithm_.c_str(), reduction, steps_.size(), waits, posts, copies, copyBytes, reduces,
+           reduceBytes, seconds * 1e6);
+  log::write(log::Level::kTrace, log::Subsys::kExec, text);
+}
+
 void WindowProgram::run(std::span<std::byte* const> buffers, const ExecOptions& options) const {
   TUTTI_ASSERT(options.window == window_ && buffers.size() >= buffersNeeded_);
+  const bool traced = log::enabled(log::Level::kTrace, log::Subsys::kExec);
+  const double t0 = traced ? nowSeconds() : 0;
   const detail::WindowNeeds needs{algorithm_.c_str(), windowBytes_, windowPhases_,
                                   finalPostOnlyForNextCall_};
   const detail::WindowUse use = detail::beginWindowCall(window_, needs);
@@ -155,6 +179,7 @@ void WindowProgram::run(std::span<std::byte* const> buffers, const ExecOptions& 
     }
   }
   detail::endWindowCall(use, needs);
+  if (traced) trace(nowSeconds() - t0);
 }
 
 }  // namespace tutti::exec

@@ -55,6 +55,8 @@ class WindowProgram {
     Ref dst, src, src2;
   };
   static Step marker(OpType type, int peer, uint32_t phase);
+  // The EXEC line (TRACE) of one run that took `seconds`.
+  void trace(double seconds) const;
   Ref resolve(const Slice& s, transport::Window& window, size_t regionBytes);
 
   std::vector<Step> steps_;
