@@ -13,7 +13,10 @@ constexpr Var kVars[] = {
     {"TUTTI_DEBUG_SUBSYS", Type::kString, "ALL", "INIT",
      "Comma-separated subsystems to log (INIT, BOOTSTRAP, TOPO, TRANSPORT, ALGO, TUNING, "
      "COLL, P2P, COMPRESS, EXEC, PERF, ALL); a leading ^ excludes the listed ones. Unknown "
-     "names are reported by a warning and ignored."},
+     "names are reported by a warning and ignored. COLL and P2P print every collective and "
+     "send/recv call with its arguments, ALGO the algorithm a call runs and why, EXEC (at "
+     "TRACE) each executed schedule, PERF calls, bytes and time per call at "
+     "tuttiCommDestroy; docs/logging.md says what every subsystem prints."},
     {"TUTTI_DEBUG_FILE", Type::kString, "", "INIT",
      "Write log lines to this file instead of stderr; %h expands to the host name, %p to "
      "the pid."},
