@@ -13,6 +13,8 @@
 
 #include "bootstrap/host_id.h"
 #include "bootstrap/prefix_store.h"
+#include "comm/rank_place.h"
+#include "comm/ring_order.h"
 #include "comm/transport_registry.h"
 #include "common/dtype.h"
 #include "common/env.h"
@@ -28,23 +30,26 @@ namespace tutti {
 
 namespace {
 
-std::vector<std::byte> encodePeer(const transport::PeerInfo& p) {
-  std::string s = p.hostId + '\n' + p.hostname + '\n' + std::to_string(p.pid);
+// A rank's record: host id, host name, pid and its place (rank_place.h), one per line.
+std::vector<std::byte> encodePeer(const transport::PeerInfo& p, const RankPlace& place) {
+  std::string s =
+      p.hostId + '\n' + p.hostname + '\n' + std::to_string(p.pid) + '\n' + encodePlace(place);
   auto bytes = std::as_bytes(std::span<const char>(s.data(), s.size()));
   return {bytes.begin(), bytes.end()};
 }
 
-transport::PeerInfo decodePeer(int rank, const std::vector<std::byte>& v) {
+transport::PeerInfo decodePeer(int rank, const std::vector<std::byte>& v, RankPlace* place) {
   std::string s(reinterpret_cast<const char*>(v.data()), v.size());
   transport::PeerInfo p;
   p.rank = rank;
   size_t a = s.find('\n');
-  size_t b = s.find('\n', a + 1);
-  if (a == std::string::npos || b == std::string::npos)
-    fail(tuttiInternalError, "malformed peer record from rank ", rank);
+  size_t b = a == std::string::npos ? a : s.find('\n', a + 1);
+  size_t c = b == std::string::npos ? b : s.find('\n', b + 1);
+  if (c == std::string::npos) fail(tuttiInternalError, "malformed peer record from rank ", rank);
   p.hostId = s.substr(0, a);
   p.hostname = s.substr(a + 1, b - a - 1);
-  p.pid = static_cast<pid_t>(std::stol(s.substr(b + 1)));
+  p.pid = static_cast<pid_t>(std::stol(s.substr(b + 1, c - b - 1)));
+  *place = decodePlace(s.substr(c + 1), rank);
   return p;
 }
 
@@ -134,6 +139,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
   TUTTI_CHECK_ARG(unknown.empty(), options_.algoFrom, "='", options_.algo,
                   "': no algorithm matches '", unknown, "' (tutti-info lists them)");
   checkTopologyFile();
+  const RankPlace myPlace = describeLocalPlace();
   const int64_t windowBytes = env::getInt("TUTTI_SHM_WINDOW_BYTES");
   TUTTI_CHECK_ARG(windowBytes <= kMaxWindowBytes, "TUTTI_SHM_WINDOW_BYTES=", windowBytes,
                   " is more than the limit ", kMaxWindowBytes, " (1 GiB per rank)");
@@ -147,24 +153,24 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
     Deadline deadline(options_.timeoutSec);
 
     transport::PeerInfo me{rank_, bootstrap::localHostId(), localHostname(), getpid()};
-    auto all = bootstrap_->allGather("peers", encodePeer(me), deadline);
+    auto all = bootstrap_->allGather("peers", encodePeer(me, myPlace), deadline);
     peers_.resize(nranks_);
+    places_.resize(nranks_);
     std::map<std::string, int> hostIndex;
     hostOf_.resize(nranks_);
     for (int r = 0; r < nranks_; ++r) {
-      peers_[r] = decodePeer(r, all[r]);
+      peers_[r] = decodePeer(r, all[r], &places_[r]);
       auto it = hostIndex.emplace(peers_[r].hostId, static_cast<int>(hostIndex.size())).first;
       hostOf_[r] = it->second;
     }
     multiHost_ = hostIndex.size() > 1;
-    if (multiHost_) {
-      // Ranks of one host next to each other around the ring: the ring crosses each host
-      // boundary once.
-      ringOrder_.resize(nranks_);
-      for (int r = 0; r < nranks_; ++r) ringOrder_[r] = r;
-      std::stable_sort(ringOrder_.begin(), ringOrder_.end(),
-                       [&](int x, int y) { return hostOf_[x] < hostOf_[y]; });
+    if (env::getBool("TUTTI_TOPO_REORDER")) {
+      ringOrder_ = ringOrderFromPlaces(hostOf_, places_);
+      bool identity = true;
+      for (int i = 0; i < nranks_; ++i) identity = identity && ringOrder_[i] == i;
+      if (identity) ringOrder_.clear();
     }
+    logPlacement();
     bindOnce(hostOf_, rank_);
     long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
     oversubscribed_ = std::count(hostOf_.begin(), hostOf_.end(), hostOf_[rank_]) > cores;
@@ -281,6 +287,37 @@ void Communicator::execute(const exec::Schedule& schedule, std::span<const int> 
   exec::execute(schedule, buffers, connectionPtrs_, options);
 }
 
+void Communicator::logPlacement() const {
+  if (!log::enabled(log::Level::kInfo, log::Subsys::kTopo)) return;
+  std::vector<int> order = ringOrder_;
+  if (order.empty())
+    for (int r = 0; r < nranks_; ++r) order.push_back(r);
+  auto hop = [&](int a, int b) -> std::string {
+    if (hostOf_[a] != hostOf_[b]) return "NET";
+    if (places_[a].origin != places_[b].origin) return "?";
+    return localHopClass(places_[a].device, places_[b].device);
+  };
+  if (rank_ == 0) {
+    std::ostringstream os;
+    for (int i = 0; i < nranks_; ++i) {
+      int a = order[i], b = order[(i + 1) % nranks_];
+      os << a << (places_[a].device.empty() ? "" : "[" + places_[a].device + "]");
+      if (nranks_ > 1) os << " -" << hop(a, b) << "-> ";
+    }
+    if (nranks_ > 1) os << order[0];
+    TUTTI_INFO(kTopo, "comm " << prefix_ << " nranks " << nranks_ << " ring: " << os.str());
+  }
+  int pos = static_cast<int>(std::find(order.begin(), order.end(), rank_) - order.begin());
+  int next = order[(pos + 1) % nranks_], prev = order[(pos + nranks_ - 1) % nranks_];
+  const RankPlace& me = places_[rank_];
+  TUTTI_INFO(kTopo, "comm " << prefix_ << " rank " << rank_ << " host " << hostOf_[rank_]
+                            << " device " << (me.device.empty() ? "unknown" : me.device)
+                            << " (topology " << (me.origin.empty() ? "none" : me.origin) << ", NIC "
+                            << (me.nic.empty() ? "none" : me.nic) << "); ring position " << pos
+                            << ", prev " << prev << " via " << hop(prev, rank_) << ", next " << next
+                            << " via " << hop(rank_, next));
+}
+
 const exec::ExecOptions& Communicator::callOptions() {
   if (aborted_) fail(tuttiInvalidUsage, "communicator was aborted");
   execOptions_.window = window_.get();
@@ -296,10 +333,8 @@ algo::CollArgs Communicator::baseArgs(algo::Coll coll, size_t count, tuttiDataTy
   a.rank = rank_;
   a.nranks = nranks_;
   a.deterministic = options_.deterministic;
-  if (multiHost_) {
-    a.hostOf = hostOf_;
-    a.ringOrder = ringOrder_;
-  }
+  if (multiHost_) a.hostOf = hostOf_;
+  a.ringOrder = ringOrder_;
   return a;
 }
 

@@ -14,6 +14,7 @@
 #include "algorithms/algorithm.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/store.h"
+#include "comm/rank_place.h"
 #include "exec/executor.h"
 #include "exec/schedule.h"
 #include "exec/window_program.h"
@@ -106,6 +107,9 @@ class Communicator {
   void ensureWindow();
   void checkSameCall(const algo::CollArgs& args);
   std::string describeCall(const transport::Window::Tag& tag) const;
+  // TOPO INFO: this rank's place and ring neighbour with the hop's link class; rank 0 also
+  // the whole ring order.
+  void logPlacement() const;
   void connect(std::span<const int> peers);
   void execute(const exec::Schedule& schedule, std::span<std::byte* const> buffers);
   void execute(const exec::Schedule& schedule, std::span<const int> peers,
@@ -124,9 +128,11 @@ class Communicator {
   std::string initialAlgo_;  // options_.algo as made at init (setAlgorithm("") restores it)
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   std::vector<transport::PeerInfo> peers_;
-  std::vector<int> hostOf_;     // host index of each rank
-  bool multiHost_ = false;      // ranks on more than one host
-  std::vector<int> ringOrder_;  // multi-host: ranks of one host next to each other
+  std::vector<int> hostOf_;        // host index of each rank
+  bool multiHost_ = false;         // ranks on more than one host
+  std::vector<RankPlace> places_;  // each rank's device and NIC closeness (rank_place.h)
+  // Ranks in ring order (ring_order.h; trees are built over its positions); empty = 0..n-1.
+  std::vector<int> ringOrder_;
   std::vector<std::unique_ptr<transport::Transport>> transports_;
   std::vector<std::unique_ptr<transport::Connection>> connections_;  // by peer
   std::vector<transport::Connection*> connectionPtrs_;

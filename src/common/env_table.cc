@@ -133,11 +133,19 @@ constexpr Var kVars[] = {
     // ---- topology ----
     {"TUTTI_TOPO_FILE", Type::kString, "", "TOPO",
      "Load the topology from this hwloc (v1/v2) or NCCL topology XML file instead of "
-     "probing (the tools). A communicator's init checks that the file loads: one that does "
-     "not is tuttiInvalidArgument."},
+     "probing with hwloc; communicators order their rings and trees by it (with "
+     "TUTTI_TOPO_DEVICE). A file that does not load is tuttiInvalidArgument at init."},
     {"TUTTI_TOPO_DUMP_FILE", Type::kString, "", "TOPO",
      "Write the detected topology to this file: hwloc XML when probed with hwloc, tutti "
      "JSON when loaded from a file or when the name ends in .json."},
+    {"TUTTI_TOPO_DEVICE", Type::kString, "", "TOPO",
+     "The device of the topology this rank stands for: gpu:N, numa:N, N (a GPU when the "
+     "topology has GPUs, else a NUMA node), a GPU's PCI bus id, or local (the launcher's "
+     "LOCAL_RANK modulo the device count). Empty: the NUMA node of the rank's CPU affinity. "
+     "With TUTTI_TOPO_FILE, host-memory ranks follow a GPU machine's graph."},
+    {"TUTTI_TOPO_REORDER", Type::kBool, "1", "TOPO",
+     "Order ranks around rings (and trees) by host and by their devices' places in the "
+     "topology; 0 keeps rank order (for comparison)."},
     {"TUTTI_BIND", Type::kString, "none", "TOPO",
      "Bind each rank's threads when its first communicator is created: none, numa (block "
      "distribution of a host's ranks over its NUMA nodes) or core (that node, then a share of "

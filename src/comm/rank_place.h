@@ -1,0 +1,34 @@
+// Where a rank sits on its host, as the topology sees it: its device (a GPU of the host's
+// topology, else the NUMA node it runs on), that device's position in the host's best device
+// ring, and how close the device is to the NIC the host's cross-host traffic leaves through.
+// Every rank describes itself once at init (from hwloc, or from TUTTI_TOPO_FILE plus
+// TUTTI_TOPO_DEVICE); the descriptions travel in the communicator's peer records.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tutti {
+
+struct RankPlace {
+  std::string device;  // "gpu:3", "numa:1"; "" unknown
+  int devicePos = -1;  // position of the device in the host's device ring; -1 unknown
+  int nicClass = -1;   // topo::LinkClass from the device to the host's NIC; -1 unknown/no NIC
+  std::string nic;     // that NIC's first OS name ("" none)
+  std::string origin;  // the host topology's origin (file name or "hwloc")
+};
+
+// This process's place, described from the topology of TUTTI_TOPO_FILE (else live hwloc,
+// probed once per process) and TUTTI_TOPO_DEVICE. An unusable TUTTI_TOPO_DEVICE throws
+// tuttiInvalidArgument; a topology that cannot be probed gives an unknown place (and a WARN).
+RankPlace describeLocalPlace();
+
+// Text form for the peer record (one line, no '\n') and back; a malformed text throws.
+std::string encodePlace(const RankPlace& p);
+RankPlace decodePlace(const std::string& text, int rank);
+
+// The link class name ("NV", "PIX", "SYS", ...) between two devices of this process's host
+// topology, as the hop of a ring or tree; "?" when either device is unknown.
+std::string localHopClass(const std::string& deviceA, const std::string& deviceB);
+
+}  // namespace tutti
