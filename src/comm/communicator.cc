@@ -62,32 +62,6 @@ std::string localHostname() {
 // Upper bound of TUTTI_SHM_WINDOW_BYTES (a window per rank, all mapped by every rank).
 constexpr int64_t kMaxWindowBytes = int64_t{1} << 30;
 
-// TUTTI_TOPO_FILE must be a topology file tutti can read: loaded once per process and path
-// (the communicator does not need it, but a wrong one must not pass silently), its error
-// repeated at every init.
-void checkTopologyFile() {
-  std::string path = env::getString("TUTTI_TOPO_FILE");
-  if (path.empty()) return;
-  static std::mutex mutex;
-  static std::map<std::string, std::pair<tuttiResult_t, std::string>> checked;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = checked.find(path);
-  if (it == checked.end()) {
-    std::pair<tuttiResult_t, std::string> outcome{tuttiSuccess, ""};
-    try {
-      topo::loadTopologyFile(path);
-    } catch (const Error& e) {
-      outcome = {e.code(), e.what()};
-    } catch (const std::exception& e) {
-      outcome = {tuttiInvalidArgument, e.what()};
-    }
-    it = checked.emplace(path, outcome).first;
-  }
-  if (it->second.first != tuttiSuccess)
-    fail(tuttiInvalidArgument, "TUTTI_TOPO_FILE=", path,
-         " is not a topology tutti can load: ", it->second.second);
-}
-
 // TUTTI_BIND: the first communicator of the process binds it (later ones, possibly over a
 // subset of ranks with other local indices, keep that binding).
 void bindOnce(const std::vector<int>& hostOf, int rank) {
@@ -138,7 +112,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
   std::string unknown = tuning::unknownAlgorithmItem(options_.algo);
   TUTTI_CHECK_ARG(unknown.empty(), options_.algoFrom, "='", options_.algo,
                   "': no algorithm matches '", unknown, "' (tutti-info lists them)");
-  checkTopologyFile();
+  // TUTTI_TOPO_FILE / TUTTI_TOPO_DEVICE errors before any rendezvous.
   const RankPlace myPlace = describeLocalPlace();
   const int64_t windowBytes = env::getInt("TUTTI_SHM_WINDOW_BYTES");
   TUTTI_CHECK_ARG(windowBytes <= kMaxWindowBytes, "TUTTI_SHM_WINDOW_BYTES=", windowBytes,

@@ -73,9 +73,19 @@ const HostTopology* hostTopology() {
   auto it = cache.find(file);
   if (it != cache.end()) return it->second.get();
   if (!file.empty()) {
-    // Loads errors throw (the communicator's init reports them).
-    auto h = makeHostTopology(topo::discoverTopology(), file);
-    return cache.emplace(file, std::move(h)).first->second.get();
+    // A file that does not load fails every init with the same message (loaded once).
+    static std::map<std::string, std::string> failed;
+    auto f = failed.find(file);
+    if (f == failed.end()) {
+      try {
+        auto h = makeHostTopology(topo::discoverTopology(), file);
+        return cache.emplace(file, std::move(h)).first->second.get();
+      } catch (const std::exception& e) {
+        f = failed.emplace(file, e.what()).first;
+      }
+    }
+    fail(tuttiInvalidArgument, "TUTTI_TOPO_FILE=", file,
+         " is not a topology tutti can load: ", f->second);
   }
   if (probeFailed) return nullptr;
   try {
