@@ -126,6 +126,29 @@ Tree binomialTree(int n, int root) {
   return t;
 }
 
+Tree relabel(const Tree& t, std::span<const int> order) {
+  int n = static_cast<int>(t.nodes.size());
+  if (order.empty()) return t;
+  std::vector<int> o = ringOrderOrIdentity(order, n);
+  Tree out;
+  out.root = o[t.root];
+  out.nodes.resize(n);
+  for (int p = 0; p < n; ++p) {
+    TreeNode& nd = out.nodes[o[p]];
+    nd.parent = t.nodes[p].parent < 0 ? -1 : o[t.nodes[p].parent];
+    nd.children.reserve(t.nodes[p].children.size());
+    for (int c : t.nodes[p].children) nd.children.push_back(o[c]);
+  }
+  return out;
+}
+
+std::vector<int> ringPositions(std::span<const int> order, int n) {
+  std::vector<int> o = ringOrderOrIdentity(order, n);
+  std::vector<int> pos(n);
+  for (int p = 0; p < n; ++p) pos[o[p]] = p;
+  return pos;
+}
+
 bool isPow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
 int largestPow2AtMost(int n) {

@@ -21,29 +21,42 @@ RingPos ringNeighbors(std::span<const int> order, int n, int rank);
 std::vector<int> ringOrderOrIdentity(std::span<const int> order, int n);
 
 // ---- trees ---------------------------------------------------------------------------------
+// The shapes below are built over ring POSITIONS 0..n-1; builders map them to ranks with
+// relabel(tree, ringOrder), so that a subtree covers consecutive positions of the ring order
+// (the ranks of one host / NUMA node stay together, as ring segments do). With the identity
+// order positions are ranks.
 struct TreeNode {
   int parent = -1;            // -1 for the root
   std::vector<int> children;  // in a fixed order
 };
 struct Tree {
   int root = 0;
-  std::vector<TreeNode> nodes;  // indexed by rank
+  std::vector<TreeNode> nodes;  // indexed by rank (by position before relabel)
   int depthOf(int rank) const;
   int maxDepth() const;
 };
-// Heap-shaped binary tree rooted at 0: parent (r-1)/2, children 2r+1, 2r+2.
+// Heap-shaped binary tree rooted at 0: parent (p-1)/2, children 2p+1, 2p+2.
 Tree binaryTree(int n);
-// NCCL-style in-order binary tree: rank 0 is the root with one child; odd ranks are leaves.
+// NCCL-style in-order binary tree: position 0 is the root with one child; odd positions are
+// leaves.
 Tree inorderBinaryTree(int n);
-// Two complementary binary trees over 0..n-1 such that every rank is interior (has a child)
-// in at most one of them: tree 0 has the even ranks interior, tree 1 the odd ranks.
+// Two complementary binary trees over 0..n-1 such that every position is interior (has a
+// child) in at most one of them: tree 0 has the even positions interior, tree 1 the odd ones.
 struct DoubleTree {
   Tree t[2];
 };
 DoubleTree doubleBinaryTree(int n);
-// Binomial tree rooted at root over n ranks. children are ordered by the step at which the
-// parent sends to them in a broadcast (step k: vrank v < 2^k sends to v + 2^k).
+// Binomial tree rooted at root over n positions. children are ordered by the step at which
+// the parent sends to them in a broadcast (step k: vpos v < 2^k sends to v + 2^k, where
+// v = (p - root) mod n).
 Tree binomialTree(int n, int root);
+// The tree over positions mapped to ranks: position p becomes rank order[p] (parent, children
+// and root relabelled, children kept in the same order, nodes re-indexed by rank). order: a
+// permutation of 0..n-1 with n = t.nodes.size() (empty = identity, t returned unchanged).
+// Throws tutti::Error when order is not such a permutation.
+Tree relabel(const Tree& t, std::span<const int> order);
+// Inverse of a ring order: pos[order[p]] = p (identity when order is empty). Validates order.
+std::vector<int> ringPositions(std::span<const int> order, int n);
 
 // ---- recursive doubling / halving -----------------------------------------------------------
 // Non-power-of-two fold: p = largest power of two <= n, rem = n - p. Ranks p..n-1 ("extra")

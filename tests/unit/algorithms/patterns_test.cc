@@ -119,6 +119,37 @@ TEST(Patterns, DoubleBinaryTreeHasEveryRankInteriorInAtMostOne) {
   }
 }
 
+TEST(Patterns, RelabelMapsPositionsToRanks) {
+  for (int n = 1; n <= 64; ++n) {
+    std::vector<int> order = shuffled(n, n);
+    std::vector<int> pos = ringPositions(order, n);
+    EXPECT_EQ(ringPositions({}, n)[n - 1], n - 1);
+    for (const Tree& t : {binaryTree(n), doubleBinaryTree(n).t[1], binomialTree(n, n / 3)}) {
+      Tree u = relabel(t, order);
+      expectTree(u, n, "relabelled");
+      EXPECT_EQ(u.root, order[t.root]);
+      EXPECT_EQ(u.maxDepth(), t.maxDepth());
+      for (int p = 0; p < n; ++p) {
+        EXPECT_EQ(pos[order[p]], p);
+        const TreeNode& a = t.nodes[p];
+        const TreeNode& b = u.nodes[order[p]];
+        EXPECT_EQ(b.parent, a.parent < 0 ? -1 : order[a.parent]) << "n=" << n << " p=" << p;
+        ASSERT_EQ(b.children.size(), a.children.size());
+        for (size_t k = 0; k < a.children.size(); ++k)
+          EXPECT_EQ(b.children[k], order[a.children[k]]);
+        EXPECT_EQ(u.depthOf(order[p]), t.depthOf(p));
+      }
+      // Empty order: unchanged.
+      Tree same = relabel(t, {});
+      for (int p = 0; p < n; ++p) EXPECT_EQ(same.nodes[p].parent, t.nodes[p].parent);
+    }
+  }
+  std::vector<int> bad = {0, 2, 2};
+  EXPECT_THROW(relabel(binaryTree(3), bad), Error);
+  std::vector<int> shortOrder = {1, 0};
+  EXPECT_THROW(relabel(binaryTree(3), shortOrder), Error);
+}
+
 TEST(Patterns, FoldAndButterflyPartners) {
   for (int n = 1; n <= 64; ++n) {
     int p = largestPow2AtMost(n);
