@@ -47,15 +47,18 @@ Schedule reduceBinomial(const CollArgs& a) {
   Schedule s = start(a, "binomial");
   Ctx c(a);
   size_t m = a.count;
-  patterns::Tree tree = patterns::binomialTree(c.n, a.root);
+  // Over ring positions from the root's, mapped to ranks through the ring order (as broadcast).
+  std::vector<int> pos = patterns::ringPositions(a.ringOrder, c.n);
+  int rootPos = pos[a.root];
+  patterns::Tree tree = patterns::relabel(patterns::binomialTree(c.n, rootPos), a.ringOrder);
   const patterns::TreeNode& node = tree.nodes[c.r];
-  int v = (c.r - a.root + c.n) % c.n;
+  int v = (pos[c.r] - rootPos + c.n) % c.n;
   int L = c.n > 1 ? patterns::log2Floor(c.n - 1) + 1 : 0;  // broadcast steps
   // Broadcast step k becomes reduce round L-1-k; children are received last-sent first.
   Slice acc = v == 0 ? c.out(0, m) : c.tmp(0, m);
   bool first = true;
   for (auto it = node.children.rbegin(); it != node.children.rend(); ++it) {
-    int kv = (*it - a.root + c.n) % c.n;
+    int kv = (pos[*it] - rootPos + c.n) % c.n;
     int step = patterns::log2Floor(kv - v);
     recvReduce(at(s, L - 1 - step), *it, first ? c.in(0, m) : acc, acc);
     first = false;
