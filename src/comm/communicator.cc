@@ -268,7 +268,8 @@ void Communicator::logPlacement() const {
     for (int r = 0; r < nranks_; ++r) order.push_back(r);
   auto hop = [&](int a, int b) -> std::string {
     if (hostOf_[a] != hostOf_[b]) return "NET";
-    if (places_[a].origin != places_[b].origin) return "?";
+    // Only this host's topology is known here: other hosts' hops are in their ranks' lines.
+    if (hostOf_[a] != hostOf_[rank_]) return "?";
     return localHopClass(places_[a].device, places_[b].device);
   };
   if (rank_ == 0) {
