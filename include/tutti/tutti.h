@@ -1,8 +1,9 @@
 /* tutti: a collective communication library (NCCL-shaped C API).
  *
- * Every function returns a tuttiResult_t and never throws. Buffers may be host
- * memory (always) or CUDA device memory (when built with CUDA). Calls on one
- * communicator must be made in the same order on every rank, as with NCCL. */
+ * Every function returns a tuttiResult_t and never throws. Collective buffers may be
+ * host memory (always) or CUDA device memory (when built with CUDA); tuttiSend/tuttiRecv
+ * and tuttiAllReduceCompressed take host memory only. Calls on one communicator must be
+ * made in the same order on every rank, as with NCCL. */
 #ifndef TUTTI_TUTTI_H_
 #define TUTTI_TUTTI_H_
 
@@ -226,12 +227,21 @@ TUTTI_API tuttiResult_t tuttiScatter(const void* sendbuff, void* recvbuff, size_
                                      tuttiStream_t stream);
 
 /* ---- Point to point ---- */
+/* Host memory only: a CUDA device buffer is tuttiInvalidArgument. Outside a group each call
+ * runs alone and may wait for its peer: a rank that both sends and receives in one step puts
+ * them in a group. */
 TUTTI_API tuttiResult_t tuttiSend(const void* sendbuff, size_t count, tuttiDataType_t datatype,
                                   int peer, tuttiComm_t comm, tuttiStream_t stream);
 TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t datatype,
                                   int peer, tuttiComm_t comm, tuttiStream_t stream);
 
-/* ---- Group calls: operations between Start and End are issued together at End. ---- */
+/* ---- Group calls ----
+ * Calls between Start and End (nestable; per thread) are recorded and run at the outermost
+ * End, communicator by communicator in the order each was first used in the group: first its
+ * collectives, one after another in call order (each completes before the next starts), then
+ * its sends and receives, issued together as one batch (any order of matching pairs works).
+ * Unlike NCCL the collectives are not fused or overlapped, and a group holding collectives
+ * on several communicators must record them in the same order on every rank. */
 TUTTI_API tuttiResult_t tuttiGroupStart(void);
 TUTTI_API tuttiResult_t tuttiGroupEnd(void);
 

@@ -7,6 +7,7 @@
 #include "comm_handle.h"
 #include "common/clock.h"
 #include "common/dtype.h"
+#include "memory_space.h"
 
 namespace tutti::api {
 
@@ -63,6 +64,20 @@ tuttiResult_t issueP2p(bool isSend, void* buffer, size_t count, const tuttiDataT
                   " is NULL with count ", count);
   auto& c = tutti::api::ready(comm);
   TUTTI_CHECK_ARG(peer >= 0 && peer < c.size(), "peer ", peer, " out of range [0, ", c.size(), ")");
+  // Send/receive have no device path (no staging, no CUDA IPC for p2p): a device buffer is
+  // refused instead of being read as host memory.
+  tutti::api::CallBuffers bufs;
+  if (isSend) {
+    bufs.send = buffer;
+    bufs.sendBytes = count == 0 ? 0 : 1;
+  } else {
+    bufs.recv = buffer;
+    bufs.recvBytes = count == 0 ? 0 : 1;
+  }
+  TUTTI_CHECK_ARG(!tutti::api::buffersOnDevice(isSend ? "tuttiSend" : "tuttiRecv", bufs),
+                  isSend ? "sendbuff" : "recvbuff",
+                  " is CUDA device memory: tuttiSend/tuttiRecv take host memory only (copy "
+                  "to host memory first; the collectives stage device buffers)");
   tutti::P2pOp op{isSend, peer, static_cast<std::byte*>(buffer),
                   tutti::api::bufferBytes("count", count, datatype)};
   const bool grouped = tutti::api::groupDepth() > 0;

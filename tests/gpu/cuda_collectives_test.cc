@@ -233,6 +233,10 @@ TEST(DeviceBuffers, HostDeviceMixIsRejected) {
     EXPECT_NE(std::string(tuttiGetLastError(comm)).find("same memory space"), std::string::npos)
         << tuttiGetLastError(comm);
     EXPECT_EQ(tuttiAllGather(d, h.data(), 1024, tuttiFloat32, comm, nullptr), tuttiInvalidArgument);
+    // Send/receive have no device path: refused, naming it.
+    EXPECT_EQ(tuttiSend(d, 1024, tuttiFloat32, 0, comm, nullptr), tuttiInvalidArgument);
+    EXPECT_NE(std::string(tuttiGetLastError(comm)).find("host memory only"), std::string::npos)
+        << tuttiGetLastError(comm);
     cudaFree(d);
     TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
   });
@@ -295,6 +299,14 @@ TEST(NoCuda, UnreadablePointerGetsClearError) {
     EXPECT_NE(msg.find("CUDA is not available"), std::string::npos) << msg;
     EXPECT_EQ(tuttiBroadcast(h.data(), p, 1024, tuttiFloat32, 0, comm, nullptr),
               tuttiInvalidArgument);
+    // Send/receive refuse it too, before touching it (also inside a group).
+    EXPECT_EQ(tuttiSend(p, 1024, tuttiFloat32, 0, comm, nullptr), tuttiInvalidArgument);
+    msg = tuttiGetLastError(comm);
+    EXPECT_NE(msg.find("not readable host memory"), std::string::npos) << msg;
+    EXPECT_EQ(tuttiRecv(p, 1024, tuttiFloat32, 0, comm, nullptr), tuttiInvalidArgument);
+    EXPECT_EQ(tuttiGroupStart(), tuttiSuccess);
+    EXPECT_EQ(tuttiRecv(p, 16, tuttiFloat32, 0, comm, nullptr), tuttiInvalidArgument);
+    EXPECT_EQ(tuttiGroupEnd(), tuttiSuccess);
     // Host buffers still work.
     EXPECT_EQ(tuttiAllReduce(h.data(), h.data(), 1024, tuttiFloat32, tuttiSum, comm, nullptr),
               tuttiSuccess);
