@@ -1,13 +1,14 @@
-// Hierarchical all-reduce over hosts (CollArgs::hostOf).
+// Hierarchical all-reduce over hosts (CollArgs::hostOf), hosts and their members taken in
+// ring order (hostGroups: the ranks of a host in the order CollArgs::ringOrder lists them,
+// hosts in the order their segments appear; empty order: host index, rank order).
 // Same number L of ranks on every host ("2D ring"): intra-host ring reduce-scatter, then
 // for each local index p an inter-host ring all-reduce of the block that p owns among the
 // ranks with local index p, then intra-host ring all-gather.
 // Uneven hosts ("leader"): intra-host ring reduce-scatter, members send their block to the
-// host leader (lowest rank), leaders ring all-reduce the whole buffer, leaders send each
+// host leader (the first rank of the host's segment of the ring order, its NIC-nearest end;
+// the lowest rank with an empty order), leaders ring all-reduce the whole buffer, leaders send each
 // member its block back, intra-host ring all-gather.
 #include <algorithm>
-#include <iterator>
-#include <map>
 
 #include "builder.h"
 #include "builders.h"
@@ -38,13 +39,13 @@ Schedule allReduceHier(const CollArgs& a) {
   Schedule s = start(a, "hier");
   Ctx c(a);
   size_t m = a.count;
-  std::vector<int> hostOf = hostsOf(a);
-  std::map<int, std::vector<int>> byHost;
-  for (int r = 0; r < c.n; ++r) byHost[hostOf[r]].push_back(r);
-  std::vector<std::vector<int>> hosts;
-  for (auto& [h, ranks] : byHost) hosts.push_back(ranks);
+  // Hosts and their members in ring order; a host's leader (member 0) is the first rank of
+  // its segment of the ring order.
+  std::vector<std::vector<int>> hosts = hostGroups(a);
   int nh = static_cast<int>(hosts.size());
-  int myHost = static_cast<int>(std::distance(byHost.begin(), byHost.find(hostOf[c.r])));
+  int myHost = 0;
+  while (std::find(hosts[myHost].begin(), hosts[myHost].end(), c.r) == hosts[myHost].end())
+    ++myHost;
   const std::vector<int>& local = hosts[myHost];
   int L = static_cast<int>(local.size());
   int lpos = static_cast<int>(std::find(local.begin(), local.end(), c.r) - local.begin());

@@ -1,8 +1,9 @@
 // Pipelined tree all-reduce: chunks move up the tree (reduce) and back down (broadcast) one
-// level per round. "tree" uses one heap-shaped binary tree; "dbtree" splits the buffer in
-// two halves, each reduced/broadcast on one of two complementary binary trees (NCCL style).
-// The trees are built over positions of CollArgs::ringOrder and mapped to ranks through it
-// (patterns::relabel), so subtrees stay within a host like ring segments.
+// level per round. "tree" uses one binary tree whose subtrees are aligned segments of ring
+// positions (patterns::binaryTree); "dbtree" splits the buffer in two halves, each
+// reduced/broadcast on one of two complementary in-order binary trees (NCCL style). The trees
+// are built over positions of CollArgs::ringOrder and mapped to ranks through it
+// (patterns::allReduceTreeFor / dbtreeFor), so subtrees are ring segments.
 //
 // Global round plan for a tree of depth D, node at depth d, chunk i:
 //   up:   children send chunk i at round i + D - d - 1; the node sends it up at i + D - d
@@ -67,7 +68,7 @@ Schedule allReduceTree(const CollArgs& a) {
   if (a.deterministic) return detAllReduce(a, "tree");
   Schedule s = start(a, "tree");
   Ctx c(a);
-  patterns::Tree tree = patterns::relabel(patterns::binaryTree(c.n), a.ringOrder);
+  patterns::Tree tree = patterns::allReduceTreeFor(a.ringOrder, c.n);
   needScratch(s, treeAllReduce(s, c, tree, 0, a.count, 0));
   trim(s);
   return s;
@@ -77,8 +78,7 @@ Schedule allReduceDbtree(const CollArgs& a) {
   if (a.deterministic) return detAllReduce(a, "dbtree");
   Schedule s = start(a, "dbtree");
   Ctx c(a);
-  patterns::DoubleTree dt = patterns::doubleBinaryTree(c.n);
-  for (patterns::Tree& t : dt.t) t = patterns::relabel(t, a.ringOrder);
+  patterns::DoubleTree dt = patterns::dbtreeFor(a.ringOrder, c.n);
   Range h0 = c.block(a.count, 2, 0), h1 = c.block(a.count, 2, 1);
   size_t used = treeAllReduce(s, c, dt.t[0], h0.offset, h0.count, 0);
   used += treeAllReduce(s, c, dt.t[1], h1.offset, h1.count, used);

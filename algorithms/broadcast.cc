@@ -1,7 +1,8 @@
 // Broadcast: pipelined chain (along the ring order, starting at the root; chunk i leaves
 // the root at round i and reaches chain position k at round i + k - 1) and binomial tree
-// (ceil(log2 n) rounds, whole buffer per step, built over ring positions from the root's and
-// mapped to ranks through the ring order). Non-root ranks never read their input.
+// (ceil(log2 n) rounds, whole buffer per step, built over the dyadic blocks of ring positions
+// rooted at the root's position and mapped to ranks through the ring order). Non-root ranks
+// never read their input.
 #include <algorithm>
 
 #include "builder.h"
@@ -43,21 +44,16 @@ Schedule broadcastBinomial(const CollArgs& a) {
   Schedule s = start(a, "binomial");
   Ctx c(a);
   size_t m = a.count;
-  // The tree is built over ring positions rotated to start at the root's position (as the
-  // chain) and mapped to ranks through the ring order.
-  std::vector<int> pos = patterns::ringPositions(a.ringOrder, c.n);
-  int rootPos = pos[a.root];
-  patterns::Tree tree = patterns::relabel(patterns::binomialTree(c.n, rootPos), a.ringOrder);
-  int v = (pos[c.r] - rootPos + c.n) % c.n;
-  auto stepOf = [&](int vv) { return patterns::log2Floor(vv); };  // step that reaches vv
-  if (v == 0)
+  // The tree is built over ring positions, rooted at the root's position, and mapped to ranks
+  // through the ring order; a node sends to its children largest subtree first, one per step.
+  patterns::Tree tree = patterns::binomialFor(a.ringOrder, c.n, a.root);
+  std::vector<int> step = patterns::broadcastSteps(tree);
+  if (c.r == a.root)
     copy(at(s, 0), c.in(0, m), c.out(0, m));
   else
-    recv(at(s, stepOf(v)), tree.nodes[c.r].parent, c.out(0, m));
-  for (int kid : tree.nodes[c.r].children) {
-    int kv = (pos[kid] - rootPos + c.n) % c.n;
-    send(at(s, stepOf(kv - v)), kid, v == 0 ? c.in(0, m) : c.out(0, m));
-  }
+    recv(at(s, step[c.r]), tree.nodes[c.r].parent, c.out(0, m));
+  for (int kid : tree.nodes[c.r].children)
+    send(at(s, step[kid]), kid, c.r == a.root ? c.in(0, m) : c.out(0, m));
   trim(s);
   return s;
 }

@@ -1,6 +1,7 @@
 #include "builder.h"
 
 #include <algorithm>
+#include <map>
 
 #include "common/error.h"
 
@@ -191,6 +192,33 @@ int numHosts(const CollArgs& a) {
   std::vector<int> h = hostsOf(a);
   std::sort(h.begin(), h.end());
   return static_cast<int>(std::unique(h.begin(), h.end()) - h.begin());
+}
+
+std::vector<std::vector<int>> hostGroups(const CollArgs& a) {
+  std::vector<int> hostOf = hostsOf(a);
+  int n = a.nranks;
+  std::vector<std::vector<int>> groups;
+  std::map<int, size_t> index;  // host -> its group
+  auto add = [&](int r) {
+    auto [it, fresh] = index.emplace(hostOf[r], groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(r);
+  };
+  if (a.ringOrder.empty()) {
+    std::map<int, std::vector<int>> byHost;
+    for (int r = 0; r < n; ++r) byHost[hostOf[r]].push_back(r);
+    for (auto& [h, ranks] : byHost) groups.push_back(std::move(ranks));
+    return groups;
+  }
+  std::vector<int> order = patterns::ringOrderOrIdentity(a.ringOrder, n);
+  int first = 0;
+  for (int p = 0; p < n; ++p)
+    if (hostOf[order[p]] != hostOf[order[(p + n - 1) % n]]) {
+      first = p;
+      break;
+    }
+  for (int k = 0; k < n; ++k) add(order[(first + k) % n]);
+  return groups;
 }
 
 }  // namespace tutti::algo::detail

@@ -106,5 +106,12 @@ Schedule detReduce(const CollArgs& a, const char* name);
 // Group helpers.
 std::vector<int> hostsOf(const CollArgs& a);  // hostOf or all zeros
 int numHosts(const CollArgs& a);
+// The ranks of each host, hosts and members in ring order: walking CollArgs::ringOrder from
+// its first host boundary (the first position whose predecessor, cyclically, is on another
+// host; position 0 when there is one host), each host's members in the order met, hosts in
+// the order first met. Member 0 of a host is the first rank of its segment (the ring enters
+// the host there: its NIC-nearest end). Empty ringOrder: hosts by increasing host index,
+// members by increasing rank.
+std::vector<std::vector<int>> hostGroups(const CollArgs& a);
 
 }  // namespace tutti::algo::detail

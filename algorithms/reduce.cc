@@ -47,27 +47,24 @@ Schedule reduceBinomial(const CollArgs& a) {
   Schedule s = start(a, "binomial");
   Ctx c(a);
   size_t m = a.count;
-  // Over ring positions from the root's, mapped to ranks through the ring order (as broadcast).
-  std::vector<int> pos = patterns::ringPositions(a.ringOrder, c.n);
-  int rootPos = pos[a.root];
-  patterns::Tree tree = patterns::relabel(patterns::binomialTree(c.n, rootPos), a.ringOrder);
+  // The broadcast tree (patterns::binomialFor) run backwards: broadcast step k becomes
+  // reduce round R-1-k (R = broadcast steps); children are received last-sent first.
+  patterns::Tree tree = patterns::binomialFor(a.ringOrder, c.n, a.root);
+  std::vector<int> step = patterns::broadcastSteps(tree);
+  int R = 1 + *std::max_element(step.begin(), step.end());
   const patterns::TreeNode& node = tree.nodes[c.r];
-  int v = (pos[c.r] - rootPos + c.n) % c.n;
-  int L = c.n > 1 ? patterns::log2Floor(c.n - 1) + 1 : 0;  // broadcast steps
-  // Broadcast step k becomes reduce round L-1-k; children are received last-sent first.
-  Slice acc = v == 0 ? c.out(0, m) : c.tmp(0, m);
+  bool isRoot = c.r == a.root;
+  Slice acc = isRoot ? c.out(0, m) : c.tmp(0, m);
   bool first = true;
   for (auto it = node.children.rbegin(); it != node.children.rend(); ++it) {
-    int kv = (pos[*it] - rootPos + c.n) % c.n;
-    int step = patterns::log2Floor(kv - v);
-    recvReduce(at(s, L - 1 - step), *it, first ? c.in(0, m) : acc, acc);
+    recvReduce(at(s, R - 1 - step[*it]), *it, first ? c.in(0, m) : acc, acc);
     first = false;
   }
-  if (v == 0) {
+  if (isRoot) {
     if (first) copy(at(s, 0), c.in(0, m), acc);
   } else {
     if (!first) needScratch(s, m * c.es);
-    send(at(s, L - 1 - patterns::log2Floor(v)), node.parent, first ? c.in(0, m) : acc);
+    send(at(s, R - 1 - step[c.r]), node.parent, first ? c.in(0, m) : acc);
   }
   trim(s);
   return s;

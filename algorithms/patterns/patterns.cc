@@ -1,6 +1,8 @@
 #include "algorithms/patterns/patterns.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 #include "common/error.h"
 
@@ -58,6 +60,16 @@ Tree fromParents(const std::vector<int>& parent) {
   return t;
 }
 
+// The position in [lo, hi) (1 <= lo < hi) with the most trailing zero bits (unique).
+int mostAligned(int lo, int hi) {
+  for (int k = 30; k > 0; --k) {
+    long long step = 1LL << k;
+    long long m = (lo + step - 1) / step * step;
+    if (m < hi) return static_cast<int>(m);
+  }
+  return lo;
+}
+
 // Parent of rank r in NCCL's in-order binary tree over n ranks (root 0).
 int inorderParent(int n, int r) {
   if (r == 0) return -1;
@@ -70,8 +82,24 @@ int inorderParent(int n, int r) {
 
 Tree binaryTree(int n) {
   TUTTI_CHECK_ARG(n >= 1, "binary tree: nranks ", n, " must be >= 1");
-  std::vector<int> parent(n);
-  for (int r = 0; r < n; ++r) parent[r] = r == 0 ? -1 : (r - 1) / 2;
+  std::vector<int> parent(n, -1);
+  // Segments still to split: node x owns [x, e).
+  std::vector<std::pair<int, int>> todo = {{0, n}};
+  while (!todo.empty()) {
+    auto [x, e] = todo.back();
+    todo.pop_back();
+    int lo = x + 1;
+    if (lo >= e) continue;
+    int s = mostAligned(lo, e);
+    parent[lo] = x;
+    if (s == lo) {
+      todo.push_back({lo, e});
+    } else {
+      parent[s] = x;
+      todo.push_back({lo, s});
+      todo.push_back({s, e});
+    }
+  }
   return fromParents(parent);
 }
 
@@ -110,20 +138,57 @@ DoubleTree doubleBinaryTree(int n) {
 Tree binomialTree(int n, int root) {
   TUTTI_CHECK_ARG(n >= 1 && root >= 0 && root < n, "binomial tree: bad root ", root, " for ", n,
                   " ranks");
+  std::vector<int> parent(n, -1);
+  // Children per node with their subtree sizes, in the order they are found (larger blocks
+  // first), sorted by size below.
+  std::vector<std::vector<std::pair<int, int>>> kids(n);
+  struct Part {
+    int lo, hi, root;
+  };
+  std::vector<Part> todo = {{0, n, root}};
+  while (!todo.empty()) {
+    Part p = todo.back();
+    todo.pop_back();
+    while (p.hi - p.lo > 1) {
+      int h = 1;
+      while (2 * h < p.hi - p.lo) h *= 2;
+      int mid = p.lo + h;
+      bool left = p.root < mid;
+      Part other = left ? Part{mid, p.hi, mid} : Part{p.lo, mid, p.lo};
+      parent[other.root] = p.root;
+      kids[p.root].push_back({other.hi - other.lo, other.root});
+      todo.push_back(other);
+      if (left)
+        p.hi = mid;
+      else
+        p.lo = mid;
+    }
+  }
   Tree t;
   t.root = root;
   t.nodes.resize(n);
   for (int v = 0; v < n; ++v) {
-    int r = (v + root) % n;
-    if (v > 0) {
-      int high = 1;
-      while (high * 2 <= v) high *= 2;
-      t.nodes[r].parent = (v - high + root) % n;
-    }
-    for (int k = 1; k < n; k *= 2)
-      if (v < k && v + k < n) t.nodes[r].children.push_back((v + k + root) % n);
+    std::stable_sort(kids[v].begin(), kids[v].end(),
+                     [](const auto& x, const auto& y) { return x.first > y.first; });
+    t.nodes[v].parent = parent[v];
+    for (const auto& k : kids[v]) t.nodes[v].children.push_back(k.second);
   }
   return t;
+}
+
+std::vector<int> broadcastSteps(const Tree& t) {
+  std::vector<int> step(t.nodes.size(), -1);
+  std::vector<int> todo = {t.root};
+  while (!todo.empty()) {
+    int v = todo.back();
+    todo.pop_back();
+    const auto& ch = t.nodes[v].children;
+    for (size_t i = 0; i < ch.size(); ++i) {
+      step[ch[i]] = step[v] + 1 + static_cast<int>(i);
+      todo.push_back(ch[i]);
+    }
+  }
+  return step;
 }
 
 Tree relabel(const Tree& t, std::span<const int> order) {
@@ -147,6 +212,36 @@ std::vector<int> ringPositions(std::span<const int> order, int n) {
   std::vector<int> pos(n);
   for (int p = 0; p < n; ++p) pos[o[p]] = p;
   return pos;
+}
+
+Tree allReduceTreeFor(std::span<const int> order, int n) { return relabel(binaryTree(n), order); }
+
+DoubleTree dbtreeFor(std::span<const int> order, int n) {
+  DoubleTree dt = doubleBinaryTree(n);
+  for (Tree& t : dt.t) t = relabel(t, order);
+  return dt;
+}
+
+Tree binomialFor(std::span<const int> order, int n, int root) {
+  TUTTI_CHECK_ARG(root >= 0 && root < n, "binomial tree: bad root ", root, " for ", n, " ranks");
+  std::vector<int> pos = ringPositions(order, n);
+  return relabel(binomialTree(n, pos[root]), order);
+}
+
+std::vector<NamedTree> treesForOrder(std::span<const int> order, int n) {
+  DoubleTree dt = dbtreeFor(order, n);
+  return {{"tree", allReduceTreeFor(order, n)},
+          {"dbtree[0]", dt.t[0]},
+          {"dbtree[1]", dt.t[1]},
+          {"binomial(root 0)", binomialFor(order, n, 0)}};
+}
+
+std::string treeLine(const NamedTree& t) {
+  std::string s = t.name + ": root " + std::to_string(t.tree.root) + ", depth " +
+                  std::to_string(t.tree.maxDepth()) + ", rank->parent";
+  for (size_t r = 0; r < t.tree.nodes.size(); ++r)
+    s += " " + std::to_string(r) + "->" + std::to_string(t.tree.nodes[r].parent);
+  return s;
 }
 
 bool isPow2(int n) { return n > 0 && (n & (n - 1)) == 0; }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace tutti::algo::patterns {
@@ -22,9 +23,12 @@ std::vector<int> ringOrderOrIdentity(std::span<const int> order, int n);
 
 // ---- trees ---------------------------------------------------------------------------------
 // The shapes below are built over ring POSITIONS 0..n-1; builders map them to ranks with
-// relabel(tree, ringOrder), so that a subtree covers consecutive positions of the ring order
-// (the ranks of one host / NUMA node stay together, as ring segments do). With the identity
-// order positions are ranks.
+// relabel(tree, ringOrder). Every subtree of binaryTree, of the in-order trees and of
+// binomialTree covers a contiguous segment of positions, and binaryTree / binomialTree keep
+// every aligned block of positions [k 2^j, (k+1) 2^j) connected: when the ring order lists
+// each host (NUMA node, NVLink clique) as one segment of 2^j positions, the tree enters every
+// host once (hosts - 1 edges cross hosts, the fewest possible). With the identity order
+// positions are ranks.
 struct TreeNode {
   int parent = -1;            // -1 for the root
   std::vector<int> children;  // in a fixed order
@@ -35,7 +39,11 @@ struct Tree {
   int depthOf(int rank) const;
   int maxDepth() const;
 };
-// Heap-shaped binary tree rooted at 0: parent (p-1)/2, children 2p+1, 2p+2.
+// Binary tree rooted at position 0 built over segments: the node x that owns the segment
+// [x, e) hands [x+1, e) to x+1 when x+1 is its most aligned position (most trailing zero
+// bits), else splits it at its most aligned position s into [x+1, s) and [s, e), owned by
+// its children x+1 and s (in that order). n = 8: 0->{1,4}, 1->2, 2->3, 4->{5,6}, 6->7.
+// Depth <= ceil(log2 n); a subtree is the segment [x, e) its node owns.
 Tree binaryTree(int n);
 // NCCL-style in-order binary tree: position 0 is the root with one child; odd positions are
 // leaves.
@@ -46,10 +54,18 @@ struct DoubleTree {
   Tree t[2];
 };
 DoubleTree doubleBinaryTree(int n);
-// Binomial tree rooted at root over n positions. children are ordered by the step at which
-// the parent sends to them in a broadcast (step k: vpos v < 2^k sends to v + 2^k, where
-// v = (p - root) mod n).
+// Binomial tree rooted at position root over the dyadic blocks of 0..n-1: [0, n) splits into
+// [0, h) and [h, n) (h the largest power of two < n), each part again the same way; the part
+// holding the root is split on, the other part becomes a child subtree rooted at its first
+// position (a standard binomial tree over it). For root 0 this is MPICH's binomial tree
+// (parent of v = v minus its lowest set bit, subtree [v, v + lowbit(v))). Children are
+// ordered by subtree size, largest first (ties: the larger block first); depth <=
+// ceil(log2 n). n = 8, root 5: 5->{0,6,4}, 0->{2,1}, 2->3, 6->7.
 Tree binomialTree(int n, int root);
+// Step at which each node receives in a broadcast down t where every node sends to its
+// children in their order, one per step, from the step after it received (root: -1).
+// The broadcast takes 1 + max(steps) steps; binomialTree takes ceil(log2 n).
+std::vector<int> broadcastSteps(const Tree& t);
 // The tree over positions mapped to ranks: position p becomes rank order[p] (parent, children
 // and root relabelled, children kept in the same order, nodes re-indexed by rank). order: a
 // permutation of 0..n-1 with n = t.nodes.size() (empty = identity, t returned unchanged).
@@ -57,6 +73,23 @@ Tree binomialTree(int n, int root);
 Tree relabel(const Tree& t, std::span<const int> order);
 // Inverse of a ring order: pos[order[p]] = p (identity when order is empty). Validates order.
 std::vector<int> ringPositions(std::span<const int> order, int n);
+
+// ---- the trees of the tree algorithms, in rank terms ------------------------------------------
+// What the builders run for CollArgs::ringOrder = order over n ranks (order empty = identity):
+// allreduce "tree", allreduce "dbtree" (its two trees) and broadcast/reduce "binomial" rooted
+// at rank root (the tree over positions rooted at the root's position).
+Tree allReduceTreeFor(std::span<const int> order, int n);
+DoubleTree dbtreeFor(std::span<const int> order, int n);
+Tree binomialFor(std::span<const int> order, int n, int root);
+struct NamedTree {
+  std::string name;  // "tree", "dbtree[0]", "dbtree[1]", "binomial(root 0)"
+  Tree tree;
+};
+// The four trees above for one ring order (binomial rooted at rank 0), for logs and
+// tutti-topo; n >= 1.
+std::vector<NamedTree> treesForOrder(std::span<const int> order, int n);
+// One line: "<name>: root R, depth D, rank->parent 0->P0 1->P1 ..." (-1 for the root).
+std::string treeLine(const NamedTree& t);
 
 // ---- recursive doubling / halving -----------------------------------------------------------
 // Non-power-of-two fold: p = largest power of two <= n, rem = n - p. Ranks p..n-1 ("extra")

@@ -1,9 +1,14 @@
 // Tree algorithms follow CollArgs::ringOrder: their trees are built over ring positions and
-// mapped to ranks through the order (so a subtree stays inside a host like a ring segment).
+// mapped to ranks through the order, and every subtree is a segment of positions, so that a
+// host listed as one segment of the order is entered once.
 // (1) The parent of every rank, read from the emitted schedules, is the rank whose position
 //     is the parent position in the tree over positions, derived here independently of
-//     algorithms/patterns. (2) Every collective x algorithm stays correct in the simulator
-//     with permuted orders and roots != 0. (3) An empty order is the identity order.
+//     algorithms/patterns; binomial sends go largest subtree first within ceil(log2 n) steps.
+// (2) Hosts contiguous in the order: tree and binomial (every root) cross hosts on hosts - 1
+//     edges, the fewest possible; hier's leaders are the first ranks of the hosts' segments.
+// (3) Every collective x algorithm stays correct in the simulator with permuted orders and
+//     roots != 0. (4) An empty order is the identity order. (5) patterns::treesForOrder (what
+//     tutti-topo and the communicator print) is what the schedules run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,8 +18,10 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/patterns/patterns.h"
 #include "exec/schedule.h"
 #include "sim_harness.h"
 
@@ -27,12 +34,24 @@ using exec::Schedule;
 
 // ---- expected trees over positions (parent[p], -1 for the root) ---------------------------
 
-// Heap: position p's children are 2p+1 and 2p+2.
-std::vector<int> heapParents(int n) {
+// "tree": position x owning the segment [x, e) gives [x+1, e) to x+1 when x+1 is the most
+// aligned position of it (most trailing zeros), else splits it at the most aligned position s
+// into [x+1, s) and [s, e), owned by its children x+1 and s.
+void segmentParents(int x, int e, std::vector<int>& par) {
+  if (x + 1 >= e) return;
+  int s = x + 1;
+  for (int q = x + 2; q < e; ++q)
+    if (std::countr_zero(static_cast<unsigned>(q)) > std::countr_zero(static_cast<unsigned>(s)))
+      s = q;
+  par[x + 1] = x;
+  if (s == x + 1) return segmentParents(x + 1, e, par);
+  par[s] = x;
+  segmentParents(x + 1, s, par);
+  segmentParents(s, e, par);
+}
+std::vector<int> segmentParents(int n) {
   std::vector<int> par(n, -1);
-  for (int p = 0; p < n; ++p)
-    for (int c : {2 * p + 1, 2 * p + 2})
-      if (c < n) par[c] = p;
+  segmentParents(0, n, par);
   return par;
 }
 
@@ -70,16 +89,29 @@ std::vector<int> dbtreeSecondParents(int n) {
   return par;
 }
 
-// Binomial tree rooted at position rootPos: with v = (p - rootPos) mod n, the parent of v is
-// v without its highest set bit.
-std::vector<int> binomialParents(int n, int rootPos) {
+// Binomial tree rooted at position r over dyadic blocks: with j the highest bit in which p and
+// r differ, p lies in the block of 2^j positions beside r's; its first position hangs off r,
+// the others off p minus p's lowest set bit (a binomial tree over the block).
+std::vector<int> binomialParents(int n, int r) {
   std::vector<int> par(n, -1);
-  for (int v = 1; v < n; ++v) {
-    int pv = v - static_cast<int>(std::bit_floor(static_cast<unsigned>(v)));
-    par[(v + rootPos) % n] = (pv + rootPos) % n;
+  for (int p = 0; p < n; ++p) {
+    if (p == r) continue;
+    int j = std::bit_width(static_cast<unsigned>(p ^ r)) - 1;
+    par[p] = p % (1 << j) == 0 ? r : p - (p & -p);
   }
   return par;
 }
+
+// Subtree sizes of a parent list.
+std::vector<int> subtreeSizes(const std::vector<int>& par) {
+  int n = static_cast<int>(par.size());
+  std::vector<int> size(n, 1);
+  for (int v = 0; v < n; ++v)
+    for (int u = par[v]; u >= 0; u = par[u]) ++size[u];
+  return size;
+}
+
+int ceilLog2(int n) { return n <= 1 ? 0 : std::bit_width(static_cast<unsigned>(n - 1)); }
 
 // Position-tree parents mapped to ranks: rank order[p] has parent order[par[p]].
 std::vector<int> toRanks(const std::vector<int>& par, const std::vector<int>& order) {
@@ -212,10 +244,43 @@ TEST(TreeOrder, AllReduceTreeFollowsRingOrder) {
     for (const auto& order : ordersFor(n)) {
       std::string what = "allreduce:tree n=" + std::to_string(n) + " order=" + str(order);
       Built b = buildAll(*algo, n, 64, 0, order);
-      std::vector<int> want = toRanks(heapParents(n), order);
+      std::vector<int> want = toRanks(segmentParents(n), order);
       EXPECT_EQ(allReduceParents(b, 1, 0)[0], want) << what;
       expectPeersAreTreeNeighbours(b, {want}, what);
     }
+}
+
+// The shapes over positions, written out: every subtree is the segment [node, end), at most
+// two children, depth between floor(log2 n) and ceil(log2 n).
+TEST(TreeOrder, TreeShapes) {
+  EXPECT_EQ(segmentParents(8), (std::vector<int>{-1, 0, 1, 2, 0, 4, 4, 6}));
+  EXPECT_EQ(segmentParents(6), (std::vector<int>{-1, 0, 1, 2, 0, 4}));
+  EXPECT_EQ(segmentParents(16),
+            (std::vector<int>{-1, 0, 1, 2, 1, 4, 4, 6, 0, 8, 9, 10, 8, 12, 12, 14}));
+  // Root 0: MPICH's binomial tree (v's parent is v minus its lowest set bit).
+  EXPECT_EQ(binomialParents(8, 0), (std::vector<int>{-1, 0, 0, 2, 0, 4, 4, 6}));
+  EXPECT_EQ(binomialParents(8, 5), (std::vector<int>{5, 0, 0, 2, 5, -1, 5, 6}));
+  EXPECT_EQ(binomialParents(6, 4), (std::vector<int>{4, 0, 0, 2, -1, 4}));
+  for (int n = 1; n <= 40; ++n) {
+    std::vector<int> par = segmentParents(n);
+    std::vector<int> size = subtreeSizes(par);
+    int depth = 0;
+    for (int p = 0; p < n; ++p) {
+      int kids = 0, d = 0;
+      for (int c = 0; c < n; ++c) kids += par[c] == p;
+      for (int u = p; par[u] >= 0; u = par[u]) ++d;
+      depth = std::max(depth, d);
+      EXPECT_LE(kids, 2) << "n=" << n << " p=" << p;
+      // Pre-order segments: the subtree of p is [p, p + size).
+      for (int q = p + 1; q < p + size[p]; ++q) {
+        int u = q;
+        while (u > p) u = par[u];
+        EXPECT_EQ(u, p) << "n=" << n << " " << q << " not under " << p;
+      }
+    }
+    EXPECT_LE(depth, ceilLog2(n)) << "n=" << n;
+    EXPECT_GE(depth, std::bit_width(static_cast<unsigned>(n)) - 1) << "n=" << n;
+  }
 }
 
 TEST(TreeOrder, AllReduceDbtreeFollowsRingOrder) {
@@ -255,33 +320,204 @@ TEST(TreeOrder, BinomialBroadcastAndReduceFollowRingOrder) {
         Built r = buildAll(*rd, n, 64, root, order);
         EXPECT_EQ(reduceParents(r), want) << "reduce:binomial " << what;
         expectPeersAreTreeNeighbours(r, {want}, "reduce:binomial " + what);
+        // Sends go largest subtree first, one per round after the receive, and the broadcast
+        // and the reduce take ceil(log2 n) rounds.
+        std::vector<int> size = subtreeSizes(want);
+        for (int k = 0; k < n; ++k) {
+          std::vector<std::pair<size_t, int>> sends;  // (round, child)
+          size_t recvRound = 0;
+          bool received = false;
+          for (size_t t = 0; t < b.s[k].rounds.size(); ++t)
+            for (const auto& op : b.s[k].rounds[t].ops) {
+              if (op.type == OpType::kSend) sends.push_back({t, op.peer});
+              if (op.type == OpType::kRecv) recvRound = t, received = true;
+            }
+          for (size_t i = 0; i < sends.size(); ++i) {
+            EXPECT_EQ(sends[i].first, (received ? recvRound + 1 : 0) + i)
+                << "broadcast:binomial " << what << " rank " << k << " send " << i;
+            if (i > 0)
+              EXPECT_GE(size[sends[i - 1].second], size[sends[i].second])
+                  << "broadcast:binomial " << what << " rank " << k;
+          }
+          EXPECT_LE(b.s[k].rounds.size(), static_cast<size_t>(ceilLog2(n))) << what;
+          EXPECT_LE(r.s[k].rounds.size(), static_cast<size_t>(ceilLog2(n))) << what;
+        }
       }
 }
 
-// Two hosts of four ranks interleaved (host = rank % 2) with the order 0,2,4,6,1,3,5,7: the
-// in-order trees of dbtree have subtrees over consecutive positions, so they cross between
-// the hosts on half as many edges as the same trees over rank numbers. (The heap tree of
-// "tree" and the binomial tree are relabelled the same way, but their subtrees are strided
-// positions, p -> 2p+1, 2p+2 and v -> v + 2^k, so relabelling alone does not keep them on a
-// host.)
-TEST(TreeOrder, TwoHostsInterleavedKeepsSubtreesOnAHost) {
-  const int n = 8;
-  auto cross = [](const std::vector<int>& par) {
-    int k = 0;
-    for (size_t r = 0; r < par.size(); ++r)
-      if (par[r] >= 0 && par[r] % 2 != static_cast<int>(r) % 2) ++k;
-    return k;
-  };
-  const std::vector<int> interleaved = {0, 2, 4, 6, 1, 3, 5, 7};
+// ---- hosts contiguous in the order: fewest crossings, leaders at the segment starts ----------
+
+// Edges of a parent list between ranks of different hosts.
+int crossings(const std::vector<int>& par, const std::vector<int>& hostOf) {
+  int k = 0;
+  for (size_t r = 0; r < par.size(); ++r)
+    if (par[r] >= 0 && hostOf[par[r]] != hostOf[r]) ++k;
+  return k;
+}
+
+struct HostLayout {
+  std::vector<int> hostOf;  // per rank
+  std::vector<int> order;   // hosts contiguous
+  int hosts = 0;
+};
+
+// n ranks on n / perHost hosts, host of rank r = r % hosts (interleaved); the order lists host
+// 0's ranks, then host 1's, ... (8 ranks, 2 hosts: 0,2,4,6,1,3,5,7). shuffleSeed != 0 also
+// shuffles the ranks within each host and the hosts' order.
+HostLayout interleavedHosts(int n, int perHost, unsigned shuffleSeed = 0) {
+  HostLayout h;
+  h.hosts = n / perHost;
+  for (int r = 0; r < n; ++r) h.hostOf.push_back(r % h.hosts);
+  std::vector<std::vector<int>> segs(h.hosts);
+  for (int r = 0; r < n; ++r) segs[r % h.hosts].push_back(r);
+  if (shuffleSeed) {
+    std::mt19937 rng(shuffleSeed);
+    for (auto& sg : segs) std::shuffle(sg.begin(), sg.end(), rng);
+    std::shuffle(segs.begin(), segs.end(), rng);
+  }
+  for (const auto& sg : segs) h.order.insert(h.order.end(), sg.begin(), sg.end());
+  return h;
+}
+
+TEST(TreeOrder, HostsContiguousInTheOrderAreEnteredOnce) {
+  const AlgorithmInfo* tree = find(Coll::kAllReduce, "tree");
+  const AlgorithmInfo* bc = find(Coll::kBroadcast, "binomial");
+  const AlgorithmInfo* rd = find(Coll::kReduce, "binomial");
+  ASSERT_EQ(interleavedHosts(8, 4).order, (std::vector<int>{0, 2, 4, 6, 1, 3, 5, 7}));
+  const std::pair<int, int> layouts[] = {{8, 4},  {8, 2},  {8, 1},  {4, 2},  {12, 4},
+                                         {16, 4}, {16, 8}, {24, 8}, {32, 4}, {32, 16}};
+  for (auto [n, perHost] : layouts)
+    for (unsigned seed : {0u, 7u}) {
+      HostLayout h = interleavedHosts(n, perHost, seed);
+      std::string what =
+          "n=" + std::to_string(n) + " hosts=" + std::to_string(h.hosts) + " order=" + str(h.order);
+      EXPECT_EQ(crossings(allReduceParents(buildAll(*tree, n, 64, 0, h.order), 1, 0)[0], h.hostOf),
+                h.hosts - 1)
+          << "allreduce:tree " << what;
+      for (int root = 0; root < n; ++root) {
+        EXPECT_EQ(crossings(broadcastParents(buildAll(*bc, n, 64, root, h.order)), h.hostOf),
+                  h.hosts - 1)
+            << "broadcast:binomial root " << root << " " << what;
+        EXPECT_EQ(crossings(reduceParents(buildAll(*rd, n, 64, root, h.order)), h.hostOf),
+                  h.hosts - 1)
+            << "reduce:binomial root " << root << " " << what;
+      }
+    }
+  // Without the order the same trees over rank numbers cross on most edges.
+  HostLayout h = interleavedHosts(8, 4);
+  EXPECT_EQ(crossings(allReduceParents(buildAll(*tree, 8, 64, 0, {}), 1, 0)[0], h.hostOf), 5);
+  EXPECT_EQ(crossings(broadcastParents(buildAll(*bc, 8, 64, 0, {})), h.hostOf), 4);
+  // dbtree's in-order trees: each crosses at the root's edge and at the edge joining the two
+  // halves below it; over rank numbers every odd rank hangs off an even one.
   const AlgorithmInfo* db = find(Coll::kAllReduce, "dbtree");
   auto dbCross = [&](const std::vector<int>& order) {
-    auto par = allReduceParents(buildAll(*db, n, 64, 0, order), 2, 32 * sizeof(float));
-    return cross(par[0]) + cross(par[1]);
+    auto par = allReduceParents(buildAll(*db, 8, 64, 0, order), 2, 32 * sizeof(float));
+    return crossings(par[0], h.hostOf) + crossings(par[1], h.hostOf);
   };
-  // Over positions each in-order tree crosses at the root's edge and at the edge joining the
-  // two halves below it; over ranks every odd rank hangs off an even one.
-  EXPECT_EQ(dbCross(interleaved), 4);
+  EXPECT_EQ(dbCross(h.order), 4);
   EXPECT_EQ(dbCross({}), 8);
+}
+
+// Ranks of rank r's schedule peers on another host.
+std::set<int> crossHostPeers(const Schedule& s, int r, const std::vector<int>& hostOf) {
+  std::set<int> out;
+  forEachTransfer(s, [&](const exec::Op& op) {
+    if (hostOf[op.peer] != hostOf[r]) out.insert(op.peer);
+  });
+  return out;
+}
+
+Built buildHier(int n, const std::vector<int>& hostOf, const std::vector<int>& order) {
+  const AlgorithmInfo* hier = find(Coll::kAllReduce, "hier");
+  Built b;
+  for (int r = 0; r < n; ++r) {
+    CollArgs a;
+    a.count = 1000;
+    a.nranks = n;
+    a.rank = r;
+    a.ringOrder = order;
+    a.hostOf = hostOf;
+    b.s.push_back(hier->build(a));
+  }
+  return b;
+}
+
+// Uneven hosts: only the leaders talk across hosts, and the leader of a host is the first rank
+// of its segment of the order (walking the ring from a host boundary, so a segment may wrap
+// around the end of the order); with an empty order the lowest rank.
+TEST(TreeOrder, HierLeadersAreTheFirstRanksOfTheHostSegments) {
+  const std::vector<int> hostOf = {0, 1, 0, 1, 0, 1, 0};  // host 0: 0,2,4,6; host 1: 1,3,5
+  struct Case {
+    std::vector<int> order;
+    std::set<int> leaders;
+  };
+  const Case cases[] = {{{}, {0, 1}},
+                        {{4, 0, 6, 2, 3, 5, 1}, {4, 3}},
+                        {{5, 1, 4, 0, 6, 2, 3}, {4, 3}},  // host 1's segment wraps: 3,5,1
+                        {{1, 3, 5, 6, 2, 0, 4}, {1, 6}}};
+  for (const Case& k : cases) {
+    Built b = buildHier(7, hostOf, k.order);
+    std::set<int> talkers;
+    for (int r = 0; r < 7; ++r) {
+      std::set<int> peers = crossHostPeers(b.s[r], r, hostOf);
+      if (peers.empty()) continue;
+      talkers.insert(r);
+      for (int p : peers)
+        EXPECT_TRUE(k.leaders.count(p)) << "order=" << str(k.order) << " rank " << r;
+    }
+    EXPECT_EQ(talkers, k.leaders) << "order=" << str(k.order);
+  }
+}
+
+// Same size hosts: the rank at place p of one host's segment exchanges across hosts with the
+// ranks at place p of the other hosts' segments.
+TEST(TreeOrder, HierUniformPairsPlacesInTheHostSegments) {
+  const int n = 8;
+  HostLayout h = interleavedHosts(n, 4, 3u);
+  std::map<int, int> place;  // rank -> place in its host's segment
+  for (int k = 0; k < n; ++k) place[h.order[k]] = k % 4;
+  Built b = buildHier(n, h.hostOf, h.order);
+  for (int r = 0; r < n; ++r) {
+    std::set<int> peers = crossHostPeers(b.s[r], r, h.hostOf);
+    ASSERT_EQ(peers.size(), 1u) << "rank " << r;
+    EXPECT_EQ(place[*peers.begin()], place[r]) << "rank " << r << " order=" << str(h.order);
+  }
+}
+
+// ---- what tutti-topo and the communicator print ----------------------------------------------
+
+TEST(TreeOrder, TreesForOrderAreWhatTheSchedulesRun) {
+  const AlgorithmInfo* tree = find(Coll::kAllReduce, "tree");
+  const AlgorithmInfo* db = find(Coll::kAllReduce, "dbtree");
+  const AlgorithmInfo* bc = find(Coll::kBroadcast, "binomial");
+  auto parentsOf = [](const patterns::Tree& t) {
+    std::vector<int> p;
+    for (const auto& nd : t.nodes) p.push_back(nd.parent);
+    return p;
+  };
+  for (int n = 2; n <= kMaxN; ++n) {
+    std::vector<std::vector<int>> orders = ordersFor(n);
+    orders.push_back({});
+    for (const auto& order : orders) {
+      std::string what = "n=" + std::to_string(n) + " order=" + str(order);
+      std::vector<patterns::NamedTree> trees = patterns::treesForOrder(order, n);
+      ASSERT_EQ(trees.size(), 4u);
+      EXPECT_EQ(trees[0].name, "tree");
+      EXPECT_EQ(parentsOf(trees[0].tree),
+                allReduceParents(buildAll(*tree, n, 64, 0, order), 1, 0)[0])
+          << what;
+      auto dbPar = allReduceParents(buildAll(*db, n, 64, 0, order), 2, 32 * sizeof(float));
+      EXPECT_EQ(trees[1].name, "dbtree[0]");
+      EXPECT_EQ(parentsOf(trees[1].tree), dbPar[0]) << what;
+      EXPECT_EQ(trees[2].name, "dbtree[1]");
+      EXPECT_EQ(parentsOf(trees[2].tree), dbPar[1]) << what;
+      EXPECT_EQ(trees[3].name, "binomial(root 0)");
+      EXPECT_EQ(parentsOf(trees[3].tree), broadcastParents(buildAll(*bc, n, 64, 0, order))) << what;
+    }
+  }
+  std::vector<int> order = {0, 2, 4, 6, 1, 3, 5, 7};
+  EXPECT_EQ(patterns::treeLine(patterns::treesForOrder(order, 8)[0]),
+            "tree: root 0, depth 3, rank->parent 0->-1 1->0 2->0 3->1 4->2 5->1 6->4 7->5");
 }
 
 // ---- correctness with permuted orders -------------------------------------------------------
