@@ -1,6 +1,8 @@
 // tutti-topo: prints the topology tutti detects (or loads with --file): a GPU/NIC matrix in
-// the style of `nvidia-smi topo -m`, NUMA affinities, each GPU's nearest NIC, the ring and
-// tree built for --ranks N, and warnings. --json prints the same as a JSON document.
+// the style of `nvidia-smi topo -m`, NUMA affinities, each GPU's nearest NIC, the ring built
+// for --ranks N with the trees the tree algorithms build over it (patterns::treesForOrder, as the
+// communicator logs them), and warnings. --json prints a JSON document (its "tree" is the
+// topology's recursive-bisection tree, topo::binaryTree).
 #include <cstdio>
 #include <cstring>
 #include <iomanip>
@@ -9,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/patterns/patterns.h"
 #include "common/error.h"
 #include "topology/binding.h"
 #include "topology/json.h"
@@ -25,7 +28,8 @@ void usage(std::ostream& os) {
         "  --file FILE  load an hwloc XML (v1/v2) or NCCL topology XML file instead of\n"
         "               probing this machine (TUTTI_TOPO_FILE does the same)\n"
         "  --json       print a JSON document (gpus, nics, nvlink, paths, numa_nodes, ...)\n"
-        "  --ranks N    show the ring and tree built for N ranks (default: one per GPU)\n"
+        "  --ranks N    show the ring and the algorithms' trees for N ranks (default: one per\n"
+        "               GPU)\n"
         "  --bind N     print the CPU binding (TUTTI_BIND) of N host-memory ranks on this\n"
         "               machine (cores from hwloc) or on --file's NUMA cpusets\n"
         "  --bind-mode M  numa (default) or core\n";
@@ -111,12 +115,9 @@ void printText(const topo::Topology& t, int ranks) {
     std::cout << "\n  bottleneck " << s.bottleneckMBps / 1000.0 << " GB/s, " << s.slowEdges
               << " SYS/NET edges, " << s.socketChanges << " socket/host changes, total "
               << s.totalMBps / 1000.0 << " GB/s\n";
-    auto tree = topo::binaryTree(ring);
-    std::cout << "Tree: root " << tree.root << ", depth " << tree.depth << "\n ";
-    for (size_t r = 0; r < tree.parent.size(); ++r) {
-      std::cout << " " << r << "->" << tree.parent[r];
-    }
-    std::cout << "  (rank->parent)\n";
+    // The trees the tree algorithms build over this ring (rank r = device r).
+    for (const auto& nt : tutti::algo::patterns::treesForOrder(ring, ranks))
+      std::cout << "Tree " << tutti::algo::patterns::treeLine(nt) << "\n";
   }
   auto warnings = topo::topologyWarnings(t);
   if (!warnings.empty()) {
