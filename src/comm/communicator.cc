@@ -13,6 +13,7 @@
 
 #include "bootstrap/host_id.h"
 #include "bootstrap/prefix_store.h"
+#include "comm/place_topology.h"
 #include "comm/rank_place.h"
 #include "comm/ring_order.h"
 #include "comm/transport_registry.h"
@@ -24,6 +25,7 @@
 #include "reduce/reduce.h"
 #include "topology/binding.h"
 #include "topology/load.h"
+#include "tuning/topology_model.h"
 #include "tuning/tuner.h"
 
 namespace tutti {
@@ -145,6 +147,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
       if (identity) ringOrder_.clear();
     }
     logPlacement();
+    makeTopologyModel();
     bindOnce(hostOf_, rank_);
     long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
     oversubscribed_ = std::count(hostOf_.begin(), hostOf_.end(), hostOf_[rank_]) > cores;
@@ -261,6 +264,22 @@ void Communicator::execute(const exec::Schedule& schedule, std::span<const int> 
   exec::execute(schedule, buffers, connectionPtrs_, options);
 }
 
+void Communicator::makeTopologyModel() {
+  const topo::Topology* t = localTopology();
+  if (t == nullptr || t->gpus.empty()) return;
+  std::vector<topo::DeviceRef> devs(nranks_);
+  for (int r = 0; r < nranks_; ++r) {
+    auto d = deviceOfPlace(places_[r], hostOf_[r]);
+    // Every rank decides alike: all places are GPUs of one topology (this rank's).
+    if (!d || d->kind != topo::DevKind::kGpu || places_[r].origin != places_[rank_].origin) return;
+    devs[r] = *d;
+  }
+  topoModel_ = std::make_unique<tuning::CostModel>();
+  std::string desc = tuning::applyTopology(
+      *topoModel_, *t, [devs](int r) { return devs[r]; }, nranks_);
+  TUTTI_INFO(kTuning, "cost model from the topology " << places_[rank_].origin << ": " << desc);
+}
+
 void Communicator::logPlacement() const {
   if (!log::enabled(log::Level::kInfo, log::Subsys::kTopo)) return;
   std::vector<int> order = ringOrder_;
@@ -371,10 +390,10 @@ const algo::AlgorithmInfo& Communicator::chooseAlgorithm(const algo::CollArgs& a
                     "/" + std::to_string(args.dtype) + "/" + std::to_string(args.op) + "/" +
                     std::to_string(args.root) + "/" + spec;
   if (auto it = choiceCache_.find(key); it != choiceCache_.end()) return *it->second;
-  tuning::CostModel model;
+  tuning::CostModel model = topoModel_ ? *topoModel_ : tuning::CostModel();
   // Ranks on one host share its cores (same machine: every rank computes the same value, so
   // the choice stays rank-independent); across hosts core counts may differ: leave it out.
-  if (model.coresPerHost == 0 && args.hostOf.empty())
+  if (!topoModel_ && model.coresPerHost == 0 && args.hostOf.empty())
     model.coresPerHost = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
   auto candidates = tuning::rankCandidates(args, model);
   if (candidates.empty())

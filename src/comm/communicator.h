@@ -21,6 +21,9 @@
 #include "transports/transport.h"
 
 namespace tutti {
+namespace tuning {
+struct CostModel;
+}
 
 struct CommOptions {
   double timeoutSec = 60.0;
@@ -110,6 +113,7 @@ class Communicator {
   // TOPO INFO: this rank's place and ring neighbour with the hop's link class; rank 0 also
   // the whole ring order.
   void logPlacement() const;
+  void makeTopologyModel();
   void connect(std::span<const int> peers);
   void execute(const exec::Schedule& schedule, std::span<std::byte* const> buffers);
   void execute(const exec::Schedule& schedule, std::span<const int> peers,
@@ -133,6 +137,9 @@ class Communicator {
   std::vector<RankPlace> places_;  // each rank's device and NIC closeness (rank_place.h)
   // Ranks in ring order (ring_order.h; trees are built over its positions); empty = 0..n-1.
   std::vector<int> ringOrder_;
+  // Every rank a GPU of one topology: the tuner's cost model on its links (tuning/
+  // topology_model.h), as tutti-sim builds it; null: the shm/tcp model.
+  std::unique_ptr<tuning::CostModel> topoModel_;
   std::vector<std::unique_ptr<transport::Transport>> transports_;
   std::vector<std::unique_ptr<transport::Connection>> connections_;  // by peer
   std::vector<transport::Connection*> connectionPtrs_;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "comm/place_topology.h"
 #include "common/env.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -220,6 +221,17 @@ RankPlace describeLocalPlace() {
     p.nic = names.empty() ? "nic" + std::to_string(h->nic) : names.front();
   }
   return p;
+}
+
+const topo::Topology* localTopology() {
+  const HostTopology* h = hostTopology();
+  return h == nullptr ? nullptr : &h->t;
+}
+
+std::optional<topo::DeviceRef> deviceOfPlace(const RankPlace& place, int host) {
+  DeviceId d = parseDeviceName(place.device);
+  if (d.index < 0) return std::nullopt;
+  return topo::DeviceRef{host, d.kind, d.index};
 }
 
 std::string encodePlace(const RankPlace& p) {

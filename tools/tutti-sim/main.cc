@@ -1,6 +1,7 @@
 // tutti-sim: predicts the time and busbw of every algorithm of a collective with the tuner's
 // cost model (src/tuning/cost_model.h) on the schedules the library would build, for a
 // topology file or a synthetic cluster of K hosts joined by a network. docs/tuning.md.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -17,8 +18,10 @@
 #include "common/error.h"
 #include "topology/load.h"
 #include "topology/paths.h"
+#include "topology/rings.h"
 #include "tuning/cost_model.h"
 #include "tuning/timed_sim.h"
+#include "tuning/topology_model.h"
 
 namespace algo = tutti::algo;
 namespace topo = tutti::topo;
@@ -177,36 +180,9 @@ int run(const Options& o) {
     return d;
   };
   if (haveTopo) {
-    // Intra-host pairs: the topology's link class between the two ranks' devices.
-    std::map<std::pair<int, int>, tuning::LinkCost> cache;
-    auto pairCost = [t, devOf, cache](int a, int b) mutable {
-      topo::DeviceRef da = devOf(a), db = devOf(b);
-      da.host = db.host = 0;
-      auto key = std::make_pair(da.index, db.index);
-      if (auto it = cache.find(key); it != cache.end()) return it->second;
-      topo::Path p = topo::pathBetween(t, da, db);
-      tuning::LinkCost lc{p.latencyUs * 1e-6, 1.0 / (std::max(p.bandwidthGBps, 1e-3) * 1e9)};
-      cache[key] = lc;
-      return lc;
-    };
-    if (!t.gpus.empty()) {
-      m.intraPair = pairCost;
-      m.coresPerHost = 0;
-      m.gammaPerByte = 1.0 / 1000e9;
-      topo::Path p = topo::pathBetween(t, devOf(0), devOf(std::min(1, n - 1)));
-      intraDesc = "GPU0-GPU1 " + p.label() + " " + std::to_string(p.bandwidthGBps).substr(0, 5) +
-                  " GB/s, alpha " + std::to_string(p.latencyUs).substr(0, 4) + " us";
-    }
-    // Network: the NET path between GPU 0 (or NUMA 0) of two hosts.
-    topo::DeviceRef a = devOf(0), b = a;
-    b.host = 1;
-    topo::Path net = topo::pathBetween(t, a, b);
-    if (!t.gpus.empty() || !t.nics.empty()) {
-      m.interHost = {net.latencyUs * 1e-6, 1.0 / (std::max(net.bandwidthGBps, 1e-3) * 1e9)};
-      int nics = 0;
-      for (const auto& nic : t.nics) nics += (nic.rdma || t.nics.size() == 1) ? 1 : 0;
-      m.nicsPerHost = std::max(1, nics);
-    }
+    // The communicator's model on a topology (tuning/topology_model.h).
+    std::string d = tuning::applyTopology(m, t, devOf, n);
+    if (!d.empty()) intraDesc = d;
   }
   if (o.netGbps > 0) {
     double beta = 8.0 / (o.netGbps * 1e9);
@@ -222,16 +198,36 @@ int run(const Options& o) {
   base.coll = o.coll;
   base.dtype = o.dtype;
   base.nranks = n;
-  if (hosts == 1 && !(haveTopo && m.intraPair)) {
-    // One host of CPU ranks: the communicator's shm window (communicator.cc: chunks of
-    // TUTTI_CHUNK_BYTES with a core per rank, the whole TUTTI_SHM_WINDOW_BYTES when
-    // oversubscribed).
+  if (hosts == 1) {
+    // One host: the communicator's shm window (communicator.cc: chunks of TUTTI_CHUNK_BYTES
+    // with a core per rank, the whole TUTTI_SHM_WINDOW_BYTES when oversubscribed). GPU ranks
+    // have it too: device buffers are staged through host memory.
     bool over = m.coresPerHost > 0 && n > m.coresPerHost;
     auto window = static_cast<size_t>(tutti::env::getInt("TUTTI_SHM_WINDOW_BYTES"));
     auto chunk =
         static_cast<size_t>(std::max<int64_t>(4096, tutti::env::getInt("TUTTI_CHUNK_BYTES")));
     base.windowBytes = o.windowBytes >= 0 ? static_cast<size_t>(o.windowBytes)
                                           : (over ? window : std::min(window, chunk));
+  }
+  if (hosts == 1 && haveTopo) {
+    // The communicator's order on one host (comm/ring_order.h): ranks by their device's
+    // position in the best ring over all the host's devices (GPUs, else NUMA nodes).
+    std::vector<topo::DeviceRef> all;
+    bool gpus = !t.gpus.empty();
+    int count = gpus ? static_cast<int>(t.gpus.size()) : static_cast<int>(t.numaNodes.size());
+    for (int i = 0; i < count; ++i)
+      all.push_back({0, gpus ? topo::DevKind::kGpu : topo::DevKind::kCpu, i});
+    std::vector<int> ring = topo::bestRing(t, all), pos(count, 0);
+    for (int p = 0; p < static_cast<int>(ring.size()); ++p) pos[ring[p]] = p;
+    std::vector<int> order(n);
+    for (int r = 0; r < n; ++r) order[r] = r;
+    std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+      int dx = devOf(x).index, dy = devOf(y).index;
+      return (dx < 0 ? 1 << 30 : pos[dx]) < (dy < 0 ? 1 << 30 : pos[dy]);
+    });
+    bool identity = true;
+    for (int r = 0; r < n; ++r) identity = identity && order[r] == r;
+    if (!identity) base.ringOrder = order;
   }
   if (hosts > 1) {
     base.hostOf.resize(n);
