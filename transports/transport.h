@@ -79,6 +79,9 @@ struct Context {
   std::span<const PeerInfo> peers;    // indexed by rank
   bootstrap::Store* store = nullptr;  // namespaced to this communicator
   const std::atomic<bool>* aborted = nullptr;
+  // OS names of the NIC nearest this rank's device in the topology (netdev and RDMA device
+  // names, e.g. "eth2", "mlx5_1"); network transports prefer it. Empty: no preference.
+  std::vector<std::string> preferredNics;
 };
 
 class Transport {

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <utility>
 
+#include "algorithms/patterns/patterns.h"
 #include "bootstrap/host_id.h"
 #include "bootstrap/prefix_store.h"
 #include "comm/place_topology.h"
@@ -170,7 +171,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
     execOptions_.abortFd = abortFd_;
     execOptions_.describePeer = [this](int p) { return describePeer(p); };
     transports_ = makeTransports(options_.transport);
-    transport::Context ctx{rank_, nranks_, peers_, store_.get(), &aborted_};
+    transport::Context ctx{rank_, nranks_, peers_, store_.get(), &aborted_, myPlace.nearNics};
     for (auto& t : transports_) t->setup(ctx);
     connections_.resize(nranks_);
     connectionPtrs_.assign(nranks_, nullptr);
@@ -300,6 +301,9 @@ void Communicator::logPlacement() const {
     }
     if (nranks_ > 1) os << order[0];
     TUTTI_INFO(kTopo, "comm " << prefix_ << " nranks " << nranks_ << " ring: " << os.str());
+    // The trees the tree algorithms build over that order (tutti-topo prints the same).
+    for (const auto& tree : algo::patterns::treesForOrder(ringOrder_, nranks_))
+      TUTTI_INFO(kTopo, "comm " << prefix_ << " " << algo::patterns::treeLine(tree));
   }
   int pos = static_cast<int>(std::find(order.begin(), order.end(), rank_) - order.begin());
   int next = order[(pos + 1) % nranks_], prev = order[(pos + nranks_ - 1) % nranks_];

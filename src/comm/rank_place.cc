@@ -213,6 +213,21 @@ RankPlace describeLocalPlace() {
   if (d.index < 0) return p;
   p.device = deviceName(d);
   p.devicePos = d.kind == topo::DevKind::kGpu ? h->gpuPos[d.index] : h->numaPos[d.index];
+  int near = -1;
+  if (d.kind == topo::DevKind::kGpu) {
+    near = topo::nearestNic(h->t, d.index);
+  } else {
+    for (int i = 0; i < static_cast<int>(h->t.nics.size()); ++i) {
+      const topo::Nic& n = h->t.nics[i];
+      if (n.numa != d.index) continue;
+      auto key = [](const topo::Nic& x) {
+        return std::make_pair(x.rdma ? 0 : 1, -x.speedMbps.value_or(0));
+      };
+      if (near < 0 || key(n) < key(h->t.nics[near])) near = i;
+    }
+  }
+  if (near < 0) near = h->nic;
+  if (near >= 0) p.nearNics = h->t.nics[near].names;
   if (h->nic >= 0) {
     topo::Path path =
         topo::pathBetween(h->t, {0, d.kind, d.index}, {0, topo::DevKind::kNic, h->nic});

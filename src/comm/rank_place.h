@@ -16,6 +16,9 @@ struct RankPlace {
   int nicClass = -1;   // topo::LinkClass from the device to the host's NIC; -1 unknown/no NIC
   std::string nic;     // that NIC's first OS name ("" none)
   std::string origin;  // the host topology's origin (file name or "hwloc")
+  // OS names of the NIC nearest the device (a GPU's nearest NIC, or the best NIC on the rank's
+  // NUMA node, else the host's): the network transports prefer it. Local only: not encoded.
+  std::vector<std::string> nearNics;
 };
 
 // This process's place, described from the topology of TUTTI_TOPO_FILE (else live hwloc,

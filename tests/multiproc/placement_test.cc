@@ -97,9 +97,37 @@ std::vector<Hop> loggedRing(const TempDir& dir) {
   return hops;
 }
 
-// Every rank stands for device `deviceOf(rank)` of `file`; returns the logged ring.
+// Rank 0's tree lines ("tree: root 0, depth 2, rank->parent ...") from the logs in `dir`.
+std::vector<std::string> loggedTrees(const TempDir& dir) {
+  std::vector<std::string> trees;
+  DIR* d = opendir(dir.path().c_str());
+  while (dirent* e = d ? readdir(d) : nullptr) {
+    std::ifstream in(dir.file(e->d_name));
+    for (std::string line; std::getline(in, line);) {
+      for (const char* name : {" tree: ", " dbtree[0]: ", " dbtree[1]: ", " binomial(root 0): "})
+        if (size_t at = line.find(name); at != std::string::npos)
+          trees.push_back(line.substr(at + 1));
+    }
+  }
+  if (d) closedir(d);
+  return trees;
+}
+
+// tutti-topo's "Tree <line>" lines for `file` at n ranks.
+std::vector<std::string> toolTrees(const std::string& file, int n) {
+  std::istringstream out(runTool("--file " + std::string(TUTTI_TOPO_DATA_DIR) + "/" + file +
+                                 " --ranks " + std::to_string(n)));
+  std::vector<std::string> trees;
+  for (std::string line; std::getline(out, line);)
+    if (line.rfind("Tree ", 0) == 0) trees.push_back(line.substr(5));
+  return trees;
+}
+
+// Every rank stands for device `deviceOf(rank)` of `file`; returns the logged ring (and the
+// logged trees in *trees when given).
 std::vector<Hop> runPlaced(const std::string& file, int n, const std::string& kind,
-                           std::function<int(int)> deviceOf) {
+                           std::function<int(int)> deviceOf,
+                           std::vector<std::string>* trees = nullptr) {
   TempDir dir;
   tuttiUniqueId id = makeId();
   auto r = runRanks(n, [&](int rank) {
@@ -120,6 +148,7 @@ std::vector<Hop> runPlaced(const std::string& file, int n, const std::string& ki
     TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
   });
   EXPECT_TRUE(r.allOk()) << file << ": " << r.describe();
+  if (trees != nullptr) *trees = loggedTrees(dir);
   return loggedRing(dir);
 }
 
@@ -154,7 +183,9 @@ TEST_P(Placement, RingIsTheToolsRingOverTheFilesBestLinks) {
   const topo::DevKind kind = gpus ? topo::DevKind::kGpu : topo::DevKind::kCpu;
   const std::string kindName = gpus ? "gpu" : "numa";
 
-  std::vector<Hop> hops = runPlaced(file, n, kindName, [](int r) { return r; });
+  std::vector<std::string> trees;
+  std::vector<Hop> hops = runPlaced(
+      file, n, kindName, [](int r) { return r; }, &trees);
   ASSERT_EQ(hops.size(), static_cast<size_t>(n)) << file << ": no ring line logged";
   std::vector<int> ring;
   for (const Hop& h : hops) ring.push_back(h.from);
@@ -168,6 +199,10 @@ TEST_P(Placement, RingIsTheToolsRingOverTheFilesBestLinks) {
   std::sort(sorted.begin(), sorted.end());
   for (int i = 0; i < n; ++i) ASSERT_EQ(sorted[i], i) << file << ": not a permutation";
   EXPECT_EQ(ring, toolRing(file, n)) << file;
+  // The trees the communicator reports are the ones tutti-topo prints for that ring.
+  std::vector<std::string> expectedTrees = toolTrees(file, n);
+  EXPECT_EQ(expectedTrees.size(), 4u) << file;
+  EXPECT_EQ(trees, expectedTrees) << file;
 
   // No ring over these devices has a faster bottleneck, or as fast with fewer SYS/NET hops.
   if (n <= 9) {

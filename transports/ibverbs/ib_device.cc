@@ -219,7 +219,8 @@ IbDevice::~IbDevice() {
 }
 
 std::shared_ptr<IbDevice> openIbDevice(const std::string& hcaSpec, int64_t gidIndex, int localIndex,
-                                       std::string* why) {
+                                       std::string* why,
+                                       const std::vector<std::string>& preferred) {
   const IbvApi* api = loadIbvApi(why);
   if (!api) return nullptr;
   int n = 0;
@@ -268,6 +269,13 @@ std::shared_ptr<IbDevice> openIbDevice(const std::string& hcaSpec, int64_t gidIn
            "' matches no active port; ports found: ", seen.empty() ? "none" : seen);
     *why = "no active RDMA port (ports found: " + seen + ")";
     return nullptr;
+  }
+  if (hcaSpec.empty()) {
+    std::vector<Candidate> near;
+    for (const Candidate& x : cands)
+      if (std::find(preferred.begin(), preferred.end(), x.name) != preferred.end())
+        near.push_back(x);
+    if (!near.empty()) cands = std::move(near);
   }
   std::vector<int> numa;
   for (const Candidate& x : cands) numa.push_back(x.numa);

@@ -71,8 +71,11 @@ struct IbDevice {
 // usable device (no libibverbs, no device, no active port). Throws tuttiInvalidArgument
 // when TUTTI_IB_HCA matches no active port or TUTTI_IB_GID_INDEX is not a valid entry,
 // listing what exists.
+// Without TUTTI_IB_HCA, the active ports of a device named in `preferred` (the topology's
+// NIC nearest this rank) are chosen before the others.
 std::shared_ptr<IbDevice> openIbDevice(const std::string& hcaSpec, int64_t gidIndex, int localIndex,
-                                       std::string* why);
+                                       std::string* why,
+                                       const std::vector<std::string>& preferred = {});
 
 int mtuBytes(ibv_mtu mtu);
 double portGbps(const ibv_port_attr& a);

@@ -74,7 +74,7 @@ void IbTransport::setup(const Context& ctx) {
 
   int localIndex = 0;
   for (int r = 0; r < rank_; ++r) localIndex += peers_[r].hostId == peers_[rank_].hostId;
-  dev_ = openIbDevice(hca, gidIndex, localIndex, &why_);
+  dev_ = openIbDevice(hca, gidIndex, localIndex, &why_, ctx.preferredNics);
   if (dev_) {
     reg_ = std::make_shared<RegCache>(
         dev_, env::getBool("TUTTI_IB_REG_CACHE"),

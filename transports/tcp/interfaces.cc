@@ -79,7 +79,8 @@ std::string describe(const std::vector<Interface>& all) {
 }  // namespace
 
 std::vector<Interface> selectInterfaces(const std::vector<Interface>& all, const std::string& spec,
-                                        bool singleHost) {
+                                        bool singleHost,
+                                        const std::vector<std::string>& preferred) {
   std::vector<Interface> out;
   if (spec.empty()) {
     if (singleHost) {
@@ -96,6 +97,11 @@ std::vector<Interface> selectInterfaces(const std::vector<Interface>& all, const
       fail(tuttiSystemError, "tcp: no usable network interface (",
            singleHost ? "" : "the job spans hosts, so loopback is excluded; ",
            "up interfaces: ", describe(all), "); set TUTTI_SOCKET_IFNAME");
+    }
+    if (!out.front().loopback) {
+      std::stable_partition(out.begin(), out.end(), [&](const Interface& i) {
+        return std::find(preferred.begin(), preferred.end(), i.name) != preferred.end();
+      });
     }
     return out;
   }

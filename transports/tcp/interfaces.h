@@ -35,8 +35,10 @@ class InterfaceFilter {
 // The interfaces the transport may listen on, best first. `spec` is TUTTI_SOCKET_IFNAME
 // ("" = default: every up non-loopback interface except docker*, or loopback when
 // singleHost). Loopback is never chosen when !singleHost. Throws tuttiSystemError when none
-// qualifies, listing what exists.
+// qualifies, listing what exists. Without spec, on several hosts, an interface named in
+// `preferred` (the topology's nearest NIC) comes first.
 std::vector<Interface> selectInterfaces(const std::vector<Interface>& all, const std::string& spec,
-                                        bool singleHost);
+                                        bool singleHost,
+                                        const std::vector<std::string>& preferred = {});
 
 }  // namespace tutti::transport::tcp

@@ -123,7 +123,7 @@ void TcpTransport::setup(const Context& ctx) {
                                 [&](const PeerInfo& p) { return p.hostId == myHost; });
   std::string spec = env::getString("TUTTI_SOCKET_IFNAME");
   auto all = listInterfaces();
-  auto chosen = tcp::selectInterfaces(all, spec, singleHost);
+  auto chosen = tcp::selectInterfaces(all, spec, singleHost, ctx.preferredNics);
   const Interface& ifc = chosen.front();
 
   SockAddr addr = ifc.addr;

@@ -361,6 +361,20 @@ std::vector<std::string> names(const std::vector<tcp::Interface>& v) {
   return out;
 }
 
+// The topology's nearest NIC (Context::preferredNics) comes first among the default choices;
+// TUTTI_SOCKET_IFNAME and the single-host loopback still win.
+TEST(TcpInterfaces, TopologyNearestNicIsPreferred) {
+  std::vector<tcp::Interface> all = {iface("lo", "127.0.0.1", true), iface("eth0", "10.0.0.2"),
+                                     iface("eth1", "10.2.0.2"), iface("ib0", "10.1.0.2")};
+  using V = std::vector<std::string>;
+  EXPECT_EQ(names(tcp::selectInterfaces(all, "", false, {"mlx5_1", "ib0"})),
+            (V{"ib0", "eth0", "eth1"}));
+  EXPECT_EQ(names(tcp::selectInterfaces(all, "", false, {"eth1"})), (V{"eth1", "eth0", "ib0"}));
+  EXPECT_EQ(names(tcp::selectInterfaces(all, "", false, {"nothere"})), (V{"eth0", "eth1", "ib0"}));
+  EXPECT_EQ(names(tcp::selectInterfaces(all, "eth", false, {"ib0"})), (V{"eth0", "eth1"}));
+  EXPECT_EQ(names(tcp::selectInterfaces(all, "", true, {"ib0"})), V{"lo"});
+}
+
 TEST(TcpInterfaces, DefaultSelection) {
   std::vector<tcp::Interface> all = {iface("lo", "127.0.0.1", true), iface("docker0", "172.17.0.1"),
                                      iface("eth0", "10.0.0.2"), iface("ib0", "10.1.0.2")};
