@@ -329,6 +329,29 @@ TEST(PlacementTwoPerDevice, RanksOfADeviceAreAdjacentInTheDevicesRing) {
   EXPECT_EQ(devices, expected);
 }
 
+// The communicator writes TUTTI_TOPO_DUMP_FILE: the topology it placed its ranks by.
+TEST(PlacementDump, CommunicatorWritesTheTopologyDump) {
+  TempDir dir;
+  tuttiUniqueId id = makeId();
+  const std::string dump = dir.file("topo.json");
+  auto r = runRanks(2, [&](int rank) {
+    setenv("TUTTI_TOPO_FILE",
+           (std::string(TUTTI_TOPO_DATA_DIR) + "/hwloc2_power8-minsky_4xP100_nvlink.xml").c_str(),
+           1);
+    setenv("TUTTI_TOPO_DEVICE", rank == 0 ? "gpu:0" : "gpu:1", 1);
+    setenv("TUTTI_TOPO_DUMP_FILE", dump.c_str(), 1);
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 2, id, rank), nullptr);
+    TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+  });
+  ASSERT_TRUE(r.allOk()) << r.describe();
+  std::ifstream in(dump);
+  ASSERT_TRUE(in.is_open()) << dump << " was not written";
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"gpus\""), std::string::npos) << text.substr(0, 400);
+  EXPECT_NE(text.find("minsky"), std::string::npos) << text.substr(0, 400);
+}
+
 TEST(PlacementErrors, UnusableDeviceSettingIsAnInitError) {
   tuttiUniqueId id = makeId();
   auto r = runRanks(1, [&](int) {
