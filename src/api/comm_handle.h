@@ -13,7 +13,21 @@
 #include "comm/communicator.h"
 #include "tutti/tutti.h"
 
+namespace tutti::api {
+// Every handle has a serial, live from construction to destruction (group.cc): a group that
+// recorded calls on a handle destroyed before tuttiGroupEnd drops them instead of touching
+// freed memory, whichever thread destroyed it, and a new handle at the same address is not
+// taken for the old one.
+uint64_t registerComm();
+void unregisterComm(uint64_t serial);
+}  // namespace tutti::api
+
 struct tuttiComm {
+  tuttiComm() = default;
+  ~tuttiComm() { tutti::api::unregisterComm(serial); }
+  tuttiComm(const tuttiComm&) = delete;
+  tuttiComm& operator=(const tuttiComm&) = delete;
+  const uint64_t serial = tutti::api::registerComm();
   std::unique_ptr<tutti::Communicator> impl;
   std::shared_ptr<tutti::bootstrap::Store> store;
   std::shared_ptr<void> storeServer;  // keeps rank 0's TCP store server alive

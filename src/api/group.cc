@@ -1,6 +1,9 @@
 #include "group.h"
 
+#include <atomic>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <vector>
 
 #include "api_guard.h"
@@ -15,6 +18,7 @@ namespace {
 
 struct PerComm {
   tuttiComm_t comm;
+  uint64_t serial;
   std::vector<std::function<void()>> collectives;
   std::vector<P2pOp> p2p;
 };
@@ -30,7 +34,7 @@ struct GroupState {
   PerComm& of(tuttiComm_t comm) {
     for (auto& pc : comms)
       if (pc.comm == comm) return pc;
-    return comms.emplace_back(PerComm{comm, {}, {}});
+    return comms.emplace_back(PerComm{comm, comm->serial, {}, {}});
   }
 };
 
@@ -39,7 +43,34 @@ GroupState& state() {
   return s;
 }
 
+std::mutex& liveMutex() {
+  static std::mutex m;
+  return m;
+}
+std::set<uint64_t>& liveSerials() {
+  static std::set<uint64_t> s;
+  return s;
+}
+
+bool isLive(uint64_t serial) {
+  std::lock_guard<std::mutex> lock(liveMutex());
+  return liveSerials().count(serial) != 0;
+}
+
 }  // namespace
+
+uint64_t registerComm() {
+  static std::atomic<uint64_t> next{1};
+  uint64_t serial = next.fetch_add(1);
+  std::lock_guard<std::mutex> lock(liveMutex());
+  liveSerials().insert(serial);
+  return serial;
+}
+
+void unregisterComm(uint64_t serial) {
+  std::lock_guard<std::mutex> lock(liveMutex());
+  liveSerials().erase(serial);
+}
 
 int groupDepth() { return tlsGroupDepth; }
 
@@ -118,6 +149,16 @@ TUTTI_API tuttiResult_t tuttiGroupEnd(void) {
   s.comms.clear();
   tuttiResult_t result = tuttiSuccess;
   for (auto& pc : comms) {
+    if (!tutti::api::isLive(pc.serial)) {
+      // Destroyed inside the group: its recorded calls are dropped (never run on freed
+      // memory), and the group says so.
+      tutti::api::threadLastError() =
+          "tuttiGroupEnd: " + std::to_string(pc.collectives.size() + pc.p2p.size()) +
+          " call(s) recorded on a communicator that was destroyed before tuttiGroupEnd were "
+          "dropped";
+      if (result == tuttiSuccess) result = tuttiInvalidUsage;
+      continue;
+    }
     tuttiResult_t r = tutti::api::guarded(pc.comm, "tuttiGroupEnd", [&] {
       for (auto& run : pc.collectives) run();
       if (!pc.p2p.empty()) tutti::api::ready(pc.comm).runP2p(pc.p2p);

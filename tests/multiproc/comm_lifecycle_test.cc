@@ -109,6 +109,38 @@ TEST(CommInit, TwiceInOneProcess) {
   EXPECT_TRUE(result.allOk()) << result.describe();
 }
 
+// A communicator destroyed while a group holds calls on it (issue 19, D8: tuttiGroupEnd read
+// the freed handle): its calls are dropped with a clear error, the group's other
+// communicator still runs, and a new handle made at the same address is not confused with it.
+TEST(CommGroup, DestroyInsideAGroupDropsItsCallsSafely) {
+  const int n = 2;
+  tuttiUniqueId id1 = makeId();
+  tuttiUniqueId id2 = makeId();
+  auto result = runRanks(n, [&](int rank) {
+    tuttiComm_t a = nullptr, b = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&a, n, id1, rank), nullptr);
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&b, n, id2, rank), nullptr);
+    int x = rank + 1, ya = -7, yb = 0, peerValue = -1;
+    ASSERT_EQ(tuttiGroupStart(), tuttiSuccess);
+    TUTTI_ASSERT_OK(tuttiAllReduce(&x, &ya, 1, tuttiInt32, tuttiSum, a, nullptr), a);
+    TUTTI_ASSERT_OK(tuttiSend(&x, 1, tuttiInt32, 1 - rank, a, nullptr), a);
+    TUTTI_ASSERT_OK(tuttiRecv(&peerValue, 1, tuttiInt32, 1 - rank, a, nullptr), a);
+    TUTTI_ASSERT_OK(tuttiAllReduce(&x, &yb, 1, tuttiInt32, tuttiSum, b, nullptr), b);
+    // Destroyed without its calls having run: every rank does the same, nobody waits.
+    TUTTI_ASSERT_OK(tuttiCommAbort(a), nullptr);
+    tuttiCommDestroy(a);
+    EXPECT_EQ(tuttiGroupEnd(), tuttiInvalidUsage);
+    std::string msg = tuttiGetLastError(nullptr);
+    EXPECT_NE(msg.find("destroyed before tuttiGroupEnd"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("3 call(s)"), std::string::npos) << msg;
+    EXPECT_EQ(ya, -7);
+    EXPECT_EQ(peerValue, -1);
+    EXPECT_EQ(yb, 3);  // the group's other communicator ran
+    TUTTI_ASSERT_OK(tuttiCommDestroy(b), nullptr);
+  });
+  EXPECT_TRUE(result.allOk()) << result.describe();
+}
+
 TEST(CommInit, MissingRankTimesOutNamingIt) {
   const int n = 4;
   tuttiUniqueId id = makeId();
