@@ -200,7 +200,10 @@ TUTTI_API tuttiResult_t tuttiCommSplit(tuttiComm_t comm, int color, int key, tut
 }
 
 TUTTI_API tuttiResult_t tuttiCommAbort(tuttiComm_t comm) {
-  if (comm == nullptr) return tuttiInvalidArgument;
+  if (comm == nullptr) {
+    tutti::api::threadLastError() = "tuttiCommAbort: comm is NULL";
+    return tuttiInvalidArgument;
+  }
   comm->abortRequested = true;
   try {
     std::lock_guard<std::mutex> lock(comm->initMutex);

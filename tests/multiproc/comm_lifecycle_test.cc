@@ -349,6 +349,8 @@ TEST(CommApi, BadArgumentsAreRejectedWithMessages) {
     EXPECT_EQ(tuttiCommInitRank(&comm, 1, id, 1), tuttiInvalidArgument);
     EXPECT_NE(std::string(tuttiGetLastError(nullptr)).find("rank 1"), std::string::npos);
     EXPECT_EQ(tuttiCommInitRank(nullptr, 1, id, 0), tuttiInvalidArgument);
+    EXPECT_EQ(tuttiCommAbort(nullptr), tuttiInvalidArgument);
+    EXPECT_EQ(std::string(tuttiGetLastError(nullptr)), "tuttiCommAbort: comm is NULL");
     tuttiUniqueId garbage;
     memset(&garbage, 0x5a, sizeof(garbage));
     EXPECT_EQ(tuttiCommInitRank(&comm, 1, garbage, 0), tuttiInvalidArgument);
