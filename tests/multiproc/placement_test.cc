@@ -167,16 +167,21 @@ RingValue valueOf(const topo::Topology& t, topo::DevKind kind, const std::vector
   return v;
 }
 
-class Placement : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(Placement, RingIsTheToolsRingOverTheFilesBestLinks) {
+// One topology file per case, loaded (or the case skipped where this build cannot load it).
+class Placement : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    try {
+      t = topo::loadTopologyFile(std::string(TUTTI_TOPO_DATA_DIR) + "/" + file);
+    } catch (const std::exception& e) {
+      GTEST_SKIP() << file << " does not load in this build: " << e.what();
+    }
+  }
   const std::string file = GetParam();
   topo::Topology t;
-  try {
-    t = topo::loadTopologyFile(std::string(TUTTI_TOPO_DATA_DIR) + "/" + file);
-  } catch (const std::exception& e) {
-    GTEST_SKIP() << file << " does not load in this build: " << e.what();
-  }
+};
+
+TEST_P(Placement, RingIsTheToolsRingOverTheFilesBestLinks) {
   const bool gpus = !t.gpus.empty();
   const int n = gpus ? static_cast<int>(t.gpus.size()) : static_cast<int>(t.numaNodes.size());
   if (n < 2) GTEST_SKIP() << file << ": one device, no ring to order";
@@ -225,13 +230,6 @@ TEST_P(Placement, RingIsTheToolsRingOverTheFilesBestLinks) {
 // chunk is set to the whole window on both sides: the communicator uses the whole window when
 // its ranks outnumber this machine's cores, the simulated GPU machine has a core per rank.
 TEST_P(Placement, LiveTunerAndSimulatorChooseAlike) {
-  const std::string file = GetParam();
-  topo::Topology t;
-  try {
-    t = topo::loadTopologyFile(std::string(TUTTI_TOPO_DATA_DIR) + "/" + file);
-  } catch (const std::exception& e) {
-    GTEST_SKIP() << file << " does not load in this build: " << e.what();
-  }
   if (t.gpus.size() < 2)
     GTEST_SKIP() << file << ": fewer than 2 GPUs (CPU ranks keep the shm model)";
   setenv("TUTTI_CHUNK_BYTES", "4194304", 1);
