@@ -309,11 +309,13 @@ void Communicator::logPlacement() const {
   int next = order[(pos + 1) % nranks_], prev = order[(pos + nranks_ - 1) % nranks_];
   const RankPlace& me = places_[rank_];
   TUTTI_INFO(kTopo, "comm " << prefix_ << " rank " << rank_ << " host " << hostOf_[rank_]
-                            << " device " << (me.device.empty() ? "unknown" : me.device)
-                            << " (topology " << (me.origin.empty() ? "none" : me.origin) << ", NIC "
-                            << (me.nic.empty() ? "none" : me.nic) << "); ring position " << pos
-                            << ", prev " << prev << " via " << hop(prev, rank_) << ", next " << next
-                            << " via " << hop(rank_, next));
+                            << " device " << (me.device.empty() ? "unknown" : me.device) << " CPUs "
+                            << (me.cpus.empty() ? "?" : me.cpus) << " (topology "
+                            << (me.origin.empty() ? "none" : me.origin) << ", host NIC "
+                            << (me.nic.empty() ? "none" : me.nic) << ", nearest NIC "
+                            << (me.nearNic.empty() ? "none" : me.nearNic) << "); ring position "
+                            << pos << ", prev " << prev << " via " << hop(prev, rank_) << ", next "
+                            << next << " via " << hop(rank_, next));
 }
 
 const exec::ExecOptions& Communicator::callOptions() {

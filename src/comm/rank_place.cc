@@ -204,6 +204,7 @@ RankPlace describeLocalPlace() {
     return p;
   }
   p.origin = h->origin;
+  p.cpus = topo::cpuListString(topo::currentAffinity());
   DeviceId d;
   if (!spec.empty()) {
     d = deviceFromSetting(h->t, spec, h->origin);
@@ -227,7 +228,13 @@ RankPlace describeLocalPlace() {
     }
   }
   if (near < 0) near = h->nic;
-  if (near >= 0) p.nearNics = h->t.nics[near].names;
+  if (near >= 0) {
+    const topo::Nic& n = h->t.nics[near];
+    p.nearNics = n.names;
+    p.nearNic = (n.names.empty() ? "nic" + std::to_string(near) : n.names.front()) + " " +
+                topo::nicKindName(n.kind) +
+                (n.speedMbps ? " " + std::to_string(*n.speedMbps) + " Mb/s" : "");
+  }
   if (h->nic >= 0) {
     topo::Path path =
         topo::pathBetween(h->t, {0, d.kind, d.index}, {0, topo::DevKind::kNic, h->nic});
@@ -251,7 +258,8 @@ std::optional<topo::DeviceRef> deviceOfPlace(const RankPlace& place, int host) {
 
 std::string encodePlace(const RankPlace& p) {
   std::ostringstream os;
-  os << p.device << '|' << p.devicePos << '|' << p.nicClass << '|' << p.nic << '|' << p.origin;
+  os << p.device << '|' << p.devicePos << '|' << p.nicClass << '|' << p.nic << '|' << p.cpus << '|'
+     << p.nearNic << '|' << p.origin;
   std::string s = os.str();
   std::replace(s.begin(), s.end(), '\n', ' ');
   return s;
@@ -260,7 +268,7 @@ std::string encodePlace(const RankPlace& p) {
 RankPlace decodePlace(const std::string& text, int rank) {
   std::vector<std::string> f = split(text, '|');
   RankPlace p;
-  if (f.size() < 5) fail(tuttiInternalError, "malformed place record from rank ", rank, ": ", text);
+  if (f.size() < 7) fail(tuttiInternalError, "malformed place record from rank ", rank, ": ", text);
   p.device = f[0];
   try {
     p.devicePos = std::stoi(f[1]);
@@ -269,9 +277,11 @@ RankPlace decodePlace(const std::string& text, int rank) {
     fail(tuttiInternalError, "malformed place record from rank ", rank, ": ", text);
   }
   p.nic = f[3];
+  p.cpus = f[4];
+  p.nearNic = f[5];
   // The origin (a file name) may itself hold '|'.
-  p.origin = f[4];
-  for (size_t i = 5; i < f.size(); ++i) p.origin += "|" + f[i];
+  p.origin = f[6];
+  for (size_t i = 7; i < f.size(); ++i) p.origin += "|" + f[i];
   return p;
 }
 
