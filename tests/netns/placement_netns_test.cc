@@ -2,9 +2,10 @@
 // each host loading its own topology file and each rank standing for one GPU of it. The
 // communicator's ring (rank 0's TOPO log) must keep each host's ranks contiguous, enter or
 // leave each host through its NIC-nearest rank, give every in-host hop the file's link class,
-// and compute right (all_reduce_perf -c 1). With TUTTI_NETNS_BENCH=1 it also times the ring at
-// 4 ranks on 1 Gbit/s: well placed, interleaved, and interleaved with TUTTI_TOPO_REORDER=0
-// (docs/topology.md); timing never fails the test. Skips unless root.
+// and compute right (all_reduce_perf -c 1 with ring, hier, tree and dbtree). With
+// TUTTI_NETNS_BENCH=1 it also times the ring at 4 ranks on 1 Gbit/s: well placed, interleaved, and
+// interleaved with TUTTI_TOPO_REORDER=0 (docs/topology.md); timing never fails the test. Skips
+// unless root.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -82,12 +83,27 @@ TEST(PlacementNetns, InterleavedRanksAreGroupedAndEnterThroughTheNic) {
                     " -np 6 --hosts tutti-h0:1,tutti-h1:1,tutti-h0:1,tutti-h1:1,tutti-h0:1,"
                     "tutti-h1:1 --timeout 240 -x TUTTI_DEBUG=INFO -x TUTTI_DEBUG_SUBSYS=TOPO " +
                     wrapper + " " + ALL_REDUCE_PERF_PATH +
-                    " -b 1K -e 1M -f 32 -n 2 -w 1 -c 1 -A ring -d float 2>&1";
+                    " -b 1K -e 1M -f 32 -n 2 -w 1 -c 1 -A ring,hier,tree,dbtree -d float 2>&1";
   int rc = 0;
   std::string out = runCommand(cmd, &rc);
   std::remove(wrapper.c_str());
   ASSERT_EQ(rc, 0) << cmd << "\n" << out;
   EXPECT_EQ(out.find("FAILED"), std::string::npos) << out;
+  // Every row checked (-c 1): ring, hier (host groups and leaders from the order) and the
+  // trees over its positions compute right with the hosts' ranks interleaved.
+  int rows = 0;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream f(line);
+    std::vector<std::string> w;
+    for (std::string x; f >> x;) w.push_back(x);
+    // "size count type redop root <GB/s per algorithm> auto auto-algo #wrong"
+    if (w.size() < 9 || w[0].find_first_not_of("0123456789") != std::string::npos) continue;
+    ++rows;
+    EXPECT_EQ(w.back(), "0") << "wrong results: " << line;
+  }
+  EXPECT_GE(rows, 3) << out;
+  EXPECT_NE(out.find(" hier "), std::string::npos) << "no hier column\n" << out;
   std::vector<Hop> hops = ringOf(out);
   ASSERT_EQ(hops.size(), 6u) << out;
 
