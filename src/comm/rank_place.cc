@@ -29,15 +29,6 @@ struct HostTopology {
   std::vector<int> gpuPos, numaPos;
 };
 
-std::vector<int> positionsInBestRing(const topo::Topology& t, topo::DevKind kind, int count) {
-  std::vector<topo::DeviceRef> devs;
-  for (int i = 0; i < count; ++i) devs.push_back({0, kind, i});
-  std::vector<int> order = topo::bestRing(t, devs);
-  std::vector<int> pos(count, -1);
-  for (int p = 0; p < static_cast<int>(order.size()); ++p) pos[order[p]] = p;
-  return pos;
-}
-
 // RDMA NICs first, then the fastest port, then the lowest index.
 int hostNic(const topo::Topology& t) {
   int best = -1;
@@ -56,9 +47,8 @@ std::unique_ptr<HostTopology> makeHostTopology(topo::Topology t, std::string ori
   h->t = std::move(t);
   h->origin = std::move(origin);
   h->nic = hostNic(h->t);
-  h->gpuPos = positionsInBestRing(h->t, topo::DevKind::kGpu, static_cast<int>(h->t.gpus.size()));
-  h->numaPos =
-      positionsInBestRing(h->t, topo::DevKind::kCpu, static_cast<int>(h->t.numaNodes.size()));
+  h->gpuPos = topo::devicePositions(h->t, topo::DevKind::kGpu);
+  h->numaPos = topo::devicePositions(h->t, topo::DevKind::kCpu);
   return h;
 }
 

@@ -266,6 +266,16 @@ std::vector<int> hostRing(std::span<const std::string> hostOfRank) {
 
 std::vector<int> hostRing(std::span<const uint64_t> hostOfRank) { return hostRingImpl(hostOfRank); }
 
+std::vector<int> devicePositions(const Topology& t, DevKind kind) {
+  int count = static_cast<int>(kind == DevKind::kGpu ? t.gpus.size() : t.numaNodes.size());
+  std::vector<DeviceRef> devs;
+  for (int i = 0; i < count; ++i) devs.push_back({0, kind, i});
+  std::vector<int> order = bestRing(t, devs);
+  std::vector<int> pos(count, -1);
+  for (int p = 0; p < static_cast<int>(order.size()); ++p) pos[order[p]] = p;
+  return pos;
+}
+
 std::vector<DeviceRef> devicesForRanks(const Topology& t, int nranks) {
   std::vector<DeviceRef> d;
   int g = static_cast<int>(t.gpus.size());

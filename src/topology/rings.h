@@ -49,6 +49,10 @@ Tree binaryTree(std::span<const int> ringOrder);
 std::vector<int> hostRing(std::span<const std::string> hostOfRank);
 std::vector<int> hostRing(std::span<const uint64_t> hostOfRank);
 
+// Position of every GPU (kind kGpu) or every NUMA node (kCpu) of one host in bestRing over
+// all of them: pos[index] (the communicator orders a host's ranks by it; tutti-sim too).
+std::vector<int> devicePositions(const Topology& t, DevKind kind);
+
 // The devices that `nranks` ranks would use with this topology on every host: GPUs first
 // (rank r -> host r / G, GPU r % G), else CPU ranks spread over NUMA nodes.
 std::vector<DeviceRef> devicesForRanks(const Topology& t, int nranks);

@@ -212,13 +212,8 @@ int run(const Options& o) {
   if (hosts == 1 && haveTopo) {
     // The communicator's order on one host (comm/ring_order.h): ranks by their device's
     // position in the best ring over all the host's devices (GPUs, else NUMA nodes).
-    std::vector<topo::DeviceRef> all;
-    bool gpus = !t.gpus.empty();
-    int count = gpus ? static_cast<int>(t.gpus.size()) : static_cast<int>(t.numaNodes.size());
-    for (int i = 0; i < count; ++i)
-      all.push_back({0, gpus ? topo::DevKind::kGpu : topo::DevKind::kCpu, i});
-    std::vector<int> ring = topo::bestRing(t, all), pos(count, 0);
-    for (int p = 0; p < static_cast<int>(ring.size()); ++p) pos[ring[p]] = p;
+    std::vector<int> pos =
+        topo::devicePositions(t, t.gpus.empty() ? topo::DevKind::kCpu : topo::DevKind::kGpu);
     std::vector<int> order(n);
     for (int r = 0; r < n; ++r) order[r] = r;
     std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
