@@ -29,17 +29,21 @@ struct HostTopology {
   std::vector<int> gpuPos, numaPos;
 };
 
-// RDMA NICs first, then the fastest port, then the lowest index.
-int hostNic(const topo::Topology& t) {
+// The best NIC of the topology for which `eligible(nic)` holds: RDMA NICs first, then the
+// fastest port, then the lowest index; -1 when none qualifies.
+template <typename Eligible>
+int bestNic(const topo::Topology& t, Eligible eligible) {
+  auto key = [](const topo::Nic& x) {
+    return std::make_pair(x.rdma ? 0 : 1, -x.speedMbps.value_or(0));
+  };
   int best = -1;
-  for (int i = 0; i < static_cast<int>(t.nics.size()); ++i) {
-    const topo::Nic& n = t.nics[i];
-    auto key = [&](const topo::Nic& x) {
-      return std::make_pair(x.rdma ? 0 : 1, -x.speedMbps.value_or(0));
-    };
-    if (best < 0 || key(n) < key(t.nics[best])) best = i;
-  }
+  for (int i = 0; i < static_cast<int>(t.nics.size()); ++i)
+    if (eligible(t.nics[i]) && (best < 0 || key(t.nics[i]) < key(t.nics[best]))) best = i;
   return best;
+}
+
+int hostNic(const topo::Topology& t) {
+  return bestNic(t, [](const topo::Nic&) { return true; });
 }
 
 std::unique_ptr<HostTopology> makeHostTopology(topo::Topology t, std::string origin) {
@@ -208,14 +212,7 @@ RankPlace describeLocalPlace() {
   if (d.kind == topo::DevKind::kGpu) {
     near = topo::nearestNic(h->t, d.index);
   } else {
-    for (int i = 0; i < static_cast<int>(h->t.nics.size()); ++i) {
-      const topo::Nic& n = h->t.nics[i];
-      if (n.numa != d.index) continue;
-      auto key = [](const topo::Nic& x) {
-        return std::make_pair(x.rdma ? 0 : 1, -x.speedMbps.value_or(0));
-      };
-      if (near < 0 || key(n) < key(h->t.nics[near])) near = i;
-    }
+    near = bestNic(h->t, [&](const topo::Nic& n) { return n.numa == d.index; });
   }
   if (near < 0) near = h->nic;
   if (near >= 0) {
