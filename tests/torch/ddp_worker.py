@@ -1,7 +1,8 @@
 """DDP (and ZeroRedundancyOptimizer) on a float64 MLP for a few steps with the backend of
 argv[1]; rank 0 saves the final parameters to argv[2]. With float64 and small integer-ish
 data the result does not depend on the order of the gradient sums beyond ~1e-12.
-argv[3]: "ddp" or "zero"."""
+argv[3]: "ddp", "zero", or "avg_hook" (DDP with gradient_as_bucket_view and, on tutti,
+tutti.torch.hooks.allreduce_avg_hook; gloo runs plain DDP for the reference)."""
 import sys
 from datetime import timedelta
 
@@ -11,7 +12,8 @@ import torch.nn as nn
 from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-import tutti.torch  # noqa: F401
+import tutti.torch
+import tutti.torch.hooks
 
 backend, out_path, kind = sys.argv[1], sys.argv[2], sys.argv[3]
 dist.init_process_group(backend, timeout=timedelta(seconds=120))
@@ -19,7 +21,10 @@ rank, n = dist.get_rank(), dist.get_world_size()
 torch.manual_seed(1234)  # the same initial model on every rank (DDP broadcasts it anyway)
 model = nn.Sequential(nn.Linear(32, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(),
                       nn.Linear(64, 10)).double()
-ddp = DDP(model, bucket_cap_mb=0.01)  # several buckets
+ddp = DDP(model, bucket_cap_mb=0.01,  # several buckets
+          gradient_as_bucket_view=(kind == "avg_hook"))
+if kind == "avg_hook" and backend == "tutti":
+    ddp.register_comm_hook(None, tutti.torch.hooks.allreduce_avg_hook)
 if kind == "zero":
     opt = ZeroRedundancyOptimizer(ddp.parameters(), optimizer_class=torch.optim.Adam, lr=1e-3)
 else:

@@ -22,7 +22,7 @@ def test_killed_rank_raises_naming_it(n, victim):
             assert f"rank {victim}" in out
 
 
-@pytest.mark.parametrize("kind", ["ddp", "zero"])
+@pytest.mark.parametrize("kind", ["ddp", "zero", "avg_hook"])
 @pytest.mark.parametrize("n", [2, 3])
 def test_ddp_matches_gloo(n, kind):
     with tempfile.TemporaryDirectory() as d:

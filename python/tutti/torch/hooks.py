@@ -1,4 +1,12 @@
-"""DDP communication hooks over tutti's compressed all-reduce (docs/compression.md).
+"""DDP communication hooks: an exact averaging hook and hooks over tutti's compressed
+all-reduce (docs/compression.md).
+
+    ddp.register_comm_hook(None, tutti.torch.hooks.allreduce_avg_hook)
+
+averages each bucket with one all-reduce of op AVG: the division by the group size happens
+inside the reduction, where DDP's default path divides the gradients in a pass of its own
+(a pass over every gradient byte; gloo cannot offer AVG). With
+`gradient_as_bucket_view=True` no bucket copies remain either.
 
     state = tutti.torch.hooks.CompressionState(compressor="topk:ratio=0.01")
     ddp.register_comm_hook(state, tutti.torch.hooks.compressed_hook)
@@ -39,6 +47,16 @@ def compressed_hook(state, bucket):
     return work.get_future().then(average)
 
 
+def allreduce_avg_hook(process_group, bucket):
+    """DDP comm hook: the bucket all-reduced with ReduceOp.AVG on the tutti group
+    process_group (None: the default group). Same result as DDP's default hook."""
+    pg = _group(process_group)
+    opts = dist.AllreduceOptions()
+    opts.reduceOp = dist.ReduceOp.AVG
+    work = pg.allreduce([bucket.buffer()], opts)
+    return work.get_future().then(lambda fut: fut.value()[0])
+
+
 def topk(ratio=0.01, **kwargs):
     """A CompressionState for top-k with the given ratio (error feedback on by default)."""
     return CompressionState(f"topk:ratio={ratio}", **kwargs)
@@ -50,4 +68,4 @@ def qsgd(s=4, b=512, error_feedback=False, **kwargs):
     return CompressionState(f"qsgd:s={s},b={b}", error_feedback=error_feedback, **kwargs)
 
 
-__all__ = ["CompressionState", "compressed_hook", "topk", "qsgd"]
+__all__ = ["CompressionState", "allreduce_avg_hook", "compressed_hook", "topk", "qsgd"]
