@@ -6,15 +6,23 @@
 // Messages are matched in order; the receiver states how many bytes it expects, and a
 // transport that frames messages reports a size mismatch as tuttiInvalidUsage.
 //
+// Every message carries a tag of 16 opaque bytes from the sender; the receiver states the tag
+// it expects. Transports that frame messages (tcp, shm) compare the two and throw TagMismatch
+// when they differ; an all-zero expected tag matches anything, and zero-byte messages are not
+// compared. The caller gives tags their meaning (the executor: which collective call this is);
+// transports never interpret them. ibverbs and cuda_ipc carry no tags (nothing is compared).
+//
 // Errors are thrown as tutti::Error: tuttiRemoteError when the peer closed / reset / died
 // (naming the peer rank and host), tuttiSystemError for local failures.
 #pragma once
 
 #include <sys/types.h>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <span>
@@ -23,9 +31,46 @@
 
 #include "bootstrap/store.h"
 #include "common/clock.h"
+#include "common/error.h"
 #include "transports/window.h"
 
 namespace tutti::transport {
+
+using MsgTag = std::array<uint64_t, 2>;
+
+// A received message's tag differed from the expected one (tuttiInvalidUsage). The caller may
+// turn the two tags into words; the connection stays broken (the stream is out of step).
+class TagMismatch : public Error {
+ public:
+  TagMismatch(int peer, const MsgTag& sent, const MsgTag& expected, std::string message)
+      : Error(tuttiInvalidUsage, std::move(message)),
+        peer_(peer),
+        sent_(sent),
+        expected_(expected) {}
+  int peer() const { return peer_; }
+  const MsgTag& sent() const { return sent_; }
+  const MsgTag& expected() const { return expected_; }
+
+ private:
+  int peer_;
+  MsgTag sent_, expected_;
+};
+
+// Throws TagMismatch unless `expected` is all zero or equals `sent`.
+inline void checkTag(int self, int peer, const char* transportName, const MsgTag& sent,
+                     const MsgTag& expected) {
+  if (expected == MsgTag{} || sent == expected) return;
+  auto hex = [](const MsgTag& t) {
+    char b[48];
+    std::snprintf(b, sizeof b, "%016llx:%016llx", static_cast<unsigned long long>(t[0]),
+                  static_cast<unsigned long long>(t[1]));
+    return std::string(b);
+  };
+  throw TagMismatch(peer, sent, expected,
+                    std::string(transportName) + ": rank " + std::to_string(self) +
+                        " received a message tagged " + hex(sent) + " from rank " +
+                        std::to_string(peer) + " but expected the tag " + hex(expected));
+}
 
 // Facts every rank publishes about itself at communicator init.
 struct PeerInfo {
@@ -43,6 +88,7 @@ struct RecvTarget {
   std::byte* direct = nullptr;
   size_t bytes = 0;
   std::function<void(size_t offset, std::span<const std::byte> data)> consume;
+  MsgTag tag{};  // the tag the message must carry (all zero: any)
 };
 
 class Connection {
@@ -51,9 +97,10 @@ class Connection {
   virtual const char* transportName() const = 0;
   virtual int peer() const = 0;
 
-  // Starts sending `data` (possibly empty). The buffer must stay valid and unchanged until
-  // progressSend() returns data.size(). Precondition: no send active.
-  virtual void startSend(std::span<const std::byte> data) = 0;
+  // Starts sending `data` (possibly empty) with `tag`. The buffer must stay valid and
+  // unchanged until progressSend() returns data.size(). Precondition: no send active.
+  virtual void startSend(std::span<const std::byte> data, const MsgTag& tag) = 0;
+  void startSend(std::span<const std::byte> data) { startSend(data, MsgTag{}); }
   // Advances the active send without blocking; returns the bytes completed so far.
   virtual size_t progressSend() = 0;
 

@@ -49,7 +49,7 @@ class Window {
   // e.g. collective / count / dtype). Written before post(), read after wait() returned.
   // Two slots, used by alternate calls: a peer may already be one call ahead (see halves)
   // and must not overwrite the tag this rank is about to check.
-  using Tag = std::array<uint64_t, 2>;
+  using Tag = std::array<uint64_t, 2>;  // the same words as a message's MsgTag
   static constexpr int kTagSlots = 2;
   virtual void setTag(int slot, const Tag& tag) = 0;
   virtual Tag tag(int rank, int slot) const = 0;

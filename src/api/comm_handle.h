@@ -53,6 +53,10 @@ struct tuttiComm {
 };
 
 namespace tutti::api {
-// The ready communicator of a handle; throws when null, still initialising, or failed.
+// The ready communicator of a handle; throws when null, still initialising, failed to
+// initialise, or failed since (a peer died or timed out, or the ranks' calls differed): then
+// with the failure's code and cause, at once.
 Communicator& ready(tuttiComm_t comm);
+// The same without the failure check (rank and size stay readable after a failure).
+Communicator& initialised(tuttiComm_t comm);
 }  // namespace tutti::api

@@ -20,7 +20,9 @@ tuttiResult_t recordError(tuttiComm_t comm, const char* function, tuttiResult_t 
     comm->lastError = text;
     // A peer that died or stopped answering leaves the communicator failed: the other ranks
     // may be anywhere in their calls, so nothing collective can be trusted to complete.
-    if ((code == tuttiRemoteError || code == tuttiTimeout) &&
+    // So does a call the ranks made differently (the communicator closed its connections).
+    bool outOfStep = comm->impl && comm->impl->failure() != tuttiSuccess;
+    if ((code == tuttiRemoteError || code == tuttiTimeout || outOfStep) &&
         comm->failure.load() == tuttiSuccess) {
       comm->failureText = text;
       comm->failure = code;
@@ -31,6 +33,20 @@ tuttiResult_t recordError(tuttiComm_t comm, const char* function, tuttiResult_t 
 }
 
 Communicator& ready(tuttiComm_t comm) {
+  Communicator& c = initialised(comm);
+  if (tuttiResult_t f = comm->failure.load(); f != tuttiSuccess) {
+    std::string cause;
+    {
+      std::lock_guard<std::mutex> lock(comm->errorMutex);
+      cause = comm->failureText;
+    }
+    fail(f, "the communicator failed earlier (", cause,
+         "); destroy or abort it (tuttiCommGetAsyncError reports the failure)");
+  }
+  return c;
+}
+
+Communicator& initialised(tuttiComm_t comm) {
   TUTTI_CHECK_ARG(comm != nullptr, "comm is NULL");
   tuttiResult_t async = comm->asyncError.load();
   if (async == tuttiInProgress)

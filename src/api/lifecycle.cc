@@ -256,7 +256,7 @@ TUTTI_API tuttiResult_t tuttiCommGetAsyncError(tuttiComm_t comm, tuttiResult_t* 
 TUTTI_API tuttiResult_t tuttiCommCount(const tuttiComm_t comm, int* count) {
   return guarded(comm, "tuttiCommCount", [&] {
     TUTTI_CHECK_ARG(count != nullptr, "count is NULL");
-    *count = tutti::api::ready(comm).size();
+    *count = tutti::api::initialised(comm).size();
     return tuttiSuccess;
   });
 }
@@ -264,7 +264,7 @@ TUTTI_API tuttiResult_t tuttiCommCount(const tuttiComm_t comm, int* count) {
 TUTTI_API tuttiResult_t tuttiCommUserRank(const tuttiComm_t comm, int* rank) {
   return guarded(comm, "tuttiCommUserRank", [&] {
     TUTTI_CHECK_ARG(rank != nullptr, "rank is NULL");
-    *rank = tutti::api::ready(comm).rank();
+    *rank = tutti::api::initialised(comm).rank();
     return tuttiSuccess;
   });
 }

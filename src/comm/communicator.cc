@@ -200,6 +200,27 @@ void Communicator::abort() {
   if (bootstrap_) bootstrap_->abort();
 }
 
+void Communicator::failWith(tuttiResult_t code, const std::string& text) {
+  {
+    std::lock_guard lock(failureMutex_);
+    if (failureCode_ != tuttiSuccess) return;
+    failureText_ = text;
+    failureCode_ = code;
+  }
+  // The peers may still wait on this rank in this call or the next: closing the connections
+  // turns their waits into errors naming this rank instead of a timeout, or a success with
+  // data from another call.
+  connectionPtrs_.assign(connectionPtrs_.size(), nullptr);
+  connections_.clear();
+  connections_.resize(nranks_);
+  abort();
+}
+
+std::string Communicator::failureText() const {
+  std::lock_guard lock(failureMutex_);
+  return failureText_;
+}
+
 void Communicator::leave() {
   if (aborted_ || !bootstrap_) return;
   try {
@@ -319,6 +340,10 @@ void Communicator::logPlacement() const {
 }
 
 const exec::ExecOptions& Communicator::callOptions() {
+  if (failureCode_ != tuttiSuccess) {
+    std::lock_guard lock(failureMutex_);
+    fail(failureCode_, "the communicator failed earlier: ", failureText_);
+  }
   if (aborted_) fail(tuttiInvalidUsage, "communicator was aborted");
   execOptions_.window = window_.get();
   execOptions_.callTag = callTag_;
@@ -418,40 +443,64 @@ const algo::AlgorithmInfo& Communicator::chooseAlgorithm(const algo::CollArgs& a
 }
 
 namespace {
-transport::Window::Tag tagOf(const algo::CollArgs& a) {
-  return {static_cast<uint64_t>(a.count),
-          (static_cast<uint64_t>(a.coll) + 1) | (static_cast<uint64_t>(a.dtype) << 8) |
-              (static_cast<uint64_t>(a.op) << 16) | (static_cast<uint64_t>(a.root) << 24)};
+// A collective call's tag, the same on every rank that makes the same call (window tags and
+// message tags): word 0 = count (low 40 bits) | call number (low 24 bits) << 40; word 1 =
+// collective + 1 (kBarrierCode for a barrier) | dtype << 8 | op << 16 | root << 24.
+constexpr uint64_t kBarrierCode = 0xff;
+constexpr uint64_t kCountBits = 40;
+
+transport::Window::Tag tagOf(const algo::CollArgs& a, tuttiRedOp_t userOp, bool barrier,
+                             uint64_t callNumber) {
+  uint64_t coll = barrier ? kBarrierCode : static_cast<uint64_t>(a.coll) + 1;
+  return {(static_cast<uint64_t>(a.count) & ((uint64_t{1} << kCountBits) - 1)) |
+              (callNumber << kCountBits),
+          coll | (static_cast<uint64_t>(a.dtype) << 8) | (static_cast<uint64_t>(userOp) << 16) |
+              (static_cast<uint64_t>(a.root) << 24)};
 }
 }  // namespace
 
 std::string Communicator::describeCall(const transport::Window::Tag& t) const {
-  if (t[1] == 0) return "no collective";
-  int coll = static_cast<int>(t[1] & 0xff) - 1;
-  auto dtype = static_cast<tuttiDataType_t>((t[1] >> 8) & 0xff);
-  auto op = static_cast<tuttiRedOp_t>((t[1] >> 16) & 0xff);
+  if (t[1] == 0) return "no collective (a point-to-point or internal exchange)";
+  uint64_t code = t[1] & 0xff;
+  uint64_t callNumber = t[0] >> kCountBits;
   std::ostringstream os;
-  os << (coll >= 0 && coll < algo::kNumColls ? algo::collName(static_cast<algo::Coll>(coll)) : "?")
-     << "(count " << t[0] << ", " << dtypeName(dtype) << ", " << opName(op) << ", root "
-     << (t[1] >> 24) << ")";
+  if (code == kBarrierCode) {
+    os << "barrier";
+  } else {
+    int coll = static_cast<int>(code) - 1;
+    auto c = static_cast<algo::Coll>(coll);
+    auto dtype = static_cast<tuttiDataType_t>((t[1] >> 8) & 0xff);
+    auto op = static_cast<tuttiRedOp_t>((t[1] >> 16) & 0xff);
+    bool reducing =
+        c == algo::Coll::kAllReduce || c == algo::Coll::kReduceScatter || c == algo::Coll::kReduce;
+    bool rooted = c == algo::Coll::kBroadcast || c == algo::Coll::kReduce;
+    os << (coll >= 0 && coll < algo::kNumColls ? algo::collName(c) : "?") << "(count "
+       << (t[0] & ((uint64_t{1} << kCountBits) - 1)) << ", " << dtypeName(dtype);
+    if (reducing) os << ", " << opName(op);
+    if (rooted) os << ", root " << (t[1] >> 24);
+    os << ")";
+  }
+  os << " as its collective call #" << callNumber;
   return os.str();
 }
 
 // TUTTI_CHECK_CALLS: an all-gather of every rank's call tag before the call itself.
-void Communicator::checkSameCall(const algo::CollArgs& args) {
-  transport::Window::Tag mine = tagOf(args);
+void Communicator::checkSameCall(const transport::Window::Tag& mine) {
   std::vector<uint64_t> all(2 * static_cast<size_t>(nranks_));
   algo::CollArgs a = baseArgs(algo::Coll::kAllGather, 2, tuttiUint64);
   exec::Schedule s = algo::find(algo::Coll::kAllGather, "bruck")->build(a);
   std::vector<std::byte> tmp(s.scratchBytes);
-  std::byte* buffers[3] = {reinterpret_cast<std::byte*>(mine.data()),
+  transport::Window::Tag mineCopy = mine;
+  std::byte* buffers[3] = {reinterpret_cast<std::byte*>(mineCopy.data()),
                            reinterpret_cast<std::byte*>(all.data()), tmp.data()};
   execute(s, buffers);
   for (int r = 0; r < nranks_; ++r) {
     transport::Window::Tag theirs{all[2 * r], all[2 * r + 1]};
     if (theirs != mine)
-      fail(tuttiInvalidUsage, "TUTTI_CHECK_CALLS: rank ", rank_, " called ", describeCall(mine),
-           " but ", describePeer(r), " called ", describeCall(theirs));
+      throw exec::CallMismatch(tuttiInvalidUsage,
+                               "TUTTI_CHECK_CALLS: rank " + std::to_string(rank_) + " called " +
+                                   describeCall(mine) + " but " + describePeer(r) + " called " +
+                                   describeCall(theirs));
   }
 }
 
@@ -500,18 +549,28 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
   const CallPlan& plan = planFor(args);
   const algo::AlgorithmInfo& info = *plan.info;
   const exec::Schedule& schedule = plan.planned->schedule;
-  if (options_.checkCalls && nranks_ > 1) checkSameCall(args);
-  callTag_ = tagOf(args);
+  transport::Window::Tag tag =
+      tagOf(args, applyAvg ? tuttiAvg : args.op, barrierCall_, ++collectiveCalls_);
   lastAlgorithm_ = info.name;
   if (scratch_.size() < schedule.scratchBytes) scratch_.resize(schedule.scratchBytes);
   std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),
                            static_cast<std::byte*>(recv), scratch_.data()};
-  if (const exec::WindowProgram* program = plan.planned->program.get()) {
-    program->run(buffers, callOptions());
-  } else {
-    execute(schedule, plan.planned->peers, buffers);
+  try {
+    if (options_.checkCalls && nranks_ > 1) checkSameCall(tag);
+    callTag_ = tag;
+    struct ClearTag {
+      transport::Window::Tag& t;
+      ~ClearTag() { t = {}; }
+    } clear{callTag_};
+    if (const exec::WindowProgram* program = plan.planned->program.get()) {
+      program->run(buffers, callOptions());
+    } else {
+      execute(schedule, plan.planned->peers, buffers);
+    }
+  } catch (const exec::CallMismatch& e) {
+    failWith(e.code(), e.what());
+    throw;
   }
-  callTag_ = {};
   if (applyAvg && avgElems > 0) {
     size_t es = dtypeSize(args.dtype);
     reduce::divide(static_cast<std::byte*>(recv) + avgOffsetElems * es, avgElems, args.dtype,
@@ -566,6 +625,11 @@ void Communicator::barrier() {
   uint8_t in = 0, out = 0;
   algo::CollArgs a = baseArgs(algo::Coll::kAllReduce, 1, tuttiUint8);
   a.op = tuttiMax;
+  barrierCall_ = true;
+  struct Reset {
+    bool& b;
+    ~Reset() { b = false; }
+  } reset{barrierCall_};
   collective(std::move(a), &in, &out, 0, 0, false);
 }
 

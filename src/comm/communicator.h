@@ -81,6 +81,11 @@ class Communicator {
   // Non-blocking, any thread.
   void abort();
   bool aborted() const { return aborted_.load(); }
+  // After a failure that leaves the ranks out of step (mismatched collective calls): every
+  // later call fails at once with this cause, and the connections are closed so the peers
+  // see an error too. tuttiSuccess / "" while none.
+  tuttiResult_t failure() const { return failureCode_.load(); }
+  std::string failureText() const;
 
   const char* lastAlgorithm() const { return lastAlgorithm_; }
   // Forces algorithms for the following calls (TUTTI_ALGO syntax, names checked here); an
@@ -108,7 +113,8 @@ class Communicator {
   const algo::AlgorithmInfo& chooseAlgorithm(const algo::CollArgs& args, const std::string& spec);
   const Planned& scheduleFor(const algo::AlgorithmInfo& info, const algo::CollArgs& args);
   void ensureWindow();
-  void checkSameCall(const algo::CollArgs& args);
+  void checkSameCall(const transport::Window::Tag& mine);
+  void failWith(tuttiResult_t code, const std::string& text);
   std::string describeCall(const transport::Window::Tag& tag) const;
   // TOPO INFO: this rank's place and ring neighbour with the hop's link class; rank 0 also
   // the whole ring order.
@@ -171,7 +177,12 @@ class Communicator {
   std::unique_ptr<transport::Window> window_;
   bool windowTried_ = false;
   transport::Window::Tag callTag_{};  // of the collective being executed (0: p2p)
-  exec::ExecOptions execOptions_;     // made once; window and callTag set per call
+  uint64_t collectiveCalls_ = 0;      // collective calls made (the tags' call numbers)
+  bool barrierCall_ = false;          // the collective being planned is a barrier
+  std::atomic<tuttiResult_t> failureCode_{tuttiSuccess};
+  mutable std::mutex failureMutex_;
+  std::string failureText_;
+  exec::ExecOptions execOptions_;  // made once; window and callTag set per call
   double spinUs_ = 50.0;
   bool spinYield_ = false;
   bool oversubscribed_ = false;  // more ranks on this host than cores

@@ -128,8 +128,9 @@ constexpr Var kVars[] = {
      "Bitwise reproducible reductions: a fixed reduction order per element, whatever the "
      "algorithm and message size."},
     {"TUTTI_CHECK_CALLS", Type::kBool, "0", "COLL",
-     "Debug mode: check that every rank called the same collective with the same "
-     "count/dtype/op/root."},
+     "Debug mode: all-gather every call's tag before the call, so any mismatch fails at the "
+     "call itself (without it, message and window tags catch mismatches when a rank receives "
+     "from another call)."},
     // ---- topology ----
     {"TUTTI_TOPO_FILE", Type::kString, "", "TOPO",
      "Load the topology from this hwloc (v1/v2) or NCCL topology XML file instead of "

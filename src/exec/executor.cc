@@ -189,7 +189,7 @@ class RoundRunner {
       q.sends.pop_front();
       q.sendDone = 0;
       const Slice& s = q.activeSend->src;
-      c.startSend({addressOf(buffers_, s, win_), s.bytes});
+      c.startSend({addressOf(buffers_, s, win_), s.bytes}, options_.callTag);
     }
     if (q.activeRecv == nullptr && !q.recvs.empty()) {
       q.activeRecv = q.recvs.front();
@@ -198,6 +198,7 @@ class RoundRunner {
       const Op& op = *q.activeRecv;
       transport::RecvTarget target;
       target.bytes = op.dst.bytes;
+      target.tag = options_.callTag;
       if (op.type == OpType::kRecv) {
         target.direct = addressOf(buffers_, op.dst, win_);
         std::byte* base = target.direct;
@@ -394,7 +395,18 @@ void execute(const Schedule& schedule, std::span<std::byte* const> buffers,
   const detail::WindowNeeds needs = detail::WindowNeeds::of(schedule);
   WindowUse use = detail::beginWindowCall(options.window, needs);
   RoundRunner runner(schedule, buffers, connections, options, use);
-  for (const Round& round : schedule.rounds) runner.run(round);
+  try {
+    for (const Round& round : schedule.rounds) runner.run(round);
+  } catch (const transport::TagMismatch& e) {
+    if (!options.describeCall) throw;
+    // The peer's message belongs to another call: name both calls.
+    std::string peer =
+        options.describePeer ? options.describePeer(e.peer()) : "rank " + std::to_string(e.peer());
+    throw CallMismatch(tuttiInvalidUsage, "rank " + std::to_string(options.rank) +
+                                              ": mismatched collective calls: this rank called " +
+                                              options.describeCall(e.expected()) + " but " + peer +
+                                              " called " + options.describeCall(e.sent()));
+  }
   detail::endWindowCall(use, needs);
   if (trace) traceExecuted(schedule, nowSeconds() - t0);
 }

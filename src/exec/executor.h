@@ -15,6 +15,13 @@
 
 namespace tutti::exec {
 
+// Ranks made different collective calls (seen through a window tag or a message tag): the
+// communicator cannot be trusted any more (streams and windows are out of step).
+class CallMismatch : public Error {
+ public:
+  using Error::Error;
+};
+
 struct ExecOptions {
   int rank = 0;
   double timeoutSec = 60.0;  // no progress for this long -> tuttiTimeout naming the peers
@@ -27,7 +34,9 @@ struct ExecOptions {
   // The communicator's shared window (schedules with Buf::kWindow slices, kPost, kWait).
   transport::Window* window = nullptr;
   // Describes this call to peers through the window (checked at phase 1: every rank must make
-  // the same collective call); describeCall turns a tag into words for the error message.
+  // the same collective call) and on every message sent over connections (checked by the
+  // transports that frame messages); describeCall turns a tag into words for the error
+  // message. An all-zero tag is never checked.
   transport::Window::Tag callTag{};
   std::function<std::string(const transport::Window::Tag&)> describeCall;
 };

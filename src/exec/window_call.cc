@@ -63,10 +63,12 @@ WindowUse beginWindowCall(transport::Window* window, const WindowNeeds& needs) {
 void checkPeerCall(const WindowUse& use, int peer, const ExecOptions& options) {
   transport::Window::Tag theirs = use.window->tag(peer, use.tagSlot);
   if (theirs == options.callTag) return;
-  fail(tuttiInvalidUsage, "rank ", options.rank, ": mismatched collective calls: this rank called ",
-       options.describeCall(options.callTag), " but ",
-       options.describePeer ? options.describePeer(peer) : "rank " + std::to_string(peer),
-       " called ", options.describeCall(theirs));
+  std::string peerText =
+      options.describePeer ? options.describePeer(peer) : "rank " + std::to_string(peer);
+  throw CallMismatch(tuttiInvalidUsage, "rank " + std::to_string(options.rank) +
+                                            ": mismatched collective calls: this rank called " +
+                                            options.describeCall(options.callTag) + " but " +
+                                            peerText + " called " + options.describeCall(theirs));
 }
 
 void endWindowCall(const WindowUse& use, const WindowNeeds& needs) {

@@ -29,7 +29,7 @@ void FifoConnection::checkPeer(const char* during) {
   if (!watch_.alive()) fail(tuttiRemoteError, "cuda_ipc: ", p_.peerName, " exited during ", during);
 }
 
-void FifoConnection::startSend(std::span<const std::byte> data) {
+void FifoConnection::startSend(std::span<const std::byte> data, const MsgTag& /*tag*/) {
   TUTTI_ASSERT(!sendActive_);
   sendActive_ = true;
   sdata_ = data;

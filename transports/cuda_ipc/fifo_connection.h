@@ -64,7 +64,8 @@ class FifoConnection final : public Connection {
 
   const char* transportName() const override { return "cuda_ipc"; }
   int peer() const override { return p_.peer; }
-  void startSend(std::span<const std::byte> data) override;
+  using Connection::startSend;
+  void startSend(std::span<const std::byte> data, const MsgTag& tag) override;  // tag not carried
   size_t progressSend() override;
   void startRecv(RecvTarget target) override;
   size_t progressRecv() override;

@@ -423,7 +423,7 @@ void IbConnection::handleSendCompletion(const ibv_wc& wc) {
 
 // ---------------------------------------------------------------- send
 
-void IbConnection::startSend(std::span<const std::byte> data) {
+void IbConnection::startSend(std::span<const std::byte> data, const MsgTag& /*tag*/) {
   rethrowBroken();
   TUTTI_ASSERT(sendState_ == SendState::kIdle || sendState_ == SendState::kDone);
   if (data.empty()) {

@@ -68,7 +68,8 @@ class IbConnection : public Connection {
 
   const char* transportName() const override { return "ibverbs"; }
   int peer() const override { return peer_; }
-  void startSend(std::span<const std::byte> data) override;
+  using Connection::startSend;
+  void startSend(std::span<const std::byte> data, const MsgTag& tag) override;  // tag not carried
   size_t progressSend() override;
   void startRecv(RecvTarget target) override;
   size_t progressRecv() override;

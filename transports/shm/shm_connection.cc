@@ -79,11 +79,12 @@ void ShmConnection::publishTail() {
 
 // ---- send ----
 
-void ShmConnection::startSend(std::span<const std::byte> data) {
+void ShmConnection::startSend(std::span<const std::byte> data, const MsgTag& tag) {
   if (sstate_ != SendState::kIdle && sstate_ != SendState::kDone)
     fail(tuttiInvalidUsage, "shm: rank ", p_.rank, ": startSend to rank ", p_.peer.rank,
          " while a send is active");
   sdata_ = data;
+  stag_ = tag;
   ssent_ = 0;
   sCma_ = cmaOn_ && !data.empty() && data.size() >= p_.cmaThreshold;
   sstate_ = SendState::kHeader;
@@ -122,6 +123,8 @@ bool ShmConnection::writeHeader(uint64_t bytes, bool cma) {
   MsgHeader h{};
   h.bytes = bytes;
   h.seq = ++sseq_;
+  h.tag[0] = stag_[0];
+  h.tag[1] = stag_[1];
   if (cma) {
     h.kind = static_cast<uint32_t>(MsgKind::kCma);
     h.cmaAddr = reinterpret_cast<uint64_t>(sdata_.data());
@@ -273,6 +276,12 @@ bool ShmConnection::stepRecv() {
     if (rstate_ == RecvState::kHeader) {
       if (!readHeader(rhdr_, moved)) break;
       moved = true;
+      if (rt_.bytes > 0 &&
+          !(rt_.tag == MsgTag{} || rt_.tag == MsgTag{rhdr_.tag[0], rhdr_.tag[1]})) {
+        publishTail();
+        rstate_ = RecvState::kIdle;
+        checkTag(p_.rank, p_.peer.rank, "shm", {rhdr_.tag[0], rhdr_.tag[1]}, rt_.tag);
+      }
       if (rhdr_.bytes != rt_.bytes) {
         publishTail();
         rstate_ = RecvState::kIdle;

@@ -29,7 +29,8 @@ class ShmConnection final : public Connection {
 
   const char* transportName() const override { return "shm"; }
   int peer() const override { return p_.peer.rank; }
-  void startSend(std::span<const std::byte> data) override;
+  using Connection::startSend;
+  void startSend(std::span<const std::byte> data, const MsgTag& tag) override;
   size_t progressSend() override;
   void startRecv(RecvTarget target) override;
   size_t progressRecv() override;
@@ -73,6 +74,7 @@ class ShmConnection final : public Connection {
 
   SendState sstate_ = SendState::kIdle;
   std::span<const std::byte> sdata_;
+  MsgTag stag_{};  // the tag of the message being sent
   size_t ssent_ = 0;
   uint64_t shead_ = 0;
   uint32_t sseq_ = 0;

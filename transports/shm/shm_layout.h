@@ -50,7 +50,8 @@ struct MsgHeader {
   uint32_t kind;
   uint32_t seq;    // messages sent on this FIFO, from 1
   int32_t cmaPid;  // kCma: the sender's pid
-  uint32_t reserved[9];
+  uint32_t reserved[5];
+  uint64_t tag[2];  // the message's tag (transport.h)
 };
 static_assert(sizeof(MsgHeader) == kRecord);
 

@@ -12,7 +12,7 @@
 namespace tutti::transport::tcp {
 
 namespace {
-constexpr uint32_t kMagic = 0x54435031;  // "TCP1"
+constexpr uint32_t kMagic = 0x54435032;  // "TCP2": headers carry a message tag
 constexpr size_t kMinStage = 256 << 10;
 }  // namespace
 
@@ -101,11 +101,11 @@ ssize_t TcpConnection::checkIo(ssize_t n, int s, const char* op) {
 
 // ---------------------------------------------------------------- send
 
-void TcpConnection::startSend(std::span<const std::byte> data) {
+void TcpConnection::startSend(std::span<const std::byte> data, const MsgTag& tag) {
   rethrowBroken();
   if (sendActive_)
     fail(tuttiInvalidUsage, "tcp: startSend to rank ", peer_, " while a send is active");
-  Header h{kMagic, sendSeq_++, data.size()};
+  Header h{kMagic, sendSeq_++, data.size(), tag};
   auto* hb = reinterpret_cast<const std::byte*>(&h);
   outbox_.insert(outbox_.end(), hb, hb + sizeof h);
   sendData_ = data;
@@ -256,6 +256,17 @@ bool TcpConnection::readHeader(uint64_t expected, bool withPayload) {
     throw Error(brokenCode_, broken_);
   }
   ++recvSeq_;
+  // The tag first: a message of another call usually differs in size too, and the tag says
+  // which call it came from.
+  if (expected > 0) {
+    try {
+      checkTag(self_, peer_, "tcp", hdr_.tag, target_.tag);
+    } catch (const TagMismatch& e) {
+      brokenCode_ = tuttiInvalidUsage;
+      broken_ = e.what();
+      throw;
+    }
+  }
   if (hdr_.size != expected) {
     brokenCode_ = tuttiInvalidUsage;
     broken_ = "tcp: size mismatch: rank " + std::to_string(peer_) + " sent a message of " +

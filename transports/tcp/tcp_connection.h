@@ -1,8 +1,8 @@
 // One tcp Connection: nsocks stream sockets to a peer, message framing, striping of large
 // messages across the sockets, and an epoll fd for sleeping.
 //
-// Wire format (per direction): every message starts with a 16-byte header on socket 0
-// {magic, sequence number, size}. A message of n bytes is "striped" when nsocks > 1 and
+// Wire format (per direction): every message starts with a 32-byte header on socket 0
+// {magic, sequence number, size, tag}. A message of n bytes is "striped" when nsocks > 1 and
 // n > chunk: chunk i (bytes [i*chunk, min(n, (i+1)*chunk))) travels on socket i % nsocks.
 // Otherwise the payload follows the header on socket 0. Both sides derive the same layout
 // from n, so each socket's byte stream is a deterministic interleaving of messages.
@@ -45,7 +45,8 @@ class TcpConnection : public Connection {
 
   const char* transportName() const override { return "tcp"; }
   int peer() const override { return peer_; }
-  void startSend(std::span<const std::byte> data) override;
+  using Connection::startSend;
+  void startSend(std::span<const std::byte> data, const MsgTag& tag) override;
   size_t progressSend() override;
   void startRecv(RecvTarget target) override;
   size_t progressRecv() override;
@@ -60,8 +61,9 @@ class TcpConnection : public Connection {
     uint32_t magic;
     uint32_t seq;
     uint64_t size;
+    MsgTag tag;
   };
-  static_assert(sizeof(Header) == 16);
+  static_assert(sizeof(Header) == 32);
 
   struct Sock {
     Fd fd;
