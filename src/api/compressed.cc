@@ -263,7 +263,7 @@ TUTTI_API tuttiResult_t tuttiAllReduceCompressed(const void* sendbuff, void* rec
     tutti::api::bufferBytes("count", count, datatype);
     if (tutti::api::groupDepth() > 0)
       tutti::fail(tuttiInvalidUsage,
-                  "tuttiAllReduceCompressed is not allowed inside tuttiGroupStart/End");
+                  "not allowed inside tuttiGroupStart/End (the compressed all-reduce runs alone)");
     ready(comm);
     const uint64_t opCount = comm->opCount++;
     tutti::api::PerfStats* perf = nullptr;

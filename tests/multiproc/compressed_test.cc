@@ -309,6 +309,15 @@ TEST(CompressedArgs, ErrorsAndHalfInput) {
                                                  0, comm, nullptr),
                         comm);
         for (uint16_t v : hout) ASSERT_EQ(v, 0x4200);
+        // Refused inside a group, with the function named once (issue 19 D12).
+        EXPECT_EQ(tuttiGroupStart(), tuttiSuccess);
+        EXPECT_EQ(tuttiAllReduceCompressed(g.data(), out.data(), 100, tuttiFloat32, NULL, 1, 0,
+                                           comm, nullptr),
+                  tuttiInvalidUsage);
+        std::string msg = tuttiGetLastError(comm);
+        EXPECT_EQ(msg.find("tuttiAllReduceCompressed: not allowed inside"), 0u) << msg;
+        EXPECT_EQ(msg.find("tuttiAllReduceCompressed", 1), std::string::npos) << msg;
+        EXPECT_EQ(tuttiGroupEnd(), tuttiSuccess);
         // Still usable after the errors.
         TUTTI_ASSERT_OK(tuttiAllReduceCompressed(g.data(), out.data(), 100, tuttiFloat32, NULL, 1,
                                                  0, comm, nullptr),
