@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -200,12 +201,60 @@ void Communicator::abort() {
   if (bootstrap_) bootstrap_->abort();
 }
 
-void Communicator::failWith(tuttiResult_t code, const std::string& text) {
+namespace {
+std::string failureKey(int rank) { return "fail/" + std::to_string(rank); }
+}  // namespace
+
+void Communicator::rethrowCallFailure() {
+  try {
+    throw;
+  } catch (const exec::CallMismatch& e) {
+    failWith(e.code(), e.what(), rank_);
+    throw;
+  } catch (const exec::PeerFailure& e) {
+    // The peer may only have given up after a failure of its own (it closed its connections
+    // then): its record names the rank that failed first.
+    int first = e.peer();
+    std::string text = e.what();
+    if (auto record = failureRecordOf(e.peer())) {
+      first = record->first;
+      text += "; rank " + std::to_string(e.peer()) + " had failed before: " + record->second;
+    }
+    text += " (the first rank to fail: " + std::to_string(first) + ")";
+    failWith(tuttiRemoteError, text, first);
+    throw Error(tuttiRemoteError, text);
+  } catch (const Error& e) {
+    if (e.code() == tuttiRemoteError || e.code() == tuttiTimeout)
+      failWith(e.code(), e.what(), rank_);
+    throw;
+  }
+}
+
+std::optional<std::pair<int, std::string>> Communicator::failureRecordOf(int peer) {
+  try {
+    std::string key = failureKey(peer);
+    if (!store_->check({key})) return std::nullopt;
+    std::string v = store_->getString(key, Deadline(1.0));
+    size_t nl = v.find('\n');
+    if (nl == std::string::npos) return std::nullopt;
+    return std::make_pair(std::stoi(v.substr(0, nl)), v.substr(nl + 1));
+  } catch (const std::exception&) {
+    return std::nullopt;  // best effort: the store may be gone with the failed rank
+  }
+}
+
+void Communicator::failWith(tuttiResult_t code, const std::string& text, int firstFailed) {
   {
     std::lock_guard lock(failureMutex_);
     if (failureCode_ != tuttiSuccess) return;
     failureText_ = text;
     failureCode_ = code;
+  }
+  // The record first, then the connections: a peer that sees them close can read why.
+  try {
+    store_->setString(failureKey(rank_), std::to_string(firstFailed) + "\n" + text);
+  } catch (const std::exception& e) {
+    TUTTI_INFO(kInit, "rank " << rank_ << ": could not record the failure: " << e.what());
   }
   // The peers may still wait on this rank in this call or the next: closing the connections
   // turns their waits into errors naming this rank instead of a timeout, or a success with
@@ -213,7 +262,6 @@ void Communicator::failWith(tuttiResult_t code, const std::string& text) {
   connectionPtrs_.assign(connectionPtrs_.size(), nullptr);
   connections_.clear();
   connections_.resize(nranks_);
-  abort();
 }
 
 std::string Communicator::failureText() const {
@@ -567,9 +615,8 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
     } else {
       execute(schedule, plan.planned->peers, buffers);
     }
-  } catch (const exec::CallMismatch& e) {
-    failWith(e.code(), e.what());
-    throw;
+  } catch (const Error&) {
+    rethrowCallFailure();
   }
   if (applyAvg && avgElems > 0) {
     size_t es = dtypeSize(args.dtype);
@@ -665,7 +712,12 @@ void Communicator::runP2p(std::span<const P2pOp> ops) {
       std::memcpy(selfRecvs[i]->buffer, selfSends[i]->buffer, selfSends[i]->bytes);
   }
   lastAlgorithm_ = "p2p";
-  if (!r.ops.empty()) execute(s, buffers);
+  if (r.ops.empty()) return;
+  try {
+    execute(s, buffers);
+  } catch (const Error&) {
+    rethrowCallFailure();
+  }
 }
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key, CommOptions options) {

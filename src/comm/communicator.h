@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -114,7 +115,14 @@ class Communicator {
   const Planned& scheduleFor(const algo::AlgorithmInfo& info, const algo::CollArgs& args);
   void ensureWindow();
   void checkSameCall(const transport::Window::Tag& mine);
-  void failWith(tuttiResult_t code, const std::string& text);
+  // In a catch block: a failure that leaves the ranks out of step (mismatch, dead or failed
+  // peer, timeout) fails the communicator (failWith); a peer failure is rethrown naming the
+  // rank that failed first (from the peer's failure record when it has one).
+  [[noreturn]] void rethrowCallFailure();
+  // Records the failure (later calls fail with it), publishes it for the peers as
+  // "fail/<rank>" = "<first failed rank>\n<text>", and closes the connections.
+  void failWith(tuttiResult_t code, const std::string& text, int firstFailed);
+  std::optional<std::pair<int, std::string>> failureRecordOf(int peer);
   std::string describeCall(const transport::Window::Tag& tag) const;
   // TOPO INFO: this rank's place and ring neighbour with the hop's link class; rank 0 also
   // the whole ring order.

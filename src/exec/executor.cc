@@ -102,8 +102,10 @@ class RoundRunner {
   void run(const Round& round) {
     for (const Op& op : round.ops) {
       if (op.type != OpType::kWait) continue;
-      win_.window->wait(op.peer, win_.target(op.phase),
-                        {options_.spinUs, options_.spinYield, options_.timeoutSec});
+      blamingPeer(op.peer, [&] {
+        win_.window->wait(op.peer, win_.target(op.phase),
+                          {options_.spinUs, options_.spinYield, options_.timeoutSec});
+      });
       if (op.phase == 1 && options_.describeCall) detail::checkPeerCall(win_, op.peer, options_);
     }
     for (size_t i = 0; i < round.ops.size(); ++i) {
@@ -224,6 +226,14 @@ class RoundRunner {
     bool moved = false;
     allDone = true;
     for (auto& [peer, q] : queues_) {
+      blamingPeer(peer, [&] { progressPeer(peer, q, moved); });
+      if (q.activeSend || q.activeRecv || !q.sends.empty() || !q.recvs.empty()) allDone = false;
+    }
+    return moved;
+  }
+
+  void progressPeer(int peer, PeerQueues& q, bool& moved) {
+    {
       transport::Connection& c = *conns_[peer];
       for (;;) {
         startNext(peer, q);
@@ -251,9 +261,7 @@ class RoundRunner {
         }
         if (!finishedOne) break;
       }
-      if (q.activeSend || q.activeRecv || !q.sends.empty() || !q.recvs.empty()) allDone = false;
     }
-    return moved;
   }
 
   std::string pendingPeers() {
@@ -283,8 +291,10 @@ class RoundRunner {
     bool canSleep = true;
     for (auto& [peer, q] : queues_) {
       if (!(q.activeSend || q.activeRecv)) continue;
-      if (!conns_[peer]->prepareToSleep()) canSleep = false;
-      conns_[peer]->collectWaitFds(fds_);
+      blamingPeer(peer, [&] {
+        if (!conns_[peer]->prepareToSleep()) canSleep = false;
+        conns_[peer]->collectWaitFds(fds_);
+      });
     }
     if (canSleep) {
       pollfds_.clear();
@@ -296,7 +306,7 @@ class RoundRunner {
     }
     for (auto& [peer, q] : queues_) {
       if (!(q.activeSend || q.activeRecv)) continue;
-      conns_[peer]->afterSleep();
+      blamingPeer(peer, [&] { conns_[peer]->afterSleep(); });
     }
   }
 

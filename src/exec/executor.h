@@ -22,6 +22,33 @@ class CallMismatch : public Error {
   using Error::Error;
 };
 
+// A peer this rank needed died, closed its connections or its window (it failed or was
+// aborted): tuttiRemoteError, with the peer's rank so the communicator can ask why.
+class PeerFailure : public Error {
+ public:
+  PeerFailure(int peer, std::string message)
+      : Error(tuttiRemoteError, std::move(message)), peer_(peer) {}
+  int peer() const { return peer_; }
+
+ private:
+  int peer_;
+};
+
+// Runs f; a tuttiRemoteError it throws (other than a mismatch) becomes PeerFailure(peer).
+template <typename F>
+void blamingPeer(int peer, F&& f) {
+  try {
+    f();
+  } catch (const PeerFailure&) {
+    throw;
+  } catch (const CallMismatch&) {
+    throw;
+  } catch (const Error& e) {
+    if (e.code() == tuttiRemoteError) throw PeerFailure(peer, e.what());
+    throw;
+  }
+}
+
 struct ExecOptions {
   int rank = 0;
   double timeoutSec = 60.0;  // no progress for this long -> tuttiTimeout naming the peers

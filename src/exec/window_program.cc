@@ -138,7 +138,7 @@ void WindowProgram::run(std::span<std::byte* const> buffers, const ExecOptions& 
     const Step& s = steps_[i];
     switch (s.type) {
       case OpType::kWait:
-        window_->wait(s.peer, use.target(s.phase), policy);
+        blamingPeer(s.peer, [&] { window_->wait(s.peer, use.target(s.phase), policy); });
         if (s.phase == 1 && checkCalls) detail::checkPeerCall(use, s.peer, options);
         break;
       case OpType::kPost:

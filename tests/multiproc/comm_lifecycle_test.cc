@@ -524,6 +524,34 @@ std::pair<int, int> listenOnFreePort() {
   return {fd, ntohs(a.sin_port)};
 }
 
+// A listening socket on a port P below the ephemeral range (20000-29999) whose P + 1 is free
+// too: tutti's rendezvous takes MASTER_PORT + 1, and an ephemeral P would share its
+// neighbourhood with every connection the machine opens meanwhile.
+std::pair<int, int> listenOnPortWithFreeNext() {
+  auto bound = [](int port, bool listening) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+        (listening && listen(fd, 4) != 0)) {
+      if (fd >= 0) close(fd);
+      return -1;
+    }
+    return fd;
+  };
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    int port = 20000 + static_cast<int>((getpid() * 7919u + attempt * 104729u) % 9999);
+    int next = bound(port + 1, false);
+    if (next < 0) continue;
+    close(next);
+    int fd = bound(port, true);
+    if (fd >= 0) return {fd, port};
+  }
+  return {-1, 0};
+}
+
 void setTorchrunEnv(int rank, int n, int masterPort) {
   setenv("RANK", std::to_string(rank).c_str(), 1);
   setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
@@ -537,7 +565,7 @@ void setTorchrunEnv(int rank, int n, int masterPort) {
 // meets on MASTER_PORT + 1 (or TUTTI_PORT) and never binds MASTER_PORT.
 TEST(CommInit, TorchrunVariablesLeaveMasterPortToTorch) {
   for (bool withTuttiPort : {false, true}) {
-    auto [held, port] = listenOnFreePort();  // stands in for torch's TCPStore
+    auto [held, port] = listenOnPortWithFreeNext();  // stands in for torch's TCPStore
     ASSERT_GE(held, 0);
     auto [spare, sparePort] = listenOnFreePort();
     close(spare);  // a port that was free a moment ago, for TUTTI_PORT
