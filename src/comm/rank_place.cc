@@ -16,6 +16,10 @@
 #include "topology/load.h"
 #include "topology/paths.h"
 #include "topology/rings.h"
+#include "tutti/config.h"
+#if TUTTI_HAVE_CUDA
+#include "reduce/cuda/cuda_probe.h"
+#endif
 
 namespace tutti {
 namespace {
@@ -177,6 +181,32 @@ int numaOfAffinity(const topo::Topology& t) {
   return -1;
 }
 
+// The topology's GPU that this process drives (its current or only active CUDA context),
+// found by PCI bus id as NCCL does; index -1 when it drives none or the topology lacks it.
+DeviceId drivenGpu(const topo::Topology& t, const std::string& origin) {
+#if TUTTI_HAVE_CUDA
+  std::string why;
+  std::string busText = drivenGpuBusId(&why);
+  if (busText.empty()) {
+    TUTTI_TRACE(kTopo, "no GPU driven by this process (" << why << ")");
+    return {};
+  }
+  auto bus = topo::normaliseBusId(busText);
+  int index = bus ? t.findGpu(*bus) : -1;
+  if (index < 0) {
+    TUTTI_INFO(kTopo, "this process drives the GPU at "
+                          << busText << ", which topology " << origin
+                          << " does not list: placed by its NUMA node");
+    return {};
+  }
+  return {topo::DevKind::kGpu, index};
+#else
+  (void)t;
+  (void)origin;
+  return {};
+#endif
+}
+
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::string cur;
@@ -203,7 +233,8 @@ RankPlace describeLocalPlace() {
   if (!spec.empty()) {
     d = deviceFromSetting(h->t, spec, h->origin);
   } else {
-    d = {topo::DevKind::kCpu, numaOfAffinity(h->t)};
+    d = drivenGpu(h->t, h->origin);
+    if (d.index < 0) d = {topo::DevKind::kCpu, numaOfAffinity(h->t)};
   }
   if (d.index < 0) return p;
   p.device = deviceName(d);

@@ -142,7 +142,8 @@ constexpr Var kVars[] = {
     {"TUTTI_TOPO_DEVICE", Type::kString, "", "TOPO",
      "The device of the topology this rank stands for: gpu:N, numa:N, N (a GPU when the "
      "topology has GPUs, else a NUMA node), a GPU's PCI bus id, or local (the launcher's "
-     "LOCAL_RANK modulo the device count). Empty: the NUMA node of the rank's CPU affinity. "
+     "LOCAL_RANK modulo the device count). Empty: the GPU the process drives (its current "
+     "CUDA context's device, found by PCI bus id), else the NUMA node of its CPU affinity. "
      "With TUTTI_TOPO_FILE, host-memory ranks follow a GPU machine's graph."},
     {"TUTTI_TOPO_REORDER", Type::kBool, "1", "TOPO",
      "Order ranks around rings (and trees) by host and by their devices' places in the "

@@ -5,12 +5,14 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/dtype.h"
@@ -136,6 +138,12 @@ TEST(CudaProbeTest, ReportsWhyAndRejectsBadArguments) {
   int host = 0;
   EXPECT_FALSE(isDevicePointer(&host));
   EXPECT_FALSE(isDevicePointer(nullptr));
+  if (!ok) {
+    // A process without a driver drives no GPU, and says why.
+    std::string busWhy;
+    EXPECT_EQ(drivenGpuBusId(&busWhy), "");
+    EXPECT_FALSE(busWhy.empty());
+  }
   char dummy[16];
   try {
     reduceCuda(dummy, dummy, dummy, 1, tuttiFloat32, tuttiAvg, nullptr);
@@ -150,6 +158,26 @@ TEST(CudaProbeTest, ReportsWhyAndRejectsBadArguments) {
   EXPECT_THROW(reduceCuda(nullptr, dummy, dummy, 1, tuttiInt8, tuttiSum, nullptr), Error);
   EXPECT_THROW(divideCuda(dummy, 1, tuttiFloat32, 0, nullptr), Error);
   reduceCuda(nullptr, nullptr, nullptr, 0, tuttiInt8, tuttiSum, nullptr);  // count 0: no-op
+}
+
+// The GPU a process drives is found by its context, as the communicator's placement uses it:
+// the current device's bus id, also from a thread without a current context (the one active
+// primary context).
+TEST_F(CudaReduceTest, DrivenGpuIsTheCurrentDevice) {
+  int dev = -1;
+  ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
+  ASSERT_EQ(cudaFree(nullptr), cudaSuccess);  // makes the primary context active
+  char expected[32] = {};
+  ASSERT_EQ(cudaDeviceGetPCIBusId(expected, sizeof expected, dev), cudaSuccess);
+  auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  std::string why;
+  EXPECT_EQ(lower(drivenGpuBusId(&why)), lower(expected)) << why;
+  std::string fromThread;
+  std::thread([&] { fromThread = drivenGpuBusId(&why); }).join();
+  EXPECT_EQ(lower(fromThread), lower(expected)) << why;
 }
 
 TEST_F(CudaReduceTest, DevicePointerDetection) {

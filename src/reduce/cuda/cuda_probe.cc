@@ -113,4 +113,59 @@ bool isDevicePointer(const void* ptr) {
   return false;
 }
 
+std::string drivenGpuBusId(std::string* why) {
+  auto say = [&](const std::string& text) {
+    if (why) *why = text;
+    return std::string();
+  };
+  // Only a process that loaded the driver itself can drive a GPU; never load it here.
+  void* cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  if (!cu) return say("the process has not loaded the CUDA driver");
+  struct Close {
+    void* h;
+    ~Close() { dlclose(h); }
+  } close{cu};
+  using CtxGetCurrentFn = int (*)(void**);
+  using CtxGetDeviceFn = int (*)(int*);
+  using DeviceGetCountFn = int (*)(int*);
+  using DeviceGetFn = int (*)(int*, int);
+  using PrimaryCtxGetStateFn = int (*)(int, unsigned*, int*);
+  using DeviceGetPciBusIdFn = int (*)(char*, int, int);
+  auto ctxGetCurrent = reinterpret_cast<CtxGetCurrentFn>(dlsym(cu, "cuCtxGetCurrent"));
+  auto ctxGetDevice = reinterpret_cast<CtxGetDeviceFn>(dlsym(cu, "cuCtxGetDevice"));
+  auto deviceGetCount = reinterpret_cast<DeviceGetCountFn>(dlsym(cu, "cuDeviceGetCount"));
+  auto deviceGet = reinterpret_cast<DeviceGetFn>(dlsym(cu, "cuDeviceGet"));
+  auto primaryState =
+      reinterpret_cast<PrimaryCtxGetStateFn>(dlsym(cu, "cuDevicePrimaryCtxGetState"));
+  auto busIdOf = reinterpret_cast<DeviceGetPciBusIdFn>(dlsym(cu, "cuDeviceGetPCIBusId"));
+  if (!ctxGetCurrent || !ctxGetDevice || !deviceGetCount || !deviceGet || !primaryState || !busIdOf)
+    return say("the CUDA driver lacks the context or PCI bus id calls");
+  int device = -1;
+  void* ctx = nullptr;
+  if (ctxGetCurrent(&ctx) == kCuSuccess && ctx != nullptr && ctxGetDevice(&device) == kCuSuccess) {
+    // the calling thread's device
+  } else {
+    int n = 0;
+    if (deviceGetCount(&n) != kCuSuccess) return say("CUDA is not initialised in this process");
+    int active = 0;
+    for (int i = 0; i < n; ++i) {
+      int dev = -1;
+      unsigned flags = 0;
+      int on = 0;
+      if (deviceGet(&dev, i) == kCuSuccess && primaryState(dev, &flags, &on) == kCuSuccess && on) {
+        ++active;
+        device = dev;
+      }
+    }
+    if (active == 0) return say("no CUDA context is active in this process");
+    if (active > 1)
+      return say(std::to_string(active) +
+                 " devices have active contexts and this thread has no current one");
+  }
+  char bus[32] = {};
+  if (busIdOf(bus, sizeof bus, device) != kCuSuccess) return say("cuDeviceGetPCIBusId failed");
+  if (why) why->clear();
+  return bus;
+}
+
 }  // namespace tutti

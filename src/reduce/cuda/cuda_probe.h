@@ -16,4 +16,11 @@ bool cudaAvailable(std::string* why = nullptr);
 // host memory, nullptr, or when CUDA is not available.
 bool isDevicePointer(const void* p);
 
+// The PCI bus id ("0000:07:00.0") of the GPU this process drives: the device of the calling
+// thread's current CUDA context, else the single device whose primary context is active.
+// "" when the process has not loaded the CUDA driver (it drives no GPU: nothing is loaded or
+// initialised here), has no active context, or has several and no current one; *why then
+// says which. Thread-safe.
+std::string drivenGpuBusId(std::string* why = nullptr);
+
 }  // namespace tutti
