@@ -256,6 +256,10 @@ TUTTI_API const char* tuttiCommLastAlgorithm(tuttiComm_t comm);
 TUTTI_API tuttiResult_t tuttiCommSetAlgorithm(tuttiComm_t comm, const char* spec);
 /* Comma-separated transports in use by comm's connections ("shm", "shm,tcp", ...). */
 TUTTI_API const char* tuttiCommTransports(tuttiComm_t comm);
+/* The flight recorder: appends comm's last 64 calls (number, call, algorithm, state, times;
+ * oldest first) to the file at path, or writes them to stderr when path is NULL. Works on a
+ * failed communicator too (TUTTI_TRACE_FILE writes the same when a call fails). Any thread. */
+TUTTI_API tuttiResult_t tuttiCommDumpTrace(tuttiComm_t comm, const char* path);
 
 /* ---- Compressed all-reduce (tutti addition; docs/compression.md) ---- */
 /* recvbuff = sum over ranks of decode(encode(sendbuff_r)), identical bits on every rank.

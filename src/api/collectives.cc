@@ -1,4 +1,5 @@
 // Collective entry points: argument checks, then the communicator (or the open group).
+#include <cstdio>
 #include <cstring>
 
 #include "api_guard.h"
@@ -160,7 +161,7 @@ TUTTI_API tuttiResult_t tuttiCommSetAlgorithm(tuttiComm_t comm, const char* spec
     TUTTI_CHECK_ARG(comm != nullptr, "comm is NULL");
     if (tutti::api::groupDepth() > 0)
       tutti::fail(tuttiInvalidUsage,
-                  "tuttiCommSetAlgorithm inside tuttiGroupStart/End: the grouped calls run at "
+                  "not allowed inside tuttiGroupStart/End: the grouped calls run at "
                   "tuttiGroupEnd; set the algorithm before the group");
     ready(comm).setAlgorithm(spec ? spec : "");
     return tuttiSuccess;
@@ -171,6 +172,19 @@ TUTTI_API const char* tuttiCommTransports(tuttiComm_t comm) {
   if (comm == nullptr || comm->impl == nullptr) return "none";
   comm->transportsText = comm->impl->transportsInUse();
   return comm->transportsText.c_str();
+}
+
+TUTTI_API tuttiResult_t tuttiCommDumpTrace(tuttiComm_t comm, const char* path) {
+  return guarded(comm, "tuttiCommDumpTrace", [&] {
+    std::string text = tutti::api::initialised(comm).traceText();
+    FILE* f = path ? std::fopen(path, "a") : stderr;
+    if (f == nullptr) tutti::throwSystemError(std::string("cannot open ") + path);
+    size_t n = std::fwrite(text.data(), 1, text.size(), f);
+    bool ok = n == text.size();
+    if (path) ok = std::fclose(f) == 0 && ok;
+    if (!ok) tutti::throwSystemError(std::string("cannot write ") + (path ? path : "stderr"));
+    return tuttiSuccess;
+  });
 }
 
 }  // extern "C"

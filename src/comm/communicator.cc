@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -209,6 +211,7 @@ void Communicator::rethrowCallFailure() {
   try {
     throw;
   } catch (const exec::CallMismatch& e) {
+    trace_.end(false);
     failWith(e.code(), e.what(), rank_);
     throw;
   } catch (const exec::PeerFailure& e) {
@@ -221,13 +224,90 @@ void Communicator::rethrowCallFailure() {
       text += "; rank " + std::to_string(e.peer()) + " had failed before: " + record->second;
     }
     text += " (the first rank to fail: " + std::to_string(first) + ")";
+    trace_.end(false);
     failWith(tuttiRemoteError, text, first);
     throw Error(tuttiRemoteError, text);
   } catch (const Error& e) {
-    if (e.code() == tuttiRemoteError || e.code() == tuttiTimeout)
-      failWith(e.code(), e.what(), rank_);
+    if (e.code() == tuttiTimeout) {
+      int silent = -1;
+      std::string text = std::string(e.what()) + "; " + gatherCallStates(&silent);
+      if (silent >= 0) text += " (the first rank to fail: " + std::to_string(silent) + ")";
+      trace_.end(false);
+      failWith(e.code(), text, silent >= 0 ? silent : rank_);
+      throw Error(tuttiTimeout, text);
+    }
+    trace_.end(false);
+    if (e.code() == tuttiRemoteError) failWith(e.code(), e.what(), rank_);
     throw;
   }
+}
+
+std::string Communicator::traceText() const {
+  return trace_.text([this](const transport::Window::Tag& t) { return describeCall(t, false); });
+}
+
+std::string Communicator::gatherCallStates(int* firstSilent) {
+  auto describe = [this](const transport::Window::Tag& t) { return describeCall(t, false); };
+  std::vector<std::string> states(nranks_);
+  states[rank_] = trace_.current(describe);
+  try {
+    store_->setString("state/" + std::to_string(rank_), states[rank_]);
+    // The other stuck ranks time out about now too; a rank busy elsewhere never reports.
+    double until = nowSeconds() + 1.0;
+    std::vector<bool> have(nranks_, false);
+    have[rank_] = true;
+    int missing = nranks_ - 1;
+    while (missing > 0 && nowSeconds() < until) {
+      for (int r = 0; r < nranks_; ++r) {
+        std::string key = "state/" + std::to_string(r);
+        if (have[r] || !store_->check({key})) continue;
+        states[r] = store_->getString(key, Deadline(1.0));
+        have[r] = true;
+        --missing;
+      }
+      if (missing > 0) ::usleep(20000);
+    }
+  } catch (const std::exception& e) {
+    TUTTI_INFO(kInit, "rank " << rank_ << ": gathering the ranks' calls: " << e.what());
+  }
+  std::string out = "the ranks' calls at this timeout:";
+  for (int r = nranks_ - 1; r >= 0; --r)
+    if (states[r].empty()) *firstSilent = r;
+  for (int r = 0; r < nranks_; ++r)
+    out += " rank " + std::to_string(r) + ": " +
+           (states[r].empty() ? "no report within 1 s (not in a call of this communicator, or "
+                                "unreachable)"
+                              : states[r]) +
+           (r + 1 < nranks_ ? ";" : "");
+  return out;
+}
+
+void Communicator::writeTraceFile(const std::string& cause) const {
+  std::string path = env::getString("TUTTI_TRACE_FILE");
+  if (path.empty()) return;
+  bool hasRank = false;
+  std::string expanded;
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '%' && i + 1 < path.size() && (path[i + 1] == 'r' || path[i + 1] == 'p')) {
+      expanded += path[i + 1] == 'r' ? std::to_string(rank_) : std::to_string(::getpid());
+      hasRank |= path[i + 1] == 'r';
+      ++i;
+    } else {
+      expanded += path[i];
+    }
+  }
+  if (!hasRank) expanded += "." + std::to_string(rank_);
+  FILE* f = std::fopen(expanded.c_str(), "a");
+  if (f == nullptr) {
+    TUTTI_WARN(kInit, "TUTTI_TRACE_FILE=" << path << ": cannot open " << expanded << ": "
+                                          << std::strerror(errno));
+    return;
+  }
+  std::string text = "tutti flight recorder: communicator " + options_.name + " rank " +
+                     std::to_string(rank_) + "/" + std::to_string(nranks_) + " failed: " + cause +
+                     "\n" + traceText();
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
 }
 
 std::optional<std::pair<int, std::string>> Communicator::failureRecordOf(int peer) {
@@ -250,6 +330,7 @@ void Communicator::failWith(tuttiResult_t code, const std::string& text, int fir
     failureText_ = text;
     failureCode_ = code;
   }
+  writeTraceFile(text);
   // The record first, then the connections: a peer that sees them close can read why.
   try {
     store_->setString(failureKey(rank_), std::to_string(firstFailed) + "\n" + text);
@@ -495,6 +576,7 @@ namespace {
 // message tags): word 0 = count (low 40 bits) | call number (low 24 bits) << 40; word 1 =
 // collective + 1 (kBarrierCode for a barrier) | dtype << 8 | op << 16 | root << 24.
 constexpr uint64_t kBarrierCode = 0xff;
+constexpr uint64_t kP2pCode = 0xfe;  // flight-recorder records only (messages carry no p2p tag)
 constexpr uint64_t kCountBits = 40;
 
 transport::Window::Tag tagOf(const algo::CollArgs& a, tuttiRedOp_t userOp, bool barrier,
@@ -507,8 +589,10 @@ transport::Window::Tag tagOf(const algo::CollArgs& a, tuttiRedOp_t userOp, bool 
 }
 }  // namespace
 
-std::string Communicator::describeCall(const transport::Window::Tag& t) const {
+std::string Communicator::describeCall(const transport::Window::Tag& t, bool withNumber) const {
   if (t[1] == 0) return "no collective (a point-to-point or internal exchange)";
+  if ((t[1] & 0xff) == kP2pCode)
+    return "point-to-point batch of " + std::to_string(t[0]) + " operation(s)";
   uint64_t code = t[1] & 0xff;
   uint64_t callNumber = t[0] >> kCountBits;
   std::ostringstream os;
@@ -528,7 +612,7 @@ std::string Communicator::describeCall(const transport::Window::Tag& t) const {
     if (rooted) os << ", root " << (t[1] >> 24);
     os << ")";
   }
-  os << " as its collective call #" << callNumber;
+  if (withNumber) os << " as its collective call #" << callNumber;
   return os.str();
 }
 
@@ -603,6 +687,7 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
   if (scratch_.size() < schedule.scratchBytes) scratch_.resize(schedule.scratchBytes);
   std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),
                            static_cast<std::byte*>(recv), scratch_.data()};
+  trace_.begin(tag, info.name);
   try {
     if (options_.checkCalls && nranks_ > 1) checkSameCall(tag);
     callTag_ = tag;
@@ -618,6 +703,7 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
   } catch (const Error&) {
     rethrowCallFailure();
   }
+  trace_.end(true);
   if (applyAvg && avgElems > 0) {
     size_t es = dtypeSize(args.dtype);
     reduce::divide(static_cast<std::byte*>(recv) + avgOffsetElems * es, avgElems, args.dtype,
@@ -713,11 +799,13 @@ void Communicator::runP2p(std::span<const P2pOp> ops) {
   }
   lastAlgorithm_ = "p2p";
   if (r.ops.empty()) return;
+  trace_.begin({r.ops.size(), kP2pCode}, "p2p");
   try {
     execute(s, buffers);
   } catch (const Error&) {
     rethrowCallFailure();
   }
+  trace_.end(true);
 }
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key, CommOptions options) {

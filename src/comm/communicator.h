@@ -15,6 +15,7 @@
 #include "algorithms/algorithm.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/store.h"
+#include "comm/call_trace.h"
 #include "comm/rank_place.h"
 #include "exec/executor.h"
 #include "exec/schedule.h"
@@ -93,6 +94,8 @@ class Communicator {
   // empty spec restores the communicator's own (its config's algo, else TUTTI_ALGO at init).
   void setAlgorithm(const std::string& spec);
   std::string transportsInUse() const;
+  // The flight recorder's text: the last calls, oldest first (any thread).
+  std::string traceText() const;
   std::string describePeer(int peer) const;
 
  private:
@@ -123,7 +126,8 @@ class Communicator {
   // "fail/<rank>" = "<first failed rank>\n<text>", and closes the connections.
   void failWith(tuttiResult_t code, const std::string& text, int firstFailed);
   std::optional<std::pair<int, std::string>> failureRecordOf(int peer);
-  std::string describeCall(const transport::Window::Tag& tag) const;
+  // withNumber: "... as its collective call #N" (the flight recorder numbers calls itself).
+  std::string describeCall(const transport::Window::Tag& tag, bool withNumber = true) const;
   // TOPO INFO: this rank's place and ring neighbour with the hop's link class; rank 0 also
   // the whole ring order.
   void logPlacement() const;
@@ -186,7 +190,13 @@ class Communicator {
   bool windowTried_ = false;
   transport::Window::Tag callTag_{};  // of the collective being executed (0: p2p)
   uint64_t collectiveCalls_ = 0;      // collective calls made (the tags' call numbers)
-  bool barrierCall_ = false;          // the collective being planned is a barrier
+  CallTrace trace_{64};               // the flight recorder
+  // After a timeout: every rank's current call, from the ranks that report within a second
+  // through the store ("state/<rank>"); ranks that do not report are named as such, and
+  // *firstSilent is the lowest of them (-1: all reported).
+  std::string gatherCallStates(int* firstSilent);
+  void writeTraceFile(const std::string& cause) const;
+  bool barrierCall_ = false;  // the collective being planned is a barrier
   std::atomic<tuttiResult_t> failureCode_{tuttiSuccess};
   mutable std::mutex failureMutex_;
   std::string failureText_;

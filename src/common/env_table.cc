@@ -127,6 +127,10 @@ constexpr Var kVars[] = {
     {"TUTTI_DETERMINISTIC", Type::kBool, "0", "TUNING",
      "Bitwise reproducible reductions: a fixed reduction order per element, whatever the "
      "algorithm and message size."},
+    {"TUTTI_TRACE_FILE", Type::kString, "", "COLL",
+     "When a call fails, append the communicator's last calls (the flight recorder: number, "
+     "call, algorithm, state, times) to this file; %r becomes the rank, %p the pid (without "
+     "%r, \".<rank>\" is appended). tuttiCommDumpTrace writes the same on demand."},
     {"TUTTI_CHECK_CALLS", Type::kBool, "0", "COLL",
      "Debug mode: all-gather every call's tag before the call, so any mismatch fails at the "
      "call itself (without it, message and window tags catch mismatches when a rank receives "
