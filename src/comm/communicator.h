@@ -70,6 +70,14 @@ class Communicator {
                      tuttiRedOp_t op);
   void allToAll(const void* send, void* recv, size_t count, tuttiDataType_t dtype);
   void barrier();
+  // Neighbour all-reduce (algorithms/neighbor.cc): x <- W x over `graph` (nodes = ranks, or
+  // hosts when hierarchical), at the graph's call `step`. graphId names the graph for the
+  // schedule cache (same id, same graph).
+  void neighborAllReduce(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
+                         const algo::NeighborGraph& graph, bool hierarchical, uint64_t graphId,
+                         uint64_t step);
+  // Hosts the ranks are on (the nodes of a hierarchical neighbour graph).
+  int hostCount() const;
   // Runs point-to-point operations together (a group, or a single call).
   void runP2p(std::span<const P2pOp> ops);
 
@@ -152,6 +160,8 @@ class Communicator {
   std::map<std::string, const algo::AlgorithmInfo*> choiceCache_;
   // Built schedules by (collective, sizes, algorithm): rebuilding costs more than a small call.
   std::map<std::string, Planned> scheduleCache_;
+  // Neighbour all-reduce schedules by (algorithm, graph id, step, count, dtype).
+  std::map<std::string, Planned> neighborCache_;
   // The plan of the last call, with what it was made for: a stream of identical calls (the
   // common case) skips the caches' string keys and the environment's parsing.
   struct LastPlan {
