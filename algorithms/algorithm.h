@@ -23,7 +23,8 @@ enum class Coll {
   kAllToAll,
   kNeighborAllReduce,  // neighborAlgorithms() only: registry() holds none
 };
-constexpr int kNumColls = 7;
+// The collectives of registry() (0 .. kNumColls-1); kNeighborAllReduce follows them.
+constexpr int kNumColls = 6;
 const char* collName(Coll c);  // "allreduce", "allgather", "reducescatter", "broadcast", ...
 
 class NeighborGraph;  // neighbor_graph.h

@@ -181,7 +181,7 @@ TUTTI_API tuttiResult_t tuttiNeighborAllReduce(const void* sendbuff, void* recvb
     const bool hier = graph->hierarchical;
     const uint64_t id = graph->id;
     return tutti::api::issue(
-        comm, "tuttiNeighborAllReduce", {count, datatype, tuttiSum},
+        comm, "tuttiNeighborAllReduce", {count, datatype, tuttiNumOps},
         {sendbuff, bytes, recvbuff, bytes}, stream,
         [&c, count, datatype, g, hier, id, step](const void* send, void* recv) {
           c.neighborAllReduce(send, recv, count, datatype, *g, hier, id, step);

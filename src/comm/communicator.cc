@@ -431,9 +431,9 @@ std::string Communicator::describeCall(const transport::Window::Tag& t) const {
   auto dtype = static_cast<tuttiDataType_t>((t[1] >> 8) & 0xff);
   auto op = static_cast<tuttiRedOp_t>((t[1] >> 16) & 0xff);
   std::ostringstream os;
-  os << (coll >= 0 && coll < algo::kNumColls ? algo::collName(static_cast<algo::Coll>(coll)) : "?")
-     << "(count " << t[0] << ", " << dtypeName(dtype) << ", " << opName(op) << ", root "
-     << (t[1] >> 24) << ")";
+  const bool known = coll >= 0 && coll <= static_cast<int>(algo::Coll::kNeighborAllReduce);
+  os << (known ? algo::collName(static_cast<algo::Coll>(coll)) : "?") << "(count " << t[0] << ", "
+     << dtypeName(dtype) << ", " << opName(op) << ", root " << (t[1] >> 24) << ")";
   return os.str();
 }
 
