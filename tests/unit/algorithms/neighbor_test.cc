@@ -326,6 +326,7 @@ TEST(NeighborSchedule, EveryGraphMatchesReferenceAt1To9Ranks) {
         for (tuttiDataType_t t : {tuttiFloat32, tuttiFloat64, tuttiFloat16, tuttiBfloat16}) {
           const bool inPlace = (n + step + t) % 2 == 1;
           checkSchedules(flat, g, w, n, 1, step, 37 + n, t, inPlace);
+          checkSchedules(flat, g, w, n, 1, step, 1, t, !inPlace);
           ++cases;
         }
       }
@@ -344,6 +345,8 @@ TEST(NeighborSchedule, HierarchicalAveragesHostsThenMixes) {
         for (tuttiDataType_t t : {tuttiFloat32, tuttiFloat64, tuttiBfloat16}) {
           std::vector<double> w = test::refMatrix(k.ref, hosts, step);
           checkSchedules(hier, g, w, n, perHost, step, 29 + n, t, (hosts + step) % 2 == 0);
+          // Fewer elements than ranks per host: some blocks are empty.
+          checkSchedules(hier, g, w, n, perHost, step, 1 + step % 2, t, step % 2 == 0);
         }
     }
   }
