@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -13,9 +14,20 @@
 
 namespace tutti::algo {
 
-enum class Coll { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAllToAll };
+enum class Coll {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kReduce,
+  kAllToAll,
+  kNeighborAllReduce,  // neighborAlgorithms() only: registry() holds none
+};
+// The collectives of registry() (0 .. kNumColls-1); kNeighborAllReduce follows them.
 constexpr int kNumColls = 6;
 const char* collName(Coll c);  // "allreduce", "allgather", "reducescatter", "broadcast", ...
+
+class NeighborGraph;  // neighbor_graph.h
 
 struct CollArgs {
   Coll coll = Coll::kAllReduce;
@@ -35,6 +47,10 @@ struct CollArgs {
   // Bytes of each rank's shared window (transport::Window, every rank on one host over shm);
   // 0 = none, and algorithms that need one (direct) do not apply.
   size_t windowBytes = 0;
+  // Neighbour all-reduce: the graph (over ranks; over hosts for neighbor_hier) and the call's
+  // step (the dynamic graphs' call counter).
+  const NeighborGraph* graph = nullptr;
+  uint64_t graphStep = 0;
 };
 
 struct AlgorithmInfo {
@@ -45,8 +61,11 @@ struct AlgorithmInfo {
   exec::Schedule (*build)(const CollArgs&);
 };
 
-// Every builder compiled in.
+// Every builder compiled in, except the neighbour all-reduce's (they need a graph).
 std::span<const AlgorithmInfo> registry();
+// The neighbour all-reduce builders: "neighbor" (graph over ranks) and "neighbor_hier" (exact
+// average inside each host, graph over hosts).
+std::span<const AlgorithmInfo> neighborAlgorithms();
 // nullptr when no algorithm of that name exists for the collective.
 const AlgorithmInfo* find(Coll coll, std::string_view name);
 

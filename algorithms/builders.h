@@ -33,4 +33,7 @@ exec::Schedule reduceBinomial(const CollArgs& a);
 
 exec::Schedule allToAllPairwise(const CollArgs& a);
 
+exec::Schedule neighborAllReduceFlat(const CollArgs& a);
+exec::Schedule neighborAllReduceHier(const CollArgs& a);
+
 }  // namespace tutti::algo::detail

@@ -82,7 +82,20 @@ const std::array kRegistry = {
                   allToAllPairwise},
 };
 
+const std::array kNeighbor = {
+    AlgorithmInfo{Coll::kNeighborAllReduce, "neighbor",
+                  "weighted average with the graph's in-neighbours: one round of sends to "
+                  "out-neighbours, then a fixed-order weighted sum",
+                  always, neighborAllReduceFlat},
+    AlgorithmInfo{Coll::kNeighborAllReduce, "neighbor_hier",
+                  "exact average inside each host (ring reduce-scatter / all-gather), weighted "
+                  "average between hosts over a graph of hosts (same ranks per host)",
+                  always, neighborAllReduceHier},
+};
+
 }  // namespace
+
+std::span<const AlgorithmInfo> neighborAlgorithms() { return kNeighbor; }
 
 const char* collName(Coll c) {
   switch (c) {
@@ -98,6 +111,8 @@ const char* collName(Coll c) {
       return "reduce";
     case Coll::kAllToAll:
       return "alltoall";
+    case Coll::kNeighborAllReduce:
+      return "neighborallreduce";
   }
   return "?";
 }

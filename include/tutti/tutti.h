@@ -286,6 +286,61 @@ TUTTI_API tuttiResult_t tuttiCompressionStats(tuttiComm_t comm, tuttiCompression
 /* Forgets key's residual and step counter (e.g. after a model reload); local, not collective. */
 TUTTI_API tuttiResult_t tuttiCompressionResetKey(tuttiComm_t comm, uint64_t key);
 
+/* ---- Neighbour all-reduce: decentralized averaging over a graph (tutti addition;
+ * docs/decentralized.md) ---- */
+/* Opaque graph handle, made once per communicator (collectively) and used by
+ * tuttiNeighborAllReduce on that communicator only. */
+typedef struct tuttiGraph* tuttiGraph_t;
+typedef enum {
+  tuttiGraphRing = 0,        /* i <-> i-1, i+1 (2 ranks: one neighbour) */
+  tuttiGraphTorus2D = 1,     /* rows x cols with wrap-around: up, down, left, right */
+  tuttiGraphGrid2D = 2,      /* rows x cols without wrap-around (Metropolis-Hastings weights) */
+  tuttiGraphHypercube = 3,   /* i <-> i xor 2^k; the node count must be a power of two */
+  tuttiGraphExponential = 4, /* static exponential-2: i -> i + 2^k mod n for every 2^k < n */
+  /* dynamic: call t of the graph, i -> i + 2^(t mod ceil(log2 n)) mod n, weights 1/2; after
+   * log2(n) consecutive calls every rank holds the exact average (n a power of two) */
+  tuttiGraphOnePeerExponential = 5,
+  tuttiNumGraphKinds = 6
+} tuttiGraphKind_t;
+/* Built-in graph over comm's ranks. rows: rows of the 2-D torus / grid (must divide the node
+ * count; 0 picks the squarest shape); must be 0 for the other kinds. Weights: uniform 1/(d+1)
+ * on the regular graphs (ring, torus, hypercube, exponential), Metropolis-Hastings
+ * w_ij = 1/(1 + max(d_i, d_j)) on the grid; every W is doubly stochastic. hierarchical != 0:
+ * the graph's nodes are comm's hosts instead of its ranks; each call averages exactly inside
+ * every host (over shm) and mixes the host averages over the graph between hosts (every host
+ * must hold the same number of ranks). Collective over comm (every rank passes the same
+ * arguments); not inside a group. */
+TUTTI_API tuttiResult_t tuttiGraphCreate(tuttiComm_t comm, tuttiGraphKind_t kind, int rows,
+                                         int hierarchical, tuttiGraph_t* graph);
+/* User graph, in the manner of MPI_Dist_graph_create_adjacent: this rank receives from
+ * sources[0..indegree) and sends to destinations[0..outdegree). With sourceWeights, this rank
+ * computes x <- selfWeight * x + sum_k sourceWeights[k] * x_sources[k], and selfWeight plus the
+ * source weights must sum to 1 (within 1e-6; columns are not checked: the average is kept only
+ * when W is also column stochastic). With sourceWeights NULL on every rank, the graph must be
+ * undirected (sources == destinations as sets) and gets Metropolis-Hastings weights (doubly
+ * stochastic); selfWeight is then ignored. Checked on every rank after an all-gather of all
+ * lists: ranks in range, no self or duplicate entries, every edge listed at both ends
+ * (j in sources of i <=> i in destinations of j); tuttiInvalidArgument names rank and problem.
+ * Collective over comm; not inside a group. */
+TUTTI_API tuttiResult_t tuttiGraphCreateAdjacent(tuttiComm_t comm, int indegree, const int* sources,
+                                                 const double* sourceWeights, double selfWeight,
+                                                 int outdegree, const int* destinations,
+                                                 tuttiGraph_t* graph);
+/* Local; a graph may be destroyed once the calls that use it (including grouped ones, which
+ * keep what they need) were issued. NULL is a no-op. */
+TUTTI_API tuttiResult_t tuttiGraphDestroy(tuttiGraph_t graph);
+/* Rank i's result: recvbuff = W_ii sendbuff_i + sum over its in-neighbours j of
+ * W_ij sendbuff_j, W the graph's mixing matrix at this call (the dynamic graph advances one
+ * step per call, counted per graph in issue order on every rank). datatype: tuttiFloat32,
+ * tuttiFloat64, tuttiFloat16 or tuttiBfloat16; the sum runs self first, then in-neighbours by
+ * ascending rank, without fused multiply-adds, in float32 (float16/bfloat16 rounded once at
+ * the end) or float64, so results are the same bits on every run. In place when
+ * sendbuff == recvbuff. Every rank passes the same count and datatype. Group calls: recorded
+ * and run at tuttiGroupEnd like the other collectives. */
+TUTTI_API tuttiResult_t tuttiNeighborAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                               tuttiDataType_t datatype, tuttiGraph_t graph,
+                                               tuttiComm_t comm, tuttiStream_t stream);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

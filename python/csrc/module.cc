@@ -35,6 +35,21 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("group"), py::arg("tensor"), py::arg("compressor"), py::arg("key"),
       py::arg("error_feedback"), py::call_guard<py::gil_scoped_release>());
+  py::class_<tutti::torch_backend::GraphHandle, std::shared_ptr<tutti::torch_backend::GraphHandle>>(
+      m, "GraphHandle");
+  m.def(
+      "make_graph",
+      [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg, int kind, int rows, bool hierarchical) {
+        return tuttiGroup(pg).makeGraph(kind, rows, hierarchical);
+      },
+      py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "neighbor_allreduce",
+      [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg, at::Tensor& tensor,
+         std::shared_ptr<tutti::torch_backend::GraphHandle> graph) {
+        return tuttiGroup(pg).neighborAllreduce(tensor, std::move(graph));
+      },
+      py::call_guard<py::gil_scoped_release>());
   m.def(
       "raw_allreduce",
       [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg, at::Tensor& tensor) {

@@ -637,6 +637,36 @@ void ProcessGroupTutti::rawAllreduce(at::Tensor& tensor) {
         "allreduce");
 }
 
+std::shared_ptr<GraphHandle> ProcessGroupTutti::makeGraph(int kind, int rows, bool hierarchical) {
+  drain();
+  auto g = std::make_shared<GraphHandle>();
+  check(tuttiGraphCreate(comm_, static_cast<tuttiGraphKind_t>(kind), rows, hierarchical ? 1 : 0,
+                         &g->graph),
+        "graph");
+  return g;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::neighborAllreduce(
+    at::Tensor& tensor, std::shared_ptr<GraphHandle> graph) {
+  std::vector<at::Tensor> one{tensor};
+  at::Tensor t = single(one, "neighbor_allreduce");
+  auto dtype = dataTypeOf(t);
+  if (dtype != tuttiFloat32 && dtype != tuttiFloat64 && dtype != tuttiFloat16 &&
+      dtype != tuttiBfloat16)
+    throw std::invalid_argument(
+        "tutti neighbor_allreduce: float32, float64, float16 or bfloat16 tensors only");
+  if (!graph || graph->graph == nullptr)
+    throw std::invalid_argument("tutti neighbor_allreduce: no graph");
+  return enqueue(
+      OpType::ALLREDUCE, "tutti:neighbor_allreduce", {t}, bytesOf(t), [this, t, graph, dtype] {
+        at::Tensor user = t, d = dense(t);
+        check(
+            tuttiNeighborAllReduce(ptr(d), ptr(d), d.numel(), dtype, graph->graph, comm_, nullptr),
+            "neighbor_allreduce");
+        finish(user, d);
+      });
+}
+
 void ProcessGroupTutti::setAlgorithm(const std::string& spec) {
   drain();
   check(tuttiCommSetAlgorithm(comm_, spec.empty() ? nullptr : spec.c_str()), "set_algorithm");

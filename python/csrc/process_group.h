@@ -17,6 +17,16 @@
 
 namespace tutti::torch_backend {
 
+// A neighbour-averaging graph of a group's communicator (tuttiGraphCreate), destroyed with the
+// last reference (queued works hold one).
+struct GraphHandle {
+  tuttiGraph_t graph = nullptr;
+  GraphHandle() = default;
+  GraphHandle(const GraphHandle&) = delete;
+  GraphHandle& operator=(const GraphHandle&) = delete;
+  ~GraphHandle() { tuttiGraphDestroy(graph); }
+};
+
 class ProcessGroupTutti : public c10d::ProcessGroup {
  public:
   // Collective over the group's ranks: meets through store (no port of tutti's own).
@@ -75,6 +85,11 @@ class ProcessGroupTutti : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> allreduceCompressed(at::Tensor& tensor,
                                                      const std::string& compressor, uint64_t key,
                                                      bool errorFeedback);
+  // Neighbour all-reduce: a graph of the group's ranks (tuttiGraphCreate, once the queue has
+  // drained: collective), and tensor <- W tensor over it, in place (tuttiNeighborAllReduce).
+  std::shared_ptr<GraphHandle> makeGraph(int kind, int rows, bool hierarchical);
+  c10::intrusive_ptr<c10d::Work> neighborAllreduce(at::Tensor& tensor,
+                                                   std::shared_ptr<GraphHandle> graph);
   // The raw C call on the caller's thread (the overhead benchmark's baseline).
   void rawAllreduce(at::Tensor& tensor);
   tuttiComm_t comm() const { return comm_; }

@@ -589,6 +589,11 @@ transport::Window::Tag tagOf(const algo::CollArgs& a, tuttiRedOp_t userOp, bool 
 }
 }  // namespace
 
+transport::Window::Tag Communicator::nextCallTag(const algo::CollArgs& args, tuttiRedOp_t userOp,
+                                                 bool barrier) {
+  return tagOf(args, userOp, barrier, ++collectiveCalls_);
+}
+
 std::string Communicator::describeCall(const transport::Window::Tag& t, bool withNumber) const {
   if (t[1] == 0) return "no collective (a point-to-point or internal exchange)";
   if ((t[1] & 0xff) == kP2pCode)
@@ -606,7 +611,8 @@ std::string Communicator::describeCall(const transport::Window::Tag& t, bool wit
     bool reducing =
         c == algo::Coll::kAllReduce || c == algo::Coll::kReduceScatter || c == algo::Coll::kReduce;
     bool rooted = c == algo::Coll::kBroadcast || c == algo::Coll::kReduce;
-    os << (coll >= 0 && coll < algo::kNumColls ? algo::collName(c) : "?") << "(count "
+    const bool known = coll >= 0 && coll <= static_cast<int>(algo::Coll::kNeighborAllReduce);
+    os << (known ? algo::collName(c) : "?") << "(count "
        << (t[0] & ((uint64_t{1} << kCountBits) - 1)) << ", " << dtypeName(dtype);
     if (reducing) os << ", " << opName(op);
     if (rooted) os << ", root " << (t[1] >> 24);
@@ -681,8 +687,7 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
   const CallPlan& plan = planFor(args);
   const algo::AlgorithmInfo& info = *plan.info;
   const exec::Schedule& schedule = plan.planned->schedule;
-  transport::Window::Tag tag =
-      tagOf(args, applyAvg ? tuttiAvg : args.op, barrierCall_, ++collectiveCalls_);
+  transport::Window::Tag tag = nextCallTag(args, applyAvg ? tuttiAvg : args.op, barrierCall_);
   lastAlgorithm_ = info.name;
   if (scratch_.size() < schedule.scratchBytes) scratch_.resize(schedule.scratchBytes);
   std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),

@@ -72,6 +72,14 @@ class Communicator {
                      tuttiRedOp_t op);
   void allToAll(const void* send, void* recv, size_t count, tuttiDataType_t dtype);
   void barrier();
+  // Neighbour all-reduce (algorithms/neighbor.cc): x <- W x over `graph` (nodes = ranks, or
+  // hosts when hierarchical), at the graph's call `step`. graphId names the graph for the
+  // schedule cache (same id, same graph).
+  void neighborAllReduce(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
+                         const algo::NeighborGraph& graph, bool hierarchical, uint64_t graphId,
+                         uint64_t step);
+  // Hosts the ranks are on (the nodes of a hierarchical neighbour graph).
+  int hostCount() const;
   // Runs point-to-point operations together (a group, or a single call).
   void runP2p(std::span<const P2pOp> ops);
 
@@ -118,6 +126,9 @@ class Communicator {
   const Planned& scheduleFor(const algo::AlgorithmInfo& info, const algo::CollArgs& args);
   void ensureWindow();
   void checkSameCall(const transport::Window::Tag& mine);
+  // The tag of the next collective call (numbers it): collective, count, dtype, the caller's
+  // op, root, call number (communicator.cc).
+  transport::Window::Tag nextCallTag(const algo::CollArgs& args, tuttiRedOp_t userOp, bool barrier);
   // In a catch block: a failure that leaves the ranks out of step (mismatch, dead or failed
   // peer, timeout) fails the communicator (failWith); a peer failure is rethrown naming the
   // rank that failed first (from the peer's failure record when it has one).
@@ -170,6 +181,8 @@ class Communicator {
   std::map<std::string, const algo::AlgorithmInfo*> choiceCache_;
   // Built schedules by (collective, sizes, algorithm): rebuilding costs more than a small call.
   std::map<std::string, Planned> scheduleCache_;
+  // Neighbour all-reduce schedules by (algorithm, graph id, step, count, dtype).
+  std::map<std::string, Planned> neighborCache_;
   // The plan of the last call, with what it was made for: a stream of identical calls (the
   // common case) skips the caches' string keys and the environment's parsing.
   struct LastPlan {

@@ -117,6 +117,9 @@ class RoundRunner {
         case OpType::kReduce:
           i += runReduceChain(round.ops, i) - 1;
           break;
+        case OpType::kMix:
+          runMix(op);
+          break;
         case OpType::kPost:
           if (op.phase == 1) win_.window->setTag(win_.tagSlot, options_.callTag);
           if (win_.skipFinalPost && op.phase == schedule_.windowPhases) break;
@@ -173,6 +176,19 @@ class RoundRunner {
       }
     }
     return n;
+  }
+
+  void runMix(const Op& op) {
+    TUTTI_ASSERT(op.mix < schedule_.mixes.size());
+    const Mix& m = schedule_.mixes[op.mix];
+    if (op.dst.bytes == 0) return;
+    mixSrcs_.clear();
+    for (const Slice& s : m.srcs) {
+      TUTTI_ASSERT(s.bytes == op.dst.bytes);
+      mixSrcs_.push_back(addressOf(buffers_, s, win_));
+    }
+    reduce::weightedSum(addressOf(buffers_, op.dst, win_), mixSrcs_, m.weights,
+                        op.dst.bytes / dtypeSize(schedule_.dtype), schedule_.dtype);
   }
 
   void runReduce(const Op& op) {
@@ -344,6 +360,7 @@ class RoundRunner {
   std::map<int, PeerQueues> queues_;
   std::vector<int> fds_;
   std::vector<pollfd> pollfds_;
+  std::vector<const void*> mixSrcs_;
 };
 
 // The EXEC line of one executed schedule: what it ran and how long it took.
@@ -370,6 +387,7 @@ void traceExecuted(const Schedule& s, double seconds) {
           copyBytes += op.dst.bytes;
           break;
         case OpType::kReduce:
+        case OpType::kMix:
           ++reduces;
           reduceBytes += op.dst.bytes;
           break;

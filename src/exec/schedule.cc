@@ -56,6 +56,8 @@ std::string toString(const Op& op) {
       return "post(" + std::to_string(op.phase) + ")";
     case OpType::kWait:
       return "wait(" + std::to_string(op.peer) + ", " + std::to_string(op.phase) + ")";
+    case OpType::kMix:
+      return "mix#" + std::to_string(op.mix) + "(-> " + toString(op.dst) + ")";
   }
   return "?";
 }
@@ -68,6 +70,12 @@ std::string toString(const Schedule& s) {
   for (size_t i = 0; i < s.rounds.size(); ++i) {
     os << " round " << i << ":";
     for (const Op& op : s.rounds[i].ops) os << " " << toString(op);
+    os << "\n";
+  }
+  for (size_t m = 0; m < s.mixes.size(); ++m) {
+    os << " mix#" << m << " =";
+    for (size_t k = 0; k < s.mixes[m].srcs.size(); ++k)
+      os << (k ? " + " : " ") << s.mixes[m].weights[k] << " * " << toString(s.mixes[m].srcs[k]);
     os << "\n";
   }
   return os.str();

@@ -19,6 +19,11 @@
 // region runs in the half the previous call did not use (transport::Window::nextHalf), and
 // its phase 0 then means "the peer finished the last call in that half", usually long ago.
 //
+// Weighted mixes (neighbour all-reduce): kMix is a local op, dst = sum_k w_k * src_k over the
+// sources and weights of Schedule::mixes[Op::mix], summed in that order element by element
+// (float16 / bfloat16 / float32 in float32, float64 in float64; rounded to dst's type once).
+// dst may be identical to any source (never partially overlapping).
+//
 // Buffers: kInput is the user's send buffer, kOutput the receive buffer, kScratch a
 // temporary of scratchBytes owned by the executor. For in-place calls kInput and kOutput
 // alias as NCCL defines it (all-reduce/broadcast/reduce: same pointer; all-gather: input =
@@ -29,6 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tutti/tutti.h"
@@ -54,6 +60,7 @@ enum class OpType : uint8_t {
   kReduce,      // local: dst = src (op) src2 (either may equal dst)
   kPost,        // local: publish this rank's window phase `phase`
   kWait,        // wait until `peer` posted window phase `phase` (runs before local ops)
+  kMix,         // local: dst = weighted sum of Schedule::mixes[mix] (see above)
 };
 
 struct Op {
@@ -63,6 +70,13 @@ struct Op {
   Slice src2;          // kReduce
   Slice dst;           // kRecv, kRecvReduce, kCopy, kReduce
   uint32_t phase = 0;  // kPost, kWait
+  uint32_t mix = 0;    // kMix: index into Schedule::mixes
+};
+
+// The sources and weights of one kMix op (same length; sources as long as its dst).
+struct Mix {
+  std::vector<Slice> srcs;
+  std::vector<double> weights;
 };
 
 struct Round {
@@ -81,6 +95,7 @@ struct Schedule {
   // implies it, so the executor skips it (one store + fence per call).
   bool finalPostOnlyForNextCall = false;
   std::vector<Round> rounds;
+  std::vector<Mix> mixes;  // of the kMix ops
 
   // Builder helpers.
   Round& newRound() { return rounds.emplace_back(); }
@@ -95,6 +110,13 @@ struct Schedule {
   }
   static Op post(uint32_t phase) { return Op{OpType::kPost, -1, {}, {}, {}, phase}; }
   static Op wait(int peer, uint32_t phase) { return Op{OpType::kWait, peer, {}, {}, {}, phase}; }
+  // Appends the mix to mixes and returns its op.
+  Op mixOp(Slice dst, Mix m) {
+    mixes.push_back(std::move(m));
+    Op op{OpType::kMix, -1, {}, {}, dst};
+    op.mix = static_cast<uint32_t>(mixes.size() - 1);
+    return op;
+  }
   static Slice window(int rank, size_t offset, size_t bytes) {
     return Slice{Buf::kWindow, offset, bytes, rank};
   }

@@ -194,6 +194,20 @@ class Sim {
               checkAlias(ref, o.src, o.dst, "source and destination");
               checkAlias(ref, o.src2, o.dst, "second source and destination");
               break;
+            case OpType::kMix: {
+              if (o.mix >= s.mixes.size()) opError(ref, "names a mix the schedule does not have");
+              const Mix& m = s.mixes[o.mix];
+              checkSlice(ref, o.dst, "destination");
+              if (m.srcs.empty() || m.srcs.size() != m.weights.size())
+                opError(ref, "has " + std::to_string(m.srcs.size()) + " sources for " +
+                                 std::to_string(m.weights.size()) + " weights");
+              for (const Slice& src : m.srcs) {
+                checkSlice(ref, src, "source");
+                if (src.bytes != o.dst.bytes) opError(ref, "operand sizes differ");
+                checkAlias(ref, src, o.dst, "source and destination");
+              }
+              break;
+            }
             case OpType::kPost:
               if (o.phase == 0 || o.phase > s.windowPhases)
                 opError(ref, "posts phase " + std::to_string(o.phase) +
@@ -303,6 +317,10 @@ class Sim {
               st.reducedBytes += o.dst.bytes;
               local += opt_.reduceSecondsPerByte * o.dst.bytes;
               break;
+            case OpType::kMix:
+              st.reducedBytes += o.dst.bytes;
+              local += opt_.reduceSecondsPerByte * o.dst.bytes * s.mixes[o.mix].srcs.size();
+              break;
             case OpType::kWait:  // a synchronisation: the latency of the link, no bytes
               in[o.peer].first++;
               break;
@@ -339,6 +357,12 @@ class Sim {
       if (o.dst.bytes)
         reduce::reduce(ptr(r, o.dst), ptr(r, o.src), ptr(r, o.src2), o.dst.bytes / es_,
                        sched_[r].dtype, sched_[r].op);
+    } else if (o.type == OpType::kMix) {
+      const Mix& m = sched_[r].mixes[o.mix];
+      std::vector<const void*> srcs;
+      for (const Slice& s : m.srcs) srcs.push_back(ptr(r, s));
+      if (o.dst.bytes)
+        reduce::weightedSum(ptr(r, o.dst), srcs, m.weights, o.dst.bytes / es_, sched_[r].dtype);
     }
   }
 

@@ -25,7 +25,8 @@ bool WindowProgram::applies(const Schedule& schedule) {
   if (schedule.windowPhases == 0 && schedule.windowBytes == 0) return false;
   for (const Round& r : schedule.rounds)
     for (const Op& op : r.ops)
-      if (op.type == OpType::kSend || op.type == OpType::kRecv || op.type == OpType::kRecvReduce)
+      if (op.type == OpType::kSend || op.type == OpType::kRecv || op.type == OpType::kRecvReduce ||
+          op.type == OpType::kMix)
         return false;
   return true;
 }
@@ -98,6 +99,7 @@ WindowProgram::WindowProgram(const Schedule& schedule, transport::Window& window
         case OpType::kSend:
         case OpType::kRecv:
         case OpType::kRecvReduce:
+        case OpType::kMix:
           TUTTI_ASSERT(false);
       }
     }
@@ -175,6 +177,7 @@ void WindowProgram::run(std::span<std::byte* const> buffers, const ExecOptions& 
       case OpType::kSend:
       case OpType::kRecv:
       case OpType::kRecvReduce:
+      case OpType::kMix:
         break;
     }
   }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "tutti/tutti.h"
 
@@ -19,6 +20,12 @@ void reduce(void* dst, const void* a, const void* b, size_t count, tuttiDataType
 // call instead of paying reduce()'s checks and dispatch per slice. Same preconditions.
 using Kernel = void (*)(void* dst, const void* a, const void* b, size_t count);
 Kernel kernelFor(tuttiDataType_t dtype, tuttiRedOp_t op);
+
+// dst[i] = sum_k weights[k] * srcs[k][i] for i < count, summed in the order k = 0, 1, ...
+// (no fused multiply-add): float32 / float16 / bfloat16 in float32 (rounded to the type
+// once), float64 in float64. dst may alias any source exactly. Float types only.
+void weightedSum(void* dst, std::span<const void* const> srcs, std::span<const double> weights,
+                 size_t count, tuttiDataType_t dtype);
 
 // dst[i] /= divisor (finishes tuttiAvg; integer types use truncating division).
 void divide(void* dst, size_t count, tuttiDataType_t dtype, int64_t divisor);

@@ -74,6 +74,10 @@ RankStats statsOf(const exec::Schedule& s, int rank, const std::vector<int>& hos
           readPeerWindow(st, op.src, rank, m, s.windowBytes);
           readPeerWindow(st, op.src2, rank, m, s.windowBytes);
           continue;
+        case exec::OpType::kMix:  // one multiply-add pass per source
+          st.local +=
+              static_cast<double>(op.dst.bytes) * static_cast<double>(s.mixes[op.mix].srcs.size());
+          continue;
         case exec::OpType::kCopy:
           st.local += 0.5 * static_cast<double>(op.dst.bytes);
           readPeerWindow(st, op.src, rank, m, s.windowBytes);

@@ -53,6 +53,9 @@ int main(int argc, char** argv) {
   std::printf("\n\nalgorithms:\n");
   for (const auto& a : tutti::algo::registry())
     std::printf("  %-14s %-13s %s\n", tutti::algo::collName(a.coll), a.name, a.description);
+  // tuttiNeighborAllReduce's (chosen by the graph: flat or hierarchical).
+  for (const auto& a : tutti::algo::neighborAlgorithms())
+    std::printf("  %-14s %-13s %s\n", "neighbor", a.name, a.description);
   std::printf("\nenvironment variables:\n");
   for (const auto& v : tutti::env::all()) {
     auto value = tutti::env::raw(v.name);

@@ -8,11 +8,13 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/neighbor_graph.h"
 #include "common/dtype.h"
 #include "common/env.h"
 #include "common/error.h"
@@ -55,6 +57,10 @@ void usage(std::ostream& os) {
         "  -b, -e, -f           min size, max size, factor (nccl-tests sizes; default 1M 1G 4)\n"
         "  -d, --dtype T        float (default) double half bfloat16 int32 int8 ...\n"
         "  --algos a,b          only these algorithms (default: every applicable one)\n"
+        "  --neighbor G         (allreduce) add the neighbour all-reduce over graph G: ring,\n"
+        "                       torus, grid, hypercube, exponential, one_peer_exponential\n"
+        "                       (time per call, the mean over the graph's steps) and the ratio\n"
+        "                       of the best all-reduce to it (docs/decentralized.md)\n"
         "  --exact              build every rank's schedule even for large jobs\n"
         "  --csv                CSV (one row per size and algorithm) instead of the table\n";
 }
@@ -132,7 +138,7 @@ double busFactor(algo::Coll c, int n) {
 }
 
 struct Options {
-  std::string topoFile, tuningFile, algos;
+  std::string topoFile, tuningFile, algos, neighbor;
   int hosts = 0, ranks = 0, perHost = 0, nics = 0, cores = -1;
   long long windowBytes = -1;
   double netGbps = 0, netLatencyUs = -1, gammaGbps = 0;
@@ -246,6 +252,36 @@ int run(const Options& o) {
                 " algorithm applies (or matches --algos '", o.algos, "')");
   tuning::TimedOptions topt;
   topt.exactUpTo = o.exact ? (1 << 30) : 256;
+  // --neighbor: the graph over the ranks and its time per call (mean over its steps).
+  std::unique_ptr<algo::NeighborGraph> graph;
+  if (!o.neighbor.empty()) {
+    static const std::map<std::string, algo::GraphKind> kKinds = {
+        {"ring", algo::GraphKind::kRing},
+        {"torus", algo::GraphKind::kTorus2D},
+        {"grid", algo::GraphKind::kGrid2D},
+        {"hypercube", algo::GraphKind::kHypercube},
+        {"exponential", algo::GraphKind::kExponential},
+        {"one_peer_exponential", algo::GraphKind::kOnePeerExponential}};
+    auto it = kKinds.find(o.neighbor);
+    if (it == kKinds.end())
+      tutti::fail(tuttiInvalidArgument, "--neighbor ", o.neighbor,
+                  ": use ring, torus, grid, hypercube, exponential or one_peer_exponential");
+    if (o.coll != algo::Coll::kAllReduce)
+      tutti::fail(tuttiInvalidArgument, "--neighbor compares with allreduce (--coll allreduce)");
+    graph = std::make_unique<algo::NeighborGraph>(algo::NeighborGraph::builtin(it->second, n));
+  }
+  auto neighborTime = [&](const algo::CollArgs& a) {
+    algo::CollArgs na = a;
+    na.coll = algo::Coll::kNeighborAllReduce;
+    na.graph = graph.get();
+    na.windowBytes = 0;
+    double sum = 0;
+    for (int step = 0; step < graph->period(); ++step) {
+      na.graphStep = static_cast<uint64_t>(step);
+      sum += tuning::timeCollective(algo::neighborAlgorithms()[0], na, m, topt).seconds;
+    }
+    return sum / graph->period();
+  };
   size_t es = tutti::dtypeSize(o.dtype);
   double bf = busFactor(o.coll, n);
   if (o.csv) {
@@ -268,6 +304,7 @@ int run(const Options& o) {
         n <= topt.exactUpTo ? "every rank simulated" : "symmetric mode (representative hosts)",
         "size(B)");
     for (auto* a : algos) std::printf(" %12s %7s", a->name, "busbw");
+    if (graph) std::printf(" %12s %7s", "neighbor", "best/nb");
     std::printf("  %s\n", "best");
   }
   for (double s = static_cast<double>(o.minBytes); s <= static_cast<double>(o.maxBytes) * 1.0001;
@@ -288,6 +325,16 @@ int run(const Options& o) {
         std::printf(" %12.1f %7.2f", r.seconds * 1e6, algbw * bf);
       }
       if (!best || r.seconds < bestT) best = info, bestT = r.seconds;
+    }
+    if (graph) {
+      double nt = neighborTime(a);
+      if (o.csv) {
+        std::printf("%s,%d,%d,%zu,neighbor:%s,%.3f,%.6f,%.6f,%d\n", algo::collName(o.coll), n,
+                    hosts, bytes, o.neighbor.c_str(), nt * 1e6, nt > 0 ? bytes / nt / 1e9 : 0.0,
+                    0.0, n <= topt.exactUpTo ? 1 : 0);
+      } else {
+        std::printf(" %12.1f %7.2f", nt * 1e6, nt > 0 ? bestT / nt : 0.0);
+      }
     }
     if (!o.csv) std::printf("  %s\n", best->name);
     std::fflush(stdout);
@@ -353,6 +400,8 @@ int main(int argc, char** argv) {
         o.factor = std::stod(need(i));
       } else if (f == "--algos") {
         o.algos = need(i);
+      } else if (f == "--neighbor") {
+        o.neighbor = need(i);
       } else if (f == "--exact") {
         o.exact = true;
       } else if (f == "--csv") {

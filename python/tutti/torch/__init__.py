@@ -13,7 +13,7 @@ import torch.distributed as dist
 from . import _C  # noqa: E402  (needs torch.distributed loaded)
 
 __all__ = ["allreduce_compressed", "set_algorithm", "last_algorithm", "transports",
-           "compression_stats", "ProcessGroupTutti"]
+           "compression_stats", "ProcessGroupTutti", "Graph", "neighbor_allreduce"]
 
 ProcessGroupTutti = _C.ProcessGroupTutti
 
@@ -63,3 +63,48 @@ def transports(group=None):
 
 def compression_stats(group=None):
     return _C.compression_stats(_group(group))
+
+
+_GRAPH_KINDS = {"ring": 0, "torus": 1, "grid": 2, "hypercube": 3, "exponential": 4,
+                "one_peer_exponential": 5}
+
+
+class Graph:
+    """A neighbour-averaging graph over a group's ranks (tuttiGraphCreate; collective).
+
+    kind: "ring", "torus", "grid", "hypercube", "exponential" (static exponential-2) or
+    "one_peer_exponential" (dynamic: one peer per call, the exact average after log2(n)
+    calls); rows: rows of the torus / grid (0: the squarest); hierarchical: exact average
+    inside each host, the graph between hosts. docs/decentralized.md."""
+
+    def __init__(self, kind="one_peer_exponential", group=None, rows=0, hierarchical=False):
+        if kind not in _GRAPH_KINDS:
+            raise ValueError("tutti.torch.Graph: unknown kind %r (one of %s)"
+                             % (kind, ", ".join(sorted(_GRAPH_KINDS))))
+        self.kind = kind
+        self._pg = _group(group)
+        self._handle = _C.make_graph(self._pg, _GRAPH_KINDS[kind], int(rows), bool(hierarchical))
+
+
+_graphs = {}  # (group, kind) -> Graph made from a name
+
+
+def neighbor_allreduce(tensor, graph="one_peer_exponential", group=None, async_op=False):
+    """tensor <- W_ii tensor + sum over in-neighbours j of W_ij tensor_j, in place
+    (tuttiNeighborAllReduce). graph: a Graph, or a kind name (the group's graph of that kind,
+    made at the first call and kept, so the dynamic graph advances from call to call)."""
+    pg = _group(group)
+    if isinstance(graph, str):
+        key = (id(pg), graph)
+        if key not in _graphs:
+            _graphs[key] = Graph(graph, group=pg)
+        graph = _graphs[key]
+    if not isinstance(graph, Graph):
+        raise TypeError("tutti.torch.neighbor_allreduce: graph must be a Graph or a kind name")
+    if graph._pg is not pg:
+        raise ValueError("tutti.torch.neighbor_allreduce: the graph belongs to another group")
+    work = _C.neighbor_allreduce(pg, tensor, graph._handle)
+    if async_op:
+        return work
+    work.wait()
+    return None

@@ -1,0 +1,58 @@
+// Communicator::neighborAllReduce: a neighbour all-reduce schedule (algorithms/neighbor.cc),
+// cached per graph, step and size, run by the executor like every collective.
+#include <algorithm>
+#include <string>
+
+#include "algorithms/neighbor_graph.h"
+#include "comm/communicator.h"
+#include "common/error.h"
+#include "common/log.h"
+
+namespace tutti {
+
+int Communicator::hostCount() const {
+  return hostOf_.empty() ? 1 : *std::max_element(hostOf_.begin(), hostOf_.end()) + 1;
+}
+
+void Communicator::neighborAllReduce(const void* send, void* recv, size_t count,
+                                     tuttiDataType_t dtype, const algo::NeighborGraph& graph,
+                                     bool hierarchical, uint64_t graphId, uint64_t step) {
+  log::setThreadRank(rank_);
+  algo::CollArgs a = baseArgs(algo::Coll::kNeighborAllReduce, count, dtype);
+  a.graph = &graph;
+  a.graphStep = step % static_cast<uint64_t>(graph.period());
+  const algo::AlgorithmInfo& info = algo::neighborAlgorithms()[hierarchical ? 1 : 0];
+  std::string key = std::string(info.name) + "/" + std::to_string(graphId) + "/" +
+                    std::to_string(a.graphStep) + "/" + std::to_string(count) + "/" +
+                    std::to_string(dtype);
+  auto it = neighborCache_.find(key);
+  if (it == neighborCache_.end()) {
+    if (neighborCache_.size() >= 256) neighborCache_.clear();
+    Planned p;
+    p.schedule = info.build(a);
+    p.peers = exec::peersOf(p.schedule);
+    it = neighborCache_.emplace(key, std::move(p)).first;
+  }
+  const Planned& planned = it->second;
+  transport::Window::Tag tag = nextCallTag(a, tuttiSum, false);
+  lastAlgorithm_ = info.name;
+  if (scratch_.size() < planned.schedule.scratchBytes)
+    scratch_.resize(planned.schedule.scratchBytes);
+  std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),
+                           static_cast<std::byte*>(recv), scratch_.data()};
+  trace_.begin(tag, info.name);
+  try {
+    if (options_.checkCalls && nranks_ > 1) checkSameCall(tag);
+    callTag_ = tag;
+    struct ClearTag {
+      transport::Window::Tag& t;
+      ~ClearTag() { t = {}; }
+    } clear{callTag_};
+    execute(planned.schedule, planned.peers, buffers);
+  } catch (const Error&) {
+    rethrowCallFailure();
+  }
+  trace_.end(true);
+}
+
+}  // namespace tutti
