@@ -20,13 +20,15 @@ std::vector<std::byte> payload(int rank, int call) {
   return v;
 }
 
-class BootstrapSizes : public ::testing::TestWithParam<int> {};
+// (ranks, ring 1 / store 0)
+class BootstrapSizes : public ::testing::TestWithParam<std::tuple<int, int>> {};
 
 TEST_P(BootstrapSizes, AllGatherAndBarrierRepeatedTags) {
-  const int n = GetParam();
+  const auto [n, ring] = GetParam();
   auto store = std::make_shared<MemoryStore>();
-  tutti::test::runThreads(n, [&](int rank) {
-    Bootstrap b(std::make_shared<PrefixStore>(store, "c"), rank, n, "comm");
+  tutti::test::runThreads(n, [&, ring = ring](int rank) {
+    Bootstrap b(std::make_shared<PrefixStore>(store, "c"), rank, n, "comm", ring);
+    EXPECT_EQ(b.usesRing(), ring == 1);
     for (int call = 0; call < 3; ++call) {
       auto all = b.allGather("same-tag", payload(rank, call), Deadline(10));
       ASSERT_EQ(all.size(), static_cast<size_t>(n));
@@ -36,7 +38,64 @@ TEST_P(BootstrapSizes, AllGatherAndBarrierRepeatedTags) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, BootstrapSizes, ::testing::Values(1, 2, 3, 5, 8, 16));
+INSTANTIATE_TEST_SUITE_P(Ranks, BootstrapSizes,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 5, 8, 16),
+                                            ::testing::Values(1, 0)));
+
+// Requests at the store server and the keys it still holds, ring vs store all-gather: three
+// all-gathers, a barrier and leave at 16 ranks.
+TcpStoreStats serveOneJob(int n, int ring) {
+  Secret secret = randomSecret();
+  TcpStoreServer server("127.0.0.1:0", secret);
+  tutti::test::runThreads(n, [&](int rank) {
+    Bootstrap b(std::make_shared<TcpStore>(server.sockAddr(), secret, Deadline(5)), rank, n, "job",
+                ring);
+    for (int call = 0; call < 3; ++call) {
+      auto all = b.allGather("x", payload(rank, call), Deadline(20));
+      for (int r = 0; r < n; ++r) EXPECT_EQ(all[r], payload(r, call));
+    }
+    b.barrier("end", Deadline(20));
+    b.leave(Deadline(20));
+  });
+  return server.stats();
+}
+
+TEST(Bootstrap, RingAskTheStoreOncePerRankPerAllGather) {
+  constexpr int n = 16;
+  TcpStoreStats ring = serveOneJob(n, 1);
+  TcpStoreStats store = serveOneJob(n, 0);
+  // Ring: ring setup (set + get), 2 arrival sets, barrier (set, add, get, + done by one),
+  // leave (one set each, n - 1 gets by rank 0, one erase), the barrier's one erase.
+  EXPECT_LE(ring.requests, static_cast<uint64_t>(10 * n)) << "ring";
+  // Store: every rank gets the n - 1 others' entries three times.
+  EXPECT_GE(store.requests, static_cast<uint64_t>(3 * n * (n - 1))) << "store";
+  EXPECT_EQ(ring.byOp[2] /* GET */, static_cast<uint64_t>(n + n + (n - 1)));
+  // Everything of the job is erased once everyone has left.
+  EXPECT_EQ(ring.keys, 0u);
+  EXPECT_EQ(store.keys, 0u);
+  EXPECT_EQ(ring.bytes, 0u);
+  EXPECT_GE(ring.peakKeys, static_cast<uint64_t>(n));
+  EXPECT_GT(ring.peakBytes, 0u);
+}
+
+TEST(Bootstrap, RingCarriesLargeEntriesBothWaysAtOnce) {
+  // Entries far larger than socket buffers: every rank sends and receives concurrently.
+  constexpr int n = 4;
+  auto store = std::make_shared<MemoryStore>();
+  tutti::test::runThreads(n, [&](int rank) {
+    Bootstrap b(store, rank, n, "big", 1);
+    std::vector<std::byte> mine((3 << 20) + rank * 1000);
+    for (size_t i = 0; i < mine.size(); ++i) mine[i] = std::byte((i * 7 + rank * 13) % 251);
+    auto all = b.allGather("big", mine, Deadline(60));
+    for (int r = 0; r < n; ++r) {
+      ASSERT_EQ(all[r].size(), (3u << 20) + r * 1000u);
+      for (size_t i = 0; i < all[r].size(); i += 4099)
+        ASSERT_EQ(all[r][i], std::byte((i * 7 + r * 13) % 251)) << r << " " << i;
+    }
+    auto empty = b.allGather("empty", {}, Deadline(10));  // zero-byte entries
+    for (int r = 0; r < n; ++r) EXPECT_TRUE(empty[r].empty());
+  });
+}
 
 TEST(Bootstrap, OverTcpStore) {
   constexpr int n = 8;
@@ -50,13 +109,14 @@ TEST(Bootstrap, OverTcpStore) {
   });
 }
 
-void expectMissing(const std::string& what, double deadlineSec, std::vector<int> absent, int n) {
+void expectMissing(const std::string& what, double deadlineSec, std::vector<int> absent, int n,
+                   int ring = 1) {
   auto store = std::make_shared<MemoryStore>();
   std::vector<std::string> messages(n);
   std::vector<double> seconds(n);
   tutti::test::runThreads(n, [&](int rank) {
     if (std::find(absent.begin(), absent.end(), rank) != absent.end()) return;
-    Bootstrap b(store, rank, n, "comm0");
+    Bootstrap b(store, rank, n, "comm0", ring);
     auto t0 = std::chrono::steady_clock::now();
     try {
       if (what == "allGather") {
@@ -83,7 +143,11 @@ void expectMissing(const std::string& what, double deadlineSec, std::vector<int>
   }
 }
 
-TEST(Bootstrap, MissingRankIsNamedInAllGather) { expectMissing("allGather", 0.5, {3}, 4); }
+TEST(Bootstrap, MissingRankIsNamedInAllGather) {
+  expectMissing("allGather", 0.5, {3}, 4);
+  expectMissing("allGather", 0.5, {1, 4}, 6);
+  expectMissing("allGather", 0.5, {3}, 4, 0);
+}
 TEST(Bootstrap, MissingRanksAreNamedInBarrier) { expectMissing("barrier", 0.5, {3, 5}, 8); }
 
 TEST(Bootstrap, AbortUnblocksAllGather) {
