@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -21,6 +22,7 @@ constexpr char kMagic[8] = {'T', 'U', 'T', 'T', 'I', 'R', 'N', 'G'};
 constexpr size_t kTokenBytes = 32;  // hex of a 16-byte secret
 constexpr size_t kHelloBytes = sizeof(kMagic) + 4 + kTokenBytes;
 constexpr uint64_t kMaxFrameBytes = 1ull << 30;
+constexpr double kHelloSeconds = 10.0;
 
 std::string secondsText(double s) {
   char buf[32];
@@ -77,8 +79,9 @@ void BootstrapRing::waitFd(int fd, short events, const Deadline& d, const std::s
     if (aborted_.load()) fail(tuttiRemoteError, name_, ": ", what, ": aborted");
     pollfd fds[2] = {{fd, events, 0}, {abortFd_, POLLIN, 0}};
     int left = d.msLeft();
-    if (left == 0) fail(tuttiTimeout, name_, ": ", what, ": no progress within ",
-                        secondsText(d.totalSeconds()), " s");
+    if (left == 0)
+      fail(tuttiTimeout, name_, ": ", what, ": no progress within ", secondsText(d.totalSeconds()),
+           " s");
     int n = ::poll(fds, 2, left);
     if (n < 0 && errno != EINTR) throwSystemError(name_ + ": poll (" + what + ")");
     if (n > 0 && fds[1].revents) continue;  // aborted: reported at the loop's top
@@ -121,8 +124,8 @@ void BootstrapRing::recvAll(int fd, void* p, size_t n, const Deadline& d, const 
 
 void BootstrapRing::connect(Store& store, const std::string& myKey, const std::string& nextKey,
                             const std::string& bindHost, const Deadline& deadline) {
-  SockAddr bind = SockAddr::resolve(bindHost.empty() ? "127.0.0.1" : bindHost, 0,
-                                    "bootstrap ring address");
+  SockAddr bind =
+      SockAddr::resolve(bindHost.empty() ? "127.0.0.1" : bindHost, 0, "bootstrap ring address");
   int listenFd = ::socket(bind.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (listenFd < 0) throwSystemError(name_ + ": socket for the bootstrap ring");
   struct Closer {
@@ -180,23 +183,27 @@ int BootstrapRing::acceptPrev(int listenFd, const std::string& token, const Dead
       }
       throwSystemError(name_ + ": " + what);
     }
-    uint8_t hello[kHelloBytes];
+    uint8_t hello[kHelloBytes] = {};
     try {
-      recvAll(fd, hello, sizeof(hello), d, what);
+      // The previous rank sends its hello as soon as it connects: a connection silent for
+      // kHelloSeconds is not it (and must not hold up the real one until the deadline).
+      Deadline helloDeadline(std::min(d.secondsLeft(), kHelloSeconds));
+      recvAll(fd, hello, sizeof(hello), helloDeadline, what);
     } catch (const Error& e) {
-      if (e.code() != tuttiRemoteError || aborted_.load()) {
+      bool notOurs = e.code() == tuttiRemoteError || (e.code() == tuttiTimeout && !d.expired());
+      if (!notOurs || aborted_.load()) {
         ::close(fd);
         throw;
       }
-      // A connection that closed before its hello: not our neighbour.
+      // Closed or silent before its hello: not our neighbour (refused below).
     }
     bool ok = std::memcmp(hello, kMagic, sizeof(kMagic)) == 0 &&
               getU32(hello + sizeof(kMagic)) == static_cast<uint32_t>(prev) &&
               std::memcmp(hello + sizeof(kMagic) + 4, token.data(), kTokenBytes) == 0;
     if (ok) return fd;
     TUTTI_WARN(kBootstrap, name_ << ": refused a bootstrap ring connection from "
-                                 << SockAddr::peer(fd).toString()
-                                 << " (not rank " << prev << " with this ring's token)");
+                                 << SockAddr::peer(fd).toString() << " (not rank " << prev
+                                 << " with this ring's token)");
     ::close(fd);
   }
 }
@@ -240,9 +247,9 @@ std::vector<std::vector<std::byte>> BootstrapRing::allGather(std::span<const std
                      {received < steps ? prev_ : -1, POLLIN, 0}};
     int left = deadline.msLeft();
     if (left == 0)
-      fail(tuttiTimeout, name_, ": rank ", rank_, ": ", what, ": the bootstrap ring stalled at step ",
-           std::min(sent, received) + 1, " of ", steps, " (", secondsText(deadline.totalSeconds()),
-           " s)");
+      fail(tuttiTimeout, name_, ": rank ", rank_, ": ", what,
+           ": the bootstrap ring stalled at step ", std::min(sent, received) + 1, " of ", steps,
+           " (", secondsText(deadline.totalSeconds()), " s)");
     int n = ::poll(fds, 3, left);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -281,8 +288,8 @@ std::vector<std::vector<std::byte>> BootstrapRing::allGather(std::span<const std
           uint64_t len = 0;
           for (int i = 0; i < 8; ++i) len |= static_cast<uint64_t>(header[i]) << (8 * i);
           if (len > kMaxFrameBytes)
-            fail(tuttiInternalError, name_, ": ", what, ": a frame of ", len,
-                 " bytes from rank ", prev, " (more than 1 GiB)");
+            fail(tuttiInternalError, name_, ": ", what, ": a frame of ", len, " bytes from rank ",
+                 prev, " (more than 1 GiB)");
           in.assign(len, std::byte{0});
           inGot = 0;
           haveHeader = true;

@@ -29,8 +29,7 @@
 namespace {
 
 double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 std::vector<int> parseList(const char* s) {
@@ -134,8 +133,9 @@ int main(int argc, char** argv) {
     } else if (a == "--reps" && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: bootstrap-scale [--ranks 8,32,..] [--modes ring,store] "
-                           "[--reps N]\n");
+      std::fprintf(stderr,
+                   "usage: bootstrap-scale [--ranks 8,32,..] [--modes ring,store] "
+                   "[--reps N]\n");
       return 2;
     }
   }
@@ -145,8 +145,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::printf("| mode | ranks | init s | median rank s | requests | per rank | GETs | peak keys "
-              "| peak KiB | keys left |\n|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| mode | ranks | init s | median rank s | requests | per rank | GETs | peak keys "
+      "| peak KiB | keys left |\n|---|---|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);
   int bad = 0;
   for (int n : ranks) {

@@ -2,8 +2,12 @@
 #include "bootstrap/bootstrap.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstring>
+#include <thread>
 
 #include "bootstrap/memory_store.h"
 #include "bootstrap/prefix_store.h"
@@ -95,6 +99,40 @@ TEST(Bootstrap, RingCarriesLargeEntriesBothWaysAtOnce) {
     auto empty = b.allGather("empty", {}, Deadline(10));  // zero-byte entries
     for (int r = 0; r < n; ++r) EXPECT_TRUE(empty[r].empty());
   });
+}
+
+// A connection to a rank's ring port that does not carry its token is refused, and the real
+// previous rank still gets in. Rank 0 starts only after the stranger has connected, so rank
+// 1 finds the stranger first in its accept queue.
+TEST(Bootstrap, RingRefusesAStrangersConnection) {
+  auto store = std::make_shared<MemoryStore>();
+  std::vector<std::vector<std::byte>> got0, got1;
+  std::thread r1([&] {
+    Bootstrap b(store, 1, 2, "s", 1);
+    got1 = b.allGather("x", payload(1, 0), Deadline(20));
+  });
+  std::string published = store->getString("s/0/x/1", Deadline(10));  // "<addr>|<token>"
+  SockAddr addr = SockAddr::parse(published.substr(0, published.find('|')), "rank 1's ring");
+  int fd = ::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::connect(fd, addr.sa(), addr.len), 0) << std::strerror(errno);
+  std::string token = published.substr(published.find('|') + 1);
+  std::string wrong(32, token[0] == 'a' ? 'b' : 'a');
+  std::string hello = std::string("TUTTIRNG") + std::string(4, '\0') + wrong;  // "rank 0"
+  ASSERT_EQ(::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL), ssize_t(hello.size()));
+  std::thread r0([&] {
+    Bootstrap b(store, 0, 2, "s", 1);
+    got0 = b.allGather("x", payload(0, 0), Deadline(20));
+  });
+  r0.join();
+  r1.join();
+  char c;
+  EXPECT_EQ(::recv(fd, &c, 1, 0), 0);  // rank 1 closed the stranger's connection
+  ::close(fd);
+  ASSERT_EQ(got0.size(), 2u);
+  ASSERT_EQ(got1.size(), 2u);
+  EXPECT_EQ(got0[1], payload(1, 0));
+  EXPECT_EQ(got1[0], payload(0, 0));
 }
 
 TEST(Bootstrap, OverTcpStore) {
