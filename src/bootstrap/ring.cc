@@ -124,6 +124,7 @@ void BootstrapRing::recvAll(int fd, void* p, size_t n, const Deadline& d, const 
 
 void BootstrapRing::connect(Store& store, const std::string& myKey, const std::string& nextKey,
                             const std::string& bindHost, const Deadline& deadline) {
+  broken_ = true;  // until it succeeds
   SockAddr bind =
       SockAddr::resolve(bindHost.empty() ? "127.0.0.1" : bindHost, 0, "bootstrap ring address");
   int listenFd = ::socket(bind.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -169,6 +170,7 @@ void BootstrapRing::connect(Store& store, const std::string& myKey, const std::s
   prev_ = acceptPrev(listenFd, token, deadline);
   ::setsockopt(prev_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   (void)prev;
+  broken_ = false;
 }
 
 int BootstrapRing::acceptPrev(int listenFd, const std::string& token, const Deadline& d) {
@@ -216,6 +218,10 @@ void BootstrapRing::neighbourGone(int peer, const char* side, const std::string&
 std::vector<std::vector<std::byte>> BootstrapRing::allGather(std::span<const std::byte> mine,
                                                              const Deadline& deadline,
                                                              const std::string& what) {
+  if (broken_)
+    fail(tuttiRemoteError, name_, ": rank ", rank_, ": ", what,
+         ": the bootstrap ring is broken by an earlier failure");
+  broken_ = true;  // until this all-gather completes
   std::vector<std::vector<std::byte>> all(nranks_);
   all[rank_].assign(mine.begin(), mine.end());
   const int steps = nranks_ - 1;
@@ -306,6 +312,7 @@ std::vector<std::vector<std::byte>> BootstrapRing::allGather(std::span<const std
       }
     }
   }
+  broken_ = false;
   return all;
 }
 

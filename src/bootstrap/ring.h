@@ -35,7 +35,8 @@ class BootstrapRing {
   // errors.
   void connect(Store& store, const std::string& myKey, const std::string& nextKey,
                const std::string& bindHost, const Deadline& deadline);
-  // Every rank's contribution, indexed by rank; `what` names the call in errors.
+  // Every rank's contribution, indexed by rank; `what` names the call in errors. After a
+  // failed connect or all-gather every later one throws tuttiRemoteError at once.
   std::vector<std::vector<std::byte>> allGather(std::span<const std::byte> mine,
                                                 const Deadline& deadline, const std::string& what);
   // Wakes every current and future wait (any thread).
@@ -58,6 +59,7 @@ class BootstrapRing {
   int prev_ = -1;  // accepted from rank - 1
   int abortFd_ = -1;
   std::atomic<bool> aborted_{false};
+  bool broken_ = true;  // not connected yet, or connect / an all-gather failed
 };
 
 }  // namespace tutti::bootstrap
