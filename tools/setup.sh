@@ -8,7 +8,8 @@ packages=(build-essential cmake ninja-build pkg-config git python3
           libgtest-dev libgmock-dev libbenchmark-dev
           libhwloc-dev hwloc libibverbs-dev ibverbs-utils rdma-core
           ibverbs-providers qemu-system-x86 busybox-static cpio kmod xz-utils
-          libopenmpi-dev openmpi-bin libgloo-dev
+          libopenmpi-dev openmpi-bin libpmix-dev libgloo-dev
+          slurmctld slurmd slurm-client munge
           iproute2 procps util-linux gnuplot-nox
           python3-torch libtorch-dev pybind11-dev python3-dev python3-pytest)
 missing=()

@@ -114,9 +114,12 @@ TUTTI_API tuttiResult_t tuttiCommInitRank(tuttiComm_t* comm, int nranks, tuttiUn
 TUTTI_API tuttiResult_t tuttiCommInitRankConfig(tuttiComm_t* comm, int nranks,
                                                 tuttiUniqueId commId, int rank,
                                                 tuttiConfig_t* config);
-/* Rank, size and rendezvous address from the environment: TUTTI_RANK/TUTTI_WORLD_SIZE/
- * TUTTI_ADDR (set by tuttirun), torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT),
- * Open MPI (OMPI_COMM_WORLD_*) or Slurm (SLURM_PROCID, SLURM_NTASKS). */
+/* Rank, size and rendezvous address from the environment (docs/launching.md), first match:
+ * TUTTI_RANK/TUTTI_WORLD_SIZE/TUTTI_ADDR (set by tuttirun); torchrun-style RANK, WORLD_SIZE,
+ * MASTER_ADDR, MASTER_PORT (tutti uses MASTER_PORT + 1 or TUTTI_PORT); a PMIx server
+ * (mpirun, srun --mpi=pmix; builds with PMIx): nothing to set; Open MPI (OMPI_COMM_WORLD_*)
+ * with TUTTI_ADDR; Slurm (SLURM_PROCID, SLURM_NTASKS) with the address derived from the
+ * step's first node and the job and step ids. */
 TUTTI_API tuttiResult_t tuttiCommInitFromEnv(tuttiComm_t* comm, tuttiConfig_t* config);
 /* Collective over MPI_COMM_WORLD-style handle `mpiComm` (an MPI_Comm passed by address);
  * tuttiUnsupported when built without MPI. */

@@ -2,20 +2,37 @@
 
 #include <cstdio>
 
+#include "bootstrap/unique_id.h"
+#include "common/env.h"
 #include "common/error.h"
 
 namespace tutti::bootstrap {
 
-Bootstrap::Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::string prefix)
-    : store_(std::move(store)), rank_(rank), nranks_(nranks), prefix_(std::move(prefix)) {
+Bootstrap::Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::string prefix,
+                     int useRing)
+    : store_(std::move(store)),
+      rank_(rank),
+      nranks_(nranks),
+      prefix_(std::move(prefix)),
+      useRing_(useRing < 0 ? env::getBool("TUTTI_BOOTSTRAP_RING") : useRing != 0) {
   TUTTI_CHECK_ARG(store_ != nullptr, "Bootstrap: null store");
   TUTTI_CHECK_ARG(nranks_ > 0, "Bootstrap: nranks ", nranks_, " must be positive");
   TUTTI_CHECK_ARG(rank_ >= 0 && rank_ < nranks_, "Bootstrap: rank ", rank_, " out of range 0..",
                   nranks_ - 1);
 }
 
+Bootstrap::~Bootstrap() = default;
+
+std::string Bootstrap::seqPrefix(uint64_t seq) const {
+  return prefix_ + "/" + std::to_string(seq) + "/";
+}
+
 std::string Bootstrap::base(const std::string& tag, uint64_t seq) const {
-  return prefix_ + "/" + std::to_string(seq) + "/" + tag;
+  return seqPrefix(seq) + tag;
+}
+
+void Bootstrap::eraseBefore(uint64_t upTo) {
+  for (; erasedSeq_ < upTo; ++erasedSeq_) store_->erasePrefix(seqPrefix(erasedSeq_));
 }
 
 std::vector<int> Bootstrap::missing(const std::string& b) {
@@ -41,6 +58,14 @@ std::vector<std::vector<std::byte>> Bootstrap::allGather(const std::string& tag,
                                                          std::span<const std::byte> mine,
                                                          const Deadline& deadline) {
   std::string b = base(tag, seq_++);
+  if (nranks_ == 1) return {std::vector<std::byte>(mine.begin(), mine.end())};
+  return useRing_ ? ringAllGather(tag, b, mine, deadline) : storeAllGather(tag, b, mine, deadline);
+}
+
+std::vector<std::vector<std::byte>> Bootstrap::storeAllGather(const std::string& tag,
+                                                              const std::string& b,
+                                                              std::span<const std::byte> mine,
+                                                              const Deadline& deadline) {
   store_->set(b + "/" + std::to_string(rank_), mine);
   std::vector<std::vector<std::byte>> all(nranks_);
   all[rank_].assign(mine.begin(), mine.end());
@@ -56,6 +81,44 @@ std::vector<std::vector<std::byte>> Bootstrap::allGather(const std::string& tag,
   return all;
 }
 
+std::vector<std::vector<std::byte>> Bootstrap::ringAllGather(const std::string& tag,
+                                                             const std::string& b,
+                                                             std::span<const std::byte> mine,
+                                                             const Deadline& deadline) {
+  BootstrapRing* ring = nullptr;
+  bool fresh = false;
+  {
+    std::lock_guard lock(ringMu_);
+    if (aborted_) fail(tuttiRemoteError, "bootstrap ", prefix_, ": aborted");
+    if (!ring_) {
+      ring_ = std::make_unique<BootstrapRing>("bootstrap " + prefix_, rank_, nranks_);
+      fresh = true;
+    }
+    ring = ring_.get();
+  }
+  try {
+    if (fresh) {
+      // The first all-gather publishes the ring addresses as its arrival keys.
+      std::string host = store_->localHost();
+      if (host.empty()) host = advertisedAddress().host();
+      ring->connect(*store_, b + "/" + std::to_string(rank_),
+                    b + "/" + std::to_string((rank_ + 1) % nranks_), host, deadline);
+    } else {
+      store_->set(b + "/" + std::to_string(rank_), {});  // arrival, for a timeout's message
+    }
+    return ring->allGather(mine, deadline, "allGather '" + tag + "'");
+  } catch (const Error& e) {
+    if (e.code() == tuttiRemoteError && !missing(b).empty()) {
+      // A neighbour gave up because some rank never came: report those ranks at the
+      // deadline, as every other rank will.
+      ring->sleepUntil(deadline);
+      throwMissing("allGather", tag, b, deadline);
+    }
+    if (e.code() != tuttiTimeout) throw;
+    throwMissing("allGather", tag, b, deadline);
+  }
+}
+
 void Bootstrap::barrier(const std::string& tag, const Deadline& deadline) {
   std::string b = base(tag, seq_++);
   store_->set(b + "/" + std::to_string(rank_), {});
@@ -66,6 +129,8 @@ void Bootstrap::barrier(const std::string& tag, const Deadline& deadline) {
     if (e.code() != tuttiTimeout) throw;
     throwMissing("barrier", tag, b, deadline);
   }
+  // Every rank has finished every earlier call: their keys are not read again.
+  if (rank_ == 0) eraseBefore(seq_ - 1);
 }
 
 void Bootstrap::leave(const Deadline& deadline) {
@@ -83,8 +148,15 @@ void Bootstrap::leave(const Deadline& deadline) {
       throwMissing("leave", "leave", b, deadline);
     }
   }
+  store_->erasePrefix(prefix_ + "/");  // everyone is done with this bootstrap's keys
+  erasedSeq_ = seq_;
 }
 
-void Bootstrap::abort() { store_->abort(); }
+void Bootstrap::abort() {
+  store_->abort();
+  std::lock_guard lock(ringMu_);
+  aborted_ = true;
+  if (ring_) ring_->abort();
+}
 
 }  // namespace tutti::bootstrap

@@ -2,20 +2,29 @@
 // deadline. Keys are "<prefix>/<seq>/<tag>/..." where seq counts this object's calls, so a
 // tag may repeat. A deadline that passes throws tuttiTimeout naming the missing ranks:
 //   "bootstrap comm0: rank(s) 3, 5 of 8 did not arrive at allGather 'peers' within 5.0 s"
+// All-gathers go around a BootstrapRing (ring.h) set up at the first one: each rank then
+// makes one store request per all-gather (its arrival key, for that message) instead of
+// nranks - 1 GETs; TUTTI_BOOTSTRAP_RING=0 keeps them in the store. Keys no longer needed
+// are erased by rank 0: those of earlier calls when a barrier completes, all at leave().
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "bootstrap/ring.h"
 #include "bootstrap/store.h"
 
 namespace tutti::bootstrap {
 
 class Bootstrap {
  public:
-  Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::string prefix);
+  // useRing: -1 = TUTTI_BOOTSTRAP_RING, 0 = through the store, 1 = the ring.
+  Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::string prefix,
+            int useRing = -1);
+  ~Bootstrap();
 
   // Every rank contributes `mine`; returns all contributions indexed by rank.
   std::vector<std::vector<std::byte>> allGather(const std::string& tag,
@@ -27,8 +36,9 @@ class Bootstrap {
   // (their announcement is acknowledged by the store); rank 0 returns once all have, after
   // which it may stop the TcpStoreServer without failing anyone's pending request.
   void leave(const Deadline& deadline);
-  // Fails every current and future wait (the underlying store is aborted).
+  // Fails every current and future wait (the underlying store and the ring are aborted).
   void abort();
+  bool usesRing() const { return useRing_; }
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
@@ -36,6 +46,15 @@ class Bootstrap {
 
  private:
   std::string base(const std::string& tag, uint64_t seq) const;
+  std::string seqPrefix(uint64_t seq) const;
+  std::vector<std::vector<std::byte>> storeAllGather(const std::string& tag, const std::string& b,
+                                                     std::span<const std::byte> mine,
+                                                     const Deadline& deadline);
+  std::vector<std::vector<std::byte>> ringAllGather(const std::string& tag, const std::string& b,
+                                                    std::span<const std::byte> mine,
+                                                    const Deadline& deadline);
+  // Rank 0: erases the keys of calls [erasedSeq_, upTo).
+  void eraseBefore(uint64_t upTo);
   // Ranks whose key base/<r> does not exist now.
   std::vector<int> missing(const std::string& base);
   [[noreturn]] void throwMissing(const std::string& what, const std::string& tag,
@@ -46,6 +65,11 @@ class Bootstrap {
   int nranks_;
   std::string prefix_;
   uint64_t seq_ = 0;
+  uint64_t erasedSeq_ = 0;
+  bool useRing_;
+  std::mutex ringMu_;  // guards ring_ creation against abort() from another thread
+  std::unique_ptr<BootstrapRing> ring_;
+  bool aborted_ = false;
 };
 
 }  // namespace tutti::bootstrap

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <optional>
 
+#include "bootstrap/hostlist.h"
+#include "bootstrap/pmix_launch.h"
 #include "bootstrap/secret.h"
 #include "bootstrap/sock_addr.h"
 #include "common/env.h"
@@ -31,6 +33,15 @@ int parseInt(const std::string& name, const std::string& text) {
   if (text.empty() || errno != 0 || *end != '\0' || v < INT32_MIN || v > INT32_MAX)
     fail(tuttiInvalidArgument, name, "='", text, "' is not an integer");
   return static_cast<int>(v);
+}
+
+uint64_t parseUnsigned(const std::string& name, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || text[0] == '-' || errno != 0 || *end != '\0')
+    fail(tuttiInvalidArgument, name, "='", text, "' is not a non-negative integer");
+  return v;
 }
 
 int required(const std::string& name, const std::string& launcher) {
@@ -75,7 +86,54 @@ std::string derivedSecret(const LaunchInfo& info) {
   return secretToHex(s);
 }
 
+// A Slurm step without an address: rank 0 runs on the first node of the step (Slurm places
+// task 0 there under every built-in distribution), and the port comes from the step's
+// reserved ports or from the job and step ids (docs/launching.md).
+void slurmAddress(LaunchInfo& info) {
+  std::string host;
+  for (const char* n : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
+    if (auto v = foreign(n)) {
+      host = firstHost(*v, n);
+      break;
+    }
+  }
+  if (host.empty()) {
+    if (auto ip = foreign("SLURM_LAUNCH_NODE_IPADDR")) host = *ip;
+  }
+  if (host.empty())
+    fail(tuttiInvalidArgument,
+         "slurm launch: no rendezvous address: none of SLURM_STEP_NODELIST, "
+         "SLURM_JOB_NODELIST, SLURM_NODELIST, SLURM_LAUNCH_NODE_IPADDR is set; set "
+         "TUTTI_ADDR=host:port");
+  int port = 0;
+  if (auto p = env::raw("TUTTI_PORT")) {
+    port = parsePort(*p, "TUTTI_PORT");
+  } else if (auto resv = foreign("SLURM_STEP_RESV_PORTS")) {
+    // "12000-12003" or "12000,12005": the first port is this step's alone.
+    size_t end = resv->find_first_of("-,");
+    port = parsePort(resv->substr(0, end), "SLURM_STEP_RESV_PORTS");
+  } else {
+    auto job = foreign("SLURM_JOB_ID");
+    if (!job) job = foreign("SLURM_JOBID");
+    if (!job)
+      fail(tuttiInvalidArgument,
+           "slurm launch: SLURM_JOB_ID is not set (it picks the rendezvous port); set TUTTI_PORT "
+           "or TUTTI_ADDR");
+    auto step = foreign("SLURM_STEP_ID");
+    if (!step) step = foreign("SLURM_STEPID");
+    port = slurmPort(parseUnsigned("SLURM_JOB_ID", *job),
+                     step ? parseUnsigned("SLURM_STEP_ID", *step) : 0);
+  }
+  bool v6 = host.find(':') != std::string::npos && host[0] != '[';
+  info.addr = (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  info.bindAddr = (v6 ? std::string("[::]") : std::string("0.0.0.0")) + ":" + std::to_string(port);
+}
+
 }  // namespace
+
+int slurmPort(uint64_t jobId, uint64_t stepId) {
+  return static_cast<int>(kSlurmPortBase + (jobId * 16 + stepId) % kSlurmPortRange);
+}
 
 LaunchInfo launchInfoFromEnv() {
   struct Launcher {
@@ -96,6 +154,19 @@ LaunchInfo launchInfoFromEnv() {
       l = &cand;
       break;
     }
+  }
+  bool explicitAddr =
+      env::isSet("TUTTI_ADDR") || foreign("MASTER_ADDR") || env::isSet("TUTTI_STORE_FILE");
+  bool byTutti = l != nullptr && (l == &kLaunchers[0] || l == &kLaunchers[1]);
+  if (!byTutti && !explicitAddr && underPmixServer() && pmixAvailable()) {
+    PmixJob job = pmixJob();
+    LaunchInfo info;
+    info.source = "pmix";
+    info.rank = job.rank;
+    info.nranks = job.nranks;
+    info.localRank = job.localRank;
+    info.viaPmix = true;
+    return info;
   }
   if (!l)
     fail(tuttiInvalidArgument,
@@ -136,9 +207,15 @@ LaunchInfo launchInfoFromEnv() {
     }
     bool v6 = host->find(':') != std::string::npos && (*host)[0] != '[';
     info.addr = (v6 ? "[" + *host + "]" : *host) + ":" + std::to_string(tuttiPort);
+  } else if (!env::isSet("TUTTI_STORE_FILE") && info.source == "slurm") {
+    slurmAddress(info);
   } else if (!env::isSet("TUTTI_STORE_FILE")) {
     fail(tuttiInvalidArgument, info.source, " launch: no rendezvous address for ", l->rank, "=",
          info.rank,
+         underPmixServer() && !pmixAvailable()
+             ? " (a PMIx server would give it, but tutti was built without PMIx: install "
+               "libpmix-dev and rebuild)"
+             : "",
          ": set TUTTI_ADDR=host:port, or MASTER_ADDR and MASTER_PORT, or "
          "TUTTI_STORE_FILE=<shared directory>");
   }

@@ -1,5 +1,6 @@
 #include "bootstrap/file_store.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -172,5 +173,25 @@ int64_t FileStore::add(const std::string& key, int64_t delta) {
 }
 
 void FileStore::abort() { aborted_.store(true); }
+
+size_t FileStore::erasePrefix(const std::string& prefix) {
+  // Escaping is per character, so a key's file name starts with the escaped prefix (a long
+  // key's name keeps its first 150 characters, so a prefix up to that long still matches).
+  std::string start = escapeKey(prefix);
+  TUTTI_CHECK_ARG(start.find('~') == std::string::npos,
+                  "FileStore: erasePrefix needs a prefix of at most 150 escaped characters");
+  DIR* d = ::opendir(dir_.c_str());
+  if (d == nullptr) throwSystemError("FileStore: opendir " + dir_);
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.compare(0, start.size(), start) == 0) names.push_back(name);
+  }
+  ::closedir(d);
+  size_t n = 0;
+  for (const auto& name : names)
+    if (::unlink((dir_ + "/" + name).c_str()) == 0) ++n;
+  return n;
+}
 
 }  // namespace tutti::bootstrap

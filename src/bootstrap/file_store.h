@@ -20,6 +20,7 @@ class FileStore : public Store {
   bool check(const std::vector<std::string>& keys) override;
   int64_t add(const std::string& key, int64_t delta) override;
   void abort() override;
+  size_t erasePrefix(const std::string& prefix) override;
 
   const std::string& dir() const { return dir_; }
   // The file that holds key (exposed for tests).

@@ -51,4 +51,15 @@ void MemoryStore::abort() {
   cv_.notify_all();
 }
 
+size_t MemoryStore::erasePrefix(const std::string& prefix) {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (auto it = data_.lower_bound(prefix);
+       it != data_.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
+    it = data_.erase(it);
+    ++n;
+  }
+  return n;
+}
+
 }  // namespace tutti::bootstrap

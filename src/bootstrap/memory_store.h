@@ -18,6 +18,8 @@ class MemoryStore : public Store {
   bool check(const std::vector<std::string>& keys) override;
   int64_t add(const std::string& key, int64_t delta) override;
   void abort() override;
+  size_t erasePrefix(const std::string& prefix) override;
+  std::string localHost() override { return "127.0.0.1"; }  // all ranks are in this process
 
  private:
   std::mutex mu_;

@@ -30,4 +30,8 @@ int64_t PrefixStore::add(const std::string& key, int64_t delta) {
 
 void PrefixStore::abort() { base_->abort(); }
 
+size_t PrefixStore::erasePrefix(const std::string& prefix) {
+  return base_->erasePrefix(full(prefix));
+}
+
 }  // namespace tutti::bootstrap

@@ -17,6 +17,8 @@ class PrefixStore : public Store {
   bool check(const std::vector<std::string>& keys) override;
   int64_t add(const std::string& key, int64_t delta) override;
   void abort() override;
+  size_t erasePrefix(const std::string& prefix) override;
+  std::string localHost() override { return base_->localHost(); }
 
   const std::string& prefix() const { return prefix_; }
   const std::shared_ptr<Store>& base() const { return base_; }

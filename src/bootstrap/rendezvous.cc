@@ -7,9 +7,11 @@
 #include <mutex>
 
 #include "bootstrap/file_store.h"
+#include "bootstrap/pmix_launch.h"
 #include "bootstrap/unique_id.h"
 #include "common/env.h"
 #include "common/error.h"
+#include "common/log.h"
 
 namespace tutti::bootstrap {
 
@@ -55,9 +57,52 @@ std::shared_ptr<TcpStoreServer> launchServer(const std::string& key, const SockA
   if (!slot) slot = std::make_shared<TcpStoreServer>(addr, secret);
   return slot;
 }
+// Under PMIx: rank 0 serves on the advertised interface (an ephemeral port) with a random
+// secret and broadcasts "<addr>|<secret hex>" through PMIx, once per process (the fence is
+// collective over the job; later inits from the environment reuse the answer).
+std::mutex pmixMu;
+std::string pmixRendezvous;  // "<addr>|<secret hex>", empty before the first exchange
+SockAddr pmixBind;           // rank 0: where its server listens
+Secret pmixSecret{};
+
+// Fills info.addr and info.secretHex; on rank 0 also returns the (process-wide) server.
+LaunchInfo withPmixAddress(LaunchInfo info, const Deadline& deadline,
+                           std::shared_ptr<TcpStoreServer>* server) {
+  std::lock_guard lock(pmixMu);
+  if (pmixRendezvous.empty()) {
+    std::string mine;
+    if (info.rank == 0) {
+      pmixSecret = randomSecret();
+      pmixBind = advertisedAddress();
+      *server = launchServer("pmix", pmixBind, pmixSecret);
+      mine = (*server)->address() + "|" + secretToHex(pmixSecret);
+    }
+    pmixRendezvous = pmixBroadcastFromRank0("rendezvous", mine, deadline);
+  } else if (info.rank == 0) {
+    *server = launchServer("pmix", pmixBind, pmixSecret);
+  }
+  size_t bar = pmixRendezvous.find('|');
+  if (bar == std::string::npos)
+    fail(tuttiSystemError, "PMIx launch: rank 0's rendezvous '", pmixRendezvous,
+         "' is not <addr>|<secret>");
+  info.addr = pmixRendezvous.substr(0, bar);
+  info.secretHex = pmixRendezvous.substr(bar + 1);
+  return info;
+}
 }  // namespace
 
-Rendezvous rendezvousFromLaunchInfo(const LaunchInfo& info, const Deadline& deadline) {
+Rendezvous rendezvousFromLaunchInfo(const LaunchInfo& launch, const Deadline& deadline) {
+  if (launch.viaPmix) {
+    Rendezvous r;
+    LaunchInfo info = withPmixAddress(launch, deadline, &r.server);
+    Secret secret = secretFromHex(info.secretHex, "PMIx rendezvous secret");
+    SockAddr addr = SockAddr::parse(info.addr, "PMIx rendezvous address");
+    TUTTI_INFO(kBootstrap, "launch from pmix: rank " << info.rank << " of " << info.nranks
+                                                     << ", rank 0's store at " << info.addr);
+    r.store = std::make_shared<TcpStore>(addr, secret, deadline);
+    return r;
+  }
+  const LaunchInfo& info = launch;
   Rendezvous r;
   if (auto dir = env::raw("TUTTI_STORE_FILE")) {
     r.store = std::make_shared<FileStore>(*dir);
@@ -66,7 +111,12 @@ Rendezvous rendezvousFromLaunchInfo(const LaunchInfo& info, const Deadline& dead
   TUTTI_CHECK_ARG(!info.addr.empty(), "rendezvous: no address");
   Secret secret = secretFromHex(info.secretHex, "TUTTI_SECRET");
   SockAddr addr = SockAddr::parse(info.addr, "rendezvous address (TUTTI_ADDR or MASTER_ADDR)");
-  if (info.rank == 0) r.server = launchServer(info.addr, addr, secret);
+  TUTTI_INFO(kBootstrap, "launch from " << info.source << ": rank " << info.rank << " of "
+                                        << info.nranks << ", rank 0's store at " << info.addr);
+  if (info.rank == 0) {
+    SockAddr bind = info.bindAddr.empty() ? addr : SockAddr::parse(info.bindAddr, "bind address");
+    r.server = launchServer(info.addr, bind, secret);
+  }
   r.store = std::make_shared<TcpStore>(addr, secret, deadline);
   return r;
 }

@@ -1,4 +1,5 @@
-// Key-value store used for rendezvous (Gloo-style): set / get (waits) / check / add.
+// Key-value store used for rendezvous (Gloo-style): set / get (waits) / check / add /
+// erasePrefix.
 // Backends: MemoryStore (threads in one process), FileStore (a shared directory),
 // TcpStore (rank 0 serves; clients present the unique id's secret), PrefixStore (namespaces
 // one communicator's keys). Every wait has a deadline and honours an abort flag.
@@ -29,6 +30,16 @@ class Store {
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
   // Makes every current and future wait on this store fail promptly (tuttiCommAbort).
   virtual void abort() = 0;
+  // Removes every key that starts with `prefix` (never waits) and returns how many. A
+  // backend that cannot delete keeps them and returns 0 (CallbackStore: tuttiStore_t has no
+  // delete callback).
+  virtual size_t erasePrefix(const std::string& prefix) {
+    (void)prefix;
+    return 0;
+  }
+  // The local address (host part) this process reaches the store from, "" when the store is
+  // not on the network (the bootstrap ring listens there, else on the advertised address).
+  virtual std::string localHost() { return ""; }
 
   // Convenience.
   void setString(const std::string& key, const std::string& value) {

@@ -140,6 +140,10 @@ void TcpStore::connect(const Deadline& deadline) {
   }
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  {
+    std::lock_guard lock(localMu_);
+    localHost_ = SockAddr::local(fd_).host();
+  }
   try {
     std::vector<uint8_t> hello;
     proto::Writer w(hello);
@@ -301,6 +305,25 @@ bool TcpStore::check(const std::vector<std::string>& keys) {
     uint8_t present = 0;
     recvAll(&present, 1, d, "check");
     return present != 0;
+  });
+}
+
+std::string TcpStore::localHost() {
+  std::lock_guard lock(localMu_);
+  return localHost_;
+}
+
+size_t TcpStore::erasePrefix(const std::string& prefix) {
+  Deadline d(opTimeout_);
+  return withConnection(d, [&] {
+    std::vector<uint8_t> req;
+    proto::Writer w(req);
+    w.u8(proto::kErase);
+    w.key(prefix);
+    std::string what = "erasePrefix(\"" + prefix + "\")";
+    sendAll(req, d, what);
+    recvStatus(d, what);
+    return static_cast<size_t>(recvU64(d, what));
   });
 }
 

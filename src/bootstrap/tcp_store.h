@@ -14,6 +14,15 @@
 
 namespace tutti::bootstrap {
 
+// What a server has served: requests by op (index = proto::Op, 0 unused) and the keys and
+// bytes (keys + values) it holds, now and at most.
+struct TcpStoreStats {
+  uint64_t requests = 0;
+  uint64_t byOp[8] = {};
+  uint64_t keys = 0, peakKeys = 0;
+  uint64_t bytes = 0, peakBytes = 0;
+};
+
 class TcpStoreServer {
  public:
   // Binds and listens on bindAddr (port 0: an ephemeral port), then starts serving.
@@ -32,6 +41,7 @@ class TcpStoreServer {
   // Live authenticated connections / connections refused so far (for tests).
   size_t connectionCount() const;
   uint64_t refusedCount() const;
+  TcpStoreStats stats() const;
 
  private:
   struct Impl;
@@ -55,6 +65,8 @@ class TcpStore : public Store {
   bool check(const std::vector<std::string>& keys) override;
   int64_t add(const std::string& key, int64_t delta) override;
   void abort() override;
+  size_t erasePrefix(const std::string& prefix) override;
+  std::string localHost() override;
 
   // Waits until every key exists (one round trip, the server answers when they do).
   void wait(const std::vector<std::string>& keys, const Deadline& deadline);
@@ -82,6 +94,8 @@ class TcpStore : public Store {
   double opTimeout_;
   std::mutex mu_;  // one request at a time
   int fd_ = -1;
+  std::mutex localMu_;     // guards localHost_ (mu_ may be held by a waiting get)
+  std::string localHost_;  // of the last connection
   int abortFd_ = -1;
   std::atomic<bool> aborted_{false};
 };

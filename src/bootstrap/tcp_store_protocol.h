@@ -9,6 +9,7 @@
 //   CHECK nkeys u32, keys...   -> status, present u8  (never waits)
 //   ADD   key, delta i64       -> status, new i64
 //   WAIT  nkeys u32, keys...   -> status              (answered once all keys exist)
+//   ERASE prefix (as a key)    -> status, erased u64  (every key starting with prefix)
 // key = len u32 | bytes; value = len u64 | bytes. Integers are little-endian.
 // status u8: 0 ok; 1 error followed by a message (len u32 | bytes).
 #pragma once
@@ -25,7 +26,7 @@ constexpr uint32_t kVersion = 1;
 constexpr size_t kHelloBytes = 8 + 4 + 16;
 constexpr uint8_t kHelloOk = 'K';
 
-enum Op : uint8_t { kSet = 1, kGet = 2, kCheck = 3, kAdd = 4, kWait = 5 };
+enum Op : uint8_t { kSet = 1, kGet = 2, kCheck = 3, kAdd = 4, kWait = 5, kErase = 6 };
 enum Status : uint8_t { kOk = 0, kError = 1 };
 
 constexpr uint32_t kMaxKeyBytes = 64 * 1024;

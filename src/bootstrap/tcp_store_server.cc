@@ -61,6 +61,14 @@ struct TcpStoreServer::Impl {
   std::thread thread;
   std::atomic<size_t> live{0};
   std::atomic<uint64_t> refused{0};
+  // Written by the server thread, read by stats().
+  std::atomic<uint64_t> requests[8] = {};
+  std::atomic<uint64_t> keyCount{0}, peakKeys{0}, heldBytes{0}, peakBytes{0};
+  void noteSize() {
+    keyCount.store(data.size());
+    if (data.size() > peakKeys.load()) peakKeys.store(data.size());
+    if (heldBytes.load() > peakBytes.load()) peakBytes.store(heldBytes.load());
+  }
   // Owned by the server thread:
   std::map<std::string, std::vector<uint8_t>> data;
   std::vector<std::unique_ptr<Conn>> conns;
@@ -147,6 +155,19 @@ const SockAddr& TcpStoreServer::sockAddr() const { return impl_->addr; }
 const Secret& TcpStoreServer::secret() const { return impl_->secret; }
 size_t TcpStoreServer::connectionCount() const { return impl_->live.load(); }
 uint64_t TcpStoreServer::refusedCount() const { return impl_->refused.load(); }
+
+TcpStoreStats TcpStoreServer::stats() const {
+  TcpStoreStats s;
+  for (int i = 0; i < 8; ++i) {
+    s.byOp[i] = impl_->requests[i].load();
+    s.requests += s.byOp[i];
+  }
+  s.keys = impl_->keyCount.load();
+  s.peakKeys = impl_->peakKeys.load();
+  s.bytes = impl_->heldBytes.load();
+  s.peakBytes = impl_->peakBytes.load();
+  return s;
+}
 
 void TcpStoreServer::Impl::run() {
   std::vector<pollfd> fds;
@@ -361,7 +382,10 @@ bool TcpStoreServer::Impl::serve(Conn& c) {
         std::vector<uint8_t> value;
         if (r.key(key) && r.value(value)) {
           complete = true;
-          data[key] = std::move(value);
+          auto [it, fresh] = data.try_emplace(key);
+          heldBytes += (fresh ? key.size() : 0) + value.size() - it->second.size();
+          it->second = std::move(value);
+          noteSize();
           changed = true;
           replyOk(c);
         }
@@ -413,12 +437,16 @@ bool TcpStoreServer::Impl::serve(Conn& c) {
         if (r.key(key) && r.u64(delta)) {
           complete = true;
           try {
-            auto& slot = data[key];
+            auto [it, fresh] = data.try_emplace(key);
+            auto& slot = it->second;
+            if (fresh) heldBytes += key.size();
             int64_t v =
                 parseCounter(key, std::as_bytes(std::span(slot))) + static_cast<int64_t>(delta);
             auto text = formatCounter(v);
             auto* b = reinterpret_cast<const uint8_t*>(text.data());
+            heldBytes += text.size() - slot.size();
             slot.assign(b, b + text.size());
+            noteSize();
             changed = true;
             proto::Writer w(c.out);
             w.u8(proto::kOk);
@@ -426,6 +454,24 @@ bool TcpStoreServer::Impl::serve(Conn& c) {
           } catch (const Error& e) {
             replyError(c, e.what());
           }
+        }
+        break;
+      }
+      case proto::kErase: {
+        std::string prefix;
+        if (r.key(prefix)) {
+          complete = true;
+          uint64_t n = 0;
+          for (auto it = data.lower_bound(prefix);
+               it != data.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
+            heldBytes -= it->first.size() + it->second.size();
+            it = data.erase(it);
+            ++n;
+          }
+          noteSize();
+          proto::Writer w(c.out);
+          w.u8(proto::kOk);
+          w.u64(n);
         }
         break;
       }
@@ -443,6 +489,7 @@ bool TcpStoreServer::Impl::serve(Conn& c) {
       return changed;
     }
     if (!complete) break;
+    if (op < 8) requests[op].fetch_add(1);
     c.inPos += r.pos();
   }
   if (c.inPos == c.in.size()) {

@@ -354,6 +354,9 @@ void Communicator::leave() {
   if (aborted_ || !bootstrap_) return;
   try {
     bootstrap_->leave(Deadline(std::min(options_.timeoutSec, 10.0)));
+    // Every rank is done with this communicator's keys (the bootstrap's and the transports'
+    // published addresses); a child of split keeps its own, under another prefix.
+    if (rank_ == 0) store_->erasePrefix("");
   } catch (const Error& e) {
     TUTTI_INFO(kInit, "rank " << rank_ << ": leaving the store: " << e.what());
   }

@@ -32,14 +32,18 @@ constexpr Var kVars[] = {
      "Rendezvous address host:port of the TCP store (rank 0 listens there)."},
     {"TUTTI_PORT", Type::kString, "", "BOOTSTRAP",
      "Port of tutti's rendezvous under torchrun-style variables (default MASTER_PORT + 1: "
-     "torch's store holds MASTER_PORT)."},
+     "torch's store holds MASTER_PORT) and under Slurm without PMIx (default: the step's "
+     "first reserved port, else one derived from the job and step ids)."},
     {"TUTTI_SECRET", Type::kString, "", "BOOTSTRAP",
      "Hex secret (32 digits) clients must present to the TCP store; set by tuttirun."},
     {"TUTTI_STORE_FILE", Type::kString, "", "BOOTSTRAP",
      "Directory of a file store to rendezvous through instead of TCP."},
+    {"TUTTI_BOOTSTRAP_RING", Type::kBool, "1", "BOOTSTRAP",
+     "All-gathers of the bootstrap go around a TCP ring of the ranks (one store request per "
+     "rank); 0: through the store (nranks - 1 GETs per rank at rank 0's store)."},
     {"TUTTI_BOOTSTRAP_IFNAME", Type::kString, "", "BOOTSTRAP",
-     "Interface whose address tuttiGetUniqueId advertises (default: first non-loopback, "
-     "else loopback)."},
+     "Interface whose address tuttiGetUniqueId and a PMIx launch advertise (default: first "
+     "non-loopback, else loopback)."},
     {"TUTTI_HOSTID", Type::kString, "", "BOOTSTRAP",
      "Override of the host identity; ranks with equal ids are on one host. Default: boot "
      "id + network namespace."},

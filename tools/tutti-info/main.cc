@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   std::printf("  ibverbs    %s\n", TUTTI_HAVE_IBVERBS ? "yes" : "no");
   std::printf("  cuda       %s\n", TUTTI_HAVE_CUDA ? "yes" : "no");
   std::printf("  mpi        %s\n", TUTTI_HAVE_MPI ? "yes" : "no");
+  std::printf("  pmix       %s\n", TUTTI_HAVE_PMIX ? "yes" : "no");
   std::printf("  sanitizers %s\n", *TUTTI_SANITIZE ? TUTTI_SANITIZE : "none");
   std::printf("  reduction kernels: %s\n\n", tutti::reduce::isaName());
   std::printf("transports (priority order):");

@@ -32,7 +32,16 @@ const char* kAll[] = {"TUTTI_RANK",
                       "TORCHELASTIC_RUN_ID",
                       "SLURM_JOB_ID",
                       "SLURM_STEP_ID",
-                      "OMPI_MCA_ess_base_jobid"};
+                      "OMPI_MCA_ess_base_jobid",
+                      "SLURM_STEP_NODELIST",
+                      "SLURM_JOB_NODELIST",
+                      "SLURM_NODELIST",
+                      "SLURM_LAUNCH_NODE_IPADDR",
+                      "SLURM_STEP_RESV_PORTS",
+                      "SLURM_JOBID",
+                      "SLURM_STEPID",
+                      "PMIX_NAMESPACE",
+                      "PMIX_RANK"};
 
 class EnvInit : public ::testing::Test {
  protected:
@@ -96,7 +105,10 @@ TEST_F(EnvInit, TorchrunIPv6MasterAddr) {
 }
 
 TEST_F(EnvInit, TorchrunTuttiPortOverridesMasterPortPlusOne) {
-  set({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "29500"},
+  set({{"RANK", "0"},
+       {"WORLD_SIZE", "2"},
+       {"MASTER_ADDR", "h"},
+       {"MASTER_PORT", "29500"},
        {"TUTTI_PORT", "41000"}});
   EXPECT_EQ(launchInfoFromEnv().addr, "h:41000");
   set({{"TUTTI_PORT", "0x"}});
@@ -134,6 +146,61 @@ TEST_F(EnvInit, Slurm) {
   EXPECT_EQ(i.nranks, 6);
   EXPECT_EQ(i.localRank, 2);
   EXPECT_EQ(i.addr, "10.0.0.9:6001");
+}
+
+TEST_F(EnvInit, SlurmAddressFromTheStepsFirstNode) {
+  set({{"SLURM_PROCID", "3"},
+       {"SLURM_NTASKS", "8"},
+       {"SLURM_JOB_ID", "1234"},
+       {"SLURM_STEP_ID", "2"},
+       {"SLURM_JOB_NODELIST", "gpu[07-09,12]"},
+       {"SLURM_STEP_NODELIST", "gpu[08-09]"},
+       {"SLURM_LAUNCH_NODE_IPADDR", "10.1.1.1"}});
+  LaunchInfo i = launchInfoFromEnv();
+  EXPECT_EQ(i.source, "slurm");
+  int port = 20000 + (1234 * 16 + 2) % 20000;  // docs/launching.md
+  EXPECT_EQ(slurmPort(1234, 2), port);
+  EXPECT_EQ(i.addr, "gpu08:" + std::to_string(port));
+  EXPECT_EQ(i.bindAddr, "0.0.0.0:" + std::to_string(port));
+  // Another step of the same job, another port; the job's list when the step's is absent.
+  ::unsetenv("SLURM_STEP_NODELIST");
+  set({{"SLURM_STEP_ID", "3"}});
+  EXPECT_EQ(launchInfoFromEnv().addr, "gpu07:" + std::to_string(port + 1));
+  // The launch node's address when no list is set at all.
+  ::unsetenv("SLURM_JOB_NODELIST");
+  EXPECT_EQ(launchInfoFromEnv().addr, "10.1.1.1:" + std::to_string(port + 1));
+  // Reserved ports win over the derived one, TUTTI_PORT over both, TUTTI_ADDR over all.
+  set({{"SLURM_STEP_RESV_PORTS", "12000-12003"}});
+  EXPECT_EQ(launchInfoFromEnv().addr, "10.1.1.1:12000");
+  set({{"TUTTI_PORT", "4321"}});
+  EXPECT_EQ(launchInfoFromEnv().addr, "10.1.1.1:4321");
+  set({{"TUTTI_ADDR", "h:77"}});
+  EXPECT_EQ(launchInfoFromEnv().addr, "h:77");
+  EXPECT_EQ(launchInfoFromEnv().bindAddr, "");
+}
+
+TEST_F(EnvInit, SlurmDerivedPortStaysInItsRange) {
+  for (uint64_t job : {0ull, 1ull, 1249ull, 1250ull, 4294967295ull, 18446744073709551ull})
+    for (uint64_t step : {0ull, 15ull, 4294967294ull}) {
+      int p = slurmPort(job, step);
+      EXPECT_GE(p, kSlurmPortBase);
+      EXPECT_LT(p, kSlurmPortBase + kSlurmPortRange);
+    }
+  EXPECT_NE(slurmPort(7, 0), slurmPort(8, 0));
+  EXPECT_NE(slurmPort(7, 0), slurmPort(7, 1));
+}
+
+TEST_F(EnvInit, SlurmWithoutAddressSaysWhatToSet) {
+  set({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}});
+  expectInvalid("set TUTTI_ADDR=host:port");
+  set({{"SLURM_NODELIST", "n[1-2]"}});
+  expectInvalid("SLURM_JOB_ID is not set");
+  set({{"SLURM_JOB_ID", "12x"}});
+  expectInvalid("SLURM_JOB_ID='12x'");
+  set({{"SLURM_JOB_ID", "12"}, {"SLURM_NODELIST", "n[2-1]"}});
+  expectInvalid("SLURM_NODELIST='n[2-1]' is not a host list");
+  set({{"SLURM_NODELIST", "n[1-2]"}, {"SLURM_STEP_RESV_PORTS", "none"}});
+  expectInvalid("SLURM_STEP_RESV_PORTS");
 }
 
 TEST_F(EnvInit, StoreFileNeedsNoAddress) {

@@ -51,6 +51,41 @@ TEST(MultiProc, TcpStoreEightProcesses) {
   EXPECT_RANKS_OK(r);
 }
 
+// A process killed between two all-gathers of the bootstrap ring: every other rank's second
+// all-gather fails at its deadline naming the dead rank, none hangs.
+TEST(MultiProc, RingNamesAProcessKilledBetweenAllGathers) {
+  constexpr int n = 5, dead = 2;
+  Secret secret = randomSecret();
+  auto server = std::make_unique<TcpStoreServer>("127.0.0.1:0", secret);
+  SockAddr addr = server->sockAddr();
+  auto r = tutti::test::runRanks(
+      n,
+      [&](int rank) {
+        Bootstrap b(std::make_shared<TcpStore>(addr, secret, Deadline(10)), rank, n, "kill", 1);
+        std::string mine = std::to_string(rank);
+        b.allGather("one", std::as_bytes(std::span(mine.data(), mine.size())), Deadline(20));
+        if (rank == dead) ::raise(SIGKILL);
+        try {
+          b.allGather("two", std::as_bytes(std::span(mine.data(), mine.size())), Deadline(2));
+          ADD_FAILURE() << "rank " << rank << ": the second all-gather succeeded";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), tuttiTimeout) << e.what();
+          EXPECT_NE(std::string(e.what()).find("rank(s) 2 of 5 did not arrive at allGather 'two'"),
+                    std::string::npos)
+              << e.what();
+        }
+      },
+      30);
+  for (int rank = 0; rank < n; ++rank) {
+    if (rank == dead) {
+      EXPECT_EQ(r.ranks[rank].signal, SIGKILL);
+    } else {
+      EXPECT_TRUE(r.ranks[rank].ok()) << r.describe();
+    }
+  }
+  EXPECT_LT(r.seconds, 15.0);
+}
+
 TEST(MultiProc, HarnessReportsFailures) {
   auto r = tutti::test::runRanks(
       3,

@@ -44,6 +44,25 @@ TEST_P(StoreTest, KeysWithOddCharacters) {
     EXPECT_EQ(b->getString(keys[i], Deadline(5)), std::to_string(i)) << keys[i];
 }
 
+TEST_P(StoreTest, ErasePrefixRemovesExactlyThoseKeys) {
+  auto a = backend_->client();
+  auto b = backend_->client();
+  for (const char* k : {"job/0/x", "job/0/y", "job/1/x", "job/0", "jobless", "a"})
+    a->setString(k, k);
+  a->add("job/0/count", 3);
+  EXPECT_EQ(b->erasePrefix("job/0/"), 3u);
+  EXPECT_FALSE(b->check({"job/0/x"}));
+  EXPECT_FALSE(b->check({"job/0/count"}));
+  for (const char* k : {"job/1/x", "job/0", "jobless", "a"})
+    EXPECT_EQ(b->getString(k, Deadline(5)), k) << k;
+  EXPECT_EQ(a->erasePrefix("nothing/"), 0u);
+  EXPECT_EQ(a->erasePrefix("job"), 3u);  // job/1/x, job/0, jobless
+  EXPECT_TRUE(a->check({"a"}));
+  // An erased key can be set and waited for again.
+  a->setString("job/0/x", "again");
+  EXPECT_EQ(b->getString("job/0/x", Deadline(5)), "again");
+}
+
 TEST_P(StoreTest, LargeValue) {
   auto a = backend_->client();
   auto b = backend_->client();

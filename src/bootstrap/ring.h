@@ -1,0 +1,65 @@
+// The bootstrap ring (as NCCL's): after one exchange of addresses through the store, every
+// rank holds a TCP connection to the next rank and one from the previous, and an all-gather
+// passes each contribution around the ring in nranks - 1 steps without asking the store
+// anything. Rank 0's store then serves O(1) requests per rank per all-gather instead of
+// nranks - 1 GETs per rank.
+//
+// Setup (connect): listen on bindHost at an ephemeral port; set myKey = "<addr>|<token>"
+// (token: 16 random bytes, hex); get nextKey; connect to the next rank and send "TUTTIRNG",
+// this rank, the next rank's token; accept connections until one presents this rank's own
+// token and the previous rank's number (a stranger's is closed with a WARN).
+// Frames on the ring: len u64 | bytes, little-endian, one per step.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "bootstrap/store.h"
+#include "common/clock.h"
+
+namespace tutti::bootstrap {
+
+class BootstrapRing {
+ public:
+  // `name` prefixes error messages ("bootstrap comm0").
+  BootstrapRing(std::string name, int rank, int nranks);
+  ~BootstrapRing();
+  BootstrapRing(const BootstrapRing&) = delete;
+  BootstrapRing& operator=(const BootstrapRing&) = delete;
+
+  // Throws tuttiTimeout when a step passes the deadline (the caller names missing ranks),
+  // tuttiRemoteError when a neighbour closes or after abort(), tuttiSystemError on socket
+  // errors.
+  void connect(Store& store, const std::string& myKey, const std::string& nextKey,
+               const std::string& bindHost, const Deadline& deadline);
+  // Every rank's contribution, indexed by rank; `what` names the call in errors. After a
+  // failed connect or all-gather every later one throws tuttiRemoteError at once.
+  std::vector<std::vector<std::byte>> allGather(std::span<const std::byte> mine,
+                                                const Deadline& deadline, const std::string& what);
+  // Wakes every current and future wait (any thread).
+  void abort();
+  // Sleeps until the deadline; throws tuttiRemoteError when aborted first.
+  void sleepUntil(const Deadline& deadline);
+
+ private:
+  // poll() on fd (events) and the abort eventfd until ready; throws on deadline or abort.
+  void waitFd(int fd, short events, const Deadline& d, const std::string& what);
+  void sendAll(int fd, const void* p, size_t n, const Deadline& d, const std::string& what);
+  void recvAll(int fd, void* p, size_t n, const Deadline& d, const std::string& what);
+  int acceptPrev(int listenFd, const std::string& token, const Deadline& d);
+  [[noreturn]] void neighbourGone(int peer, const char* side, const std::string& what);
+
+  std::string name_;
+  int rank_;
+  int nranks_;
+  int next_ = -1;  // connected to rank + 1
+  int prev_ = -1;  // accepted from rank - 1
+  int abortFd_ = -1;
+  std::atomic<bool> aborted_{false};
+  bool broken_ = true;  // not connected yet, or connect / an all-gather failed
+};
+
+}  // namespace tutti::bootstrap

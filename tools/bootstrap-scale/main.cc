@@ -1,0 +1,170 @@
+// bootstrap-scale: what communicator init costs at the bootstrap's store as the job grows.
+//
+//   bootstrap-scale [--ranks 8,32,64,128,256] [--modes ring,store] [--reps 1]
+//
+// For each rank count and mode (TUTTI_BOOTSTRAP_RING=1 / 0) it starts a TcpStoreServer in
+// this process, forks that many processes on this machine, each of which calls
+// tuttiCommInitRank with a unique id naming that server and then tuttiCommDestroy, and
+// prints one line: the job's init time (first fork to the last rank's init returning), the
+// median rank's init call, the requests the store served (total, per rank, GETs), the most
+// keys and bytes it held, and the keys left after every rank destroyed its communicator.
+// The server stands in for rank 0's: tuttiCommInitRank puts it in rank 0's process.
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bootstrap/tcp_store.h"
+#include "bootstrap/unique_id.h"
+#include "tutti/tutti.h"
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::vector<int> parseList(const char* s) {
+  std::vector<int> out;
+  for (const char* p = s; *p;) {
+    out.push_back(std::atoi(p));
+    const char* c = std::strchr(p, ',');
+    if (!c) break;
+    p = c + 1;
+  }
+  return out;
+}
+
+struct Shared {
+  double start[1024];
+  double done[1024];
+  int status[1024];  // 0 ok, else the tuttiResult_t of the failed call
+};
+
+struct Row {
+  double initS, medianRankS;
+  tutti::bootstrap::TcpStoreStats stats;
+  int failed;
+};
+
+Row runJob(int n, bool ring) {
+  using namespace tutti::bootstrap;
+  Secret secret = randomSecret();
+  TcpStoreServer server("127.0.0.1:0", secret);
+  tuttiUniqueId id = encodeUniqueId({server.sockAddr(), secret});
+  auto* sh = static_cast<Shared*>(
+      mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  if (sh == MAP_FAILED) {
+    std::perror("mmap");
+    std::exit(1);
+  }
+  std::memset(sh, 0, sizeof(Shared));
+  ::setenv("TUTTI_BOOTSTRAP_RING", ring ? "1" : "0", 1);
+  double t0 = now();
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      std::perror("fork");
+      std::exit(1);
+    }
+    if (pid == 0) {
+      sh->start[r] = now();
+      tuttiComm_t comm = nullptr;
+      tuttiResult_t res = tuttiCommInitRank(&comm, n, id, r);
+      sh->done[r] = now();
+      if (res == tuttiSuccess) res = tuttiCommDestroy(comm);
+      if (res != tuttiSuccess) std::fprintf(stderr, "rank %d: %s\n", r, tuttiGetLastError(comm));
+      sh->status[r] = res;
+      std::fflush(stderr);
+      ::_exit(res == tuttiSuccess ? 0 : 1);
+    }
+    pids.push_back(pid);
+  }
+  int failed = 0;
+  for (pid_t p : pids) {
+    int st = 0;
+    ::waitpid(p, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) ++failed;
+  }
+  Row row{};
+  row.failed = failed;
+  double last = 0;
+  std::vector<double> per;
+  for (int r = 0; r < n; ++r) {
+    last = std::max(last, sh->done[r]);
+    per.push_back(sh->done[r] - sh->start[r]);
+  }
+  std::sort(per.begin(), per.end());
+  row.initS = last - t0;
+  row.medianRankS = per[per.size() / 2];
+  row.stats = server.stats();
+  munmap(sh, sizeof(Shared));
+  return row;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> ranks = {8, 32, 64, 128, 256};
+  std::vector<std::string> modes = {"store", "ring"};
+  int reps = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--ranks" && i + 1 < argc) {
+      ranks = parseList(argv[++i]);
+    } else if (a == "--modes" && i + 1 < argc) {
+      modes.clear();
+      std::string m = argv[++i];
+      for (size_t p = 0; p <= m.size();) {
+        size_t c = m.find(',', p);
+        if (c == std::string::npos) c = m.size();
+        modes.push_back(m.substr(p, c - p));
+        p = c + 1;
+      }
+    } else if (a == "--reps" && i + 1 < argc) {
+      reps = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr,
+                   "usage: bootstrap-scale [--ranks 8,32,..] [--modes ring,store] "
+                   "[--reps N]\n");
+      return 2;
+    }
+  }
+  for (int n : ranks) {
+    if (n < 1 || n > 1024) {
+      std::fprintf(stderr, "bootstrap-scale: rank counts 1..1024\n");
+      return 2;
+    }
+  }
+  std::printf(
+      "| mode | ranks | init s | median rank s | requests | per rank | GETs | peak keys "
+      "| peak KiB | keys left |\n|---|---|---|---|---|---|---|---|---|---|\n");
+  std::fflush(stdout);
+  int bad = 0;
+  for (int n : ranks) {
+    for (const auto& m : modes) {
+      for (int rep = 0; rep < reps; ++rep) {
+        Row r = runJob(n, m == "ring");
+        const auto& s = r.stats;
+        std::printf("| %s | %d | %.2f | %.2f | %llu | %.1f | %llu | %llu | %.1f | %llu |%s\n",
+                    m.c_str(), n, r.initS, r.medianRankS, (unsigned long long)s.requests,
+                    double(s.requests) / n, (unsigned long long)s.byOp[2],
+                    (unsigned long long)s.peakKeys, s.peakBytes / 1024.0,
+                    (unsigned long long)s.keys,
+                    r.failed ? (" " + std::to_string(r.failed) + " rank(s) FAILED").c_str() : "");
+        std::fflush(stdout);
+        bad += r.failed;
+      }
+    }
+  }
+  return bad ? 1 : 0;
+}
