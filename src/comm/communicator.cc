@@ -695,23 +695,13 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
   if (scratch_.size() < schedule.scratchBytes) scratch_.resize(schedule.scratchBytes);
   std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),
                            static_cast<std::byte*>(recv), scratch_.data()};
-  trace_.begin(tag, info.name);
-  try {
-    if (options_.checkCalls && nranks_ > 1) checkSameCall(tag);
-    callTag_ = tag;
-    struct ClearTag {
-      transport::Window::Tag& t;
-      ~ClearTag() { t = {}; }
-    } clear{callTag_};
+  runTaggedCall(tag, info.name, [&] {
     if (const exec::WindowProgram* program = plan.planned->program.get()) {
       program->run(buffers, callOptions());
     } else {
       execute(schedule, plan.planned->peers, buffers);
     }
-  } catch (const Error&) {
-    rethrowCallFailure();
-  }
-  trace_.end(true);
+  });
   if (applyAvg && avgElems > 0) {
     size_t es = dtypeSize(args.dtype);
     reduce::divide(static_cast<std::byte*>(recv) + avgOffsetElems * es, avgElems, args.dtype,

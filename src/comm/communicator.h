@@ -129,6 +129,25 @@ class Communicator {
   // The tag of the next collective call (numbers it): collective, count, dtype, the caller's
   // op, root, call number (communicator.cc).
   transport::Window::Tag nextCallTag(const algo::CollArgs& args, tuttiRedOp_t userOp, bool barrier);
+  // Runs one collective call as `tag`: records it in the flight recorder, checks it across
+  // ranks under TUTTI_CHECK_CALLS, gives its messages the tag, and turns a failure into the
+  // communicator's failed state (rethrowCallFailure).
+  template <typename Run>
+  void runTaggedCall(const transport::Window::Tag& tag, const char* algorithm, Run&& run) {
+    trace_.begin(tag, algorithm);
+    try {
+      if (options_.checkCalls && nranks_ > 1) checkSameCall(tag);
+      callTag_ = tag;
+      struct ClearTag {
+        transport::Window::Tag& t;
+        ~ClearTag() { t = {}; }
+      } clear{callTag_};
+      run();
+    } catch (const Error&) {
+      rethrowCallFailure();
+    }
+    trace_.end(true);
+  }
   // In a catch block: a failure that leaves the ranks out of step (mismatch, dead or failed
   // peer, timeout) fails the communicator (failWith); a peer failure is rethrown naming the
   // rank that failed first (from the peer's failure record when it has one).

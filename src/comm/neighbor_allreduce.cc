@@ -40,19 +40,7 @@ void Communicator::neighborAllReduce(const void* send, void* recv, size_t count,
     scratch_.resize(planned.schedule.scratchBytes);
   std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),
                            static_cast<std::byte*>(recv), scratch_.data()};
-  trace_.begin(tag, info.name);
-  try {
-    if (options_.checkCalls && nranks_ > 1) checkSameCall(tag);
-    callTag_ = tag;
-    struct ClearTag {
-      transport::Window::Tag& t;
-      ~ClearTag() { t = {}; }
-    } clear{callTag_};
-    execute(planned.schedule, planned.peers, buffers);
-  } catch (const Error&) {
-    rethrowCallFailure();
-  }
-  trace_.end(true);
+  runTaggedCall(tag, info.name, [&] { execute(planned.schedule, planned.peers, buffers); });
 }
 
 }  // namespace tutti
