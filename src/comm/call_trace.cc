@@ -2,39 +2,87 @@
 
 #include <cstdio>
 
-#include "common/clock.h"
+#include "common/cycle_clock.h"
 
 namespace tutti {
 
+namespace {
+constexpr auto kRelaxed = std::memory_order_relaxed;
+
+// Marks a slot as being written for the lifetime of the guard (seqlock writer side).
+class SlotWrite {
+ public:
+  explicit SlotWrite(std::atomic<uint64_t>& seq) : seq_(seq), value_(seq.load(kRelaxed) + 1) {
+    seq_.store(value_, kRelaxed);  // odd: a reader retries
+    std::atomic_thread_fence(std::memory_order_release);
+  }
+  ~SlotWrite() { seq_.store(value_ + 1, std::memory_order_release); }
+  SlotWrite(const SlotWrite&) = delete;
+  SlotWrite& operator=(const SlotWrite&) = delete;
+
+ private:
+  std::atomic<uint64_t>& seq_;
+  uint64_t value_;
+};
+}  // namespace
+
+CallTrace::CallTrace(size_t capacity)
+    : capacity_(capacity), slots_(capacity ? std::make_unique<Slot[]>(capacity) : nullptr) {}
+
 void CallTrace::begin(const transport::Window::Tag& tag, const char* algorithm) {
-  std::lock_guard lock(mu_);
-  Record& r = ring_[calls_ % ring_.size()];
-  r.number = ++calls_;
-  r.tag = tag;
-  r.algorithm = algorithm ? algorithm : "";
-  r.state = State::kRunning;
-  r.start = nowSeconds();
-  r.end = 0;
+  if (capacity_ == 0) return;
+  uint64_t n = calls_.load(kRelaxed) + 1;
+  Slot& s = slots_[(n - 1) % capacity_];
+  {
+    SlotWrite write(s.seq);
+    s.number.store(n, kRelaxed);
+    s.tag0.store(tag[0], kRelaxed);
+    s.tag1.store(tag[1], kRelaxed);
+    s.algorithm.store(algorithm ? algorithm : "", kRelaxed);
+    s.state.store(static_cast<uint8_t>(State::kRunning), kRelaxed);
+    s.start.store(CycleClock::now(), kRelaxed);
+    s.end.store(0, kRelaxed);
+  }
+  calls_.store(n, std::memory_order_release);
 }
 
 void CallTrace::end(bool ok) {
-  std::lock_guard lock(mu_);
-  if (calls_ == 0) return;
-  Record& r = ring_[(calls_ - 1) % ring_.size()];
-  r.state = ok ? State::kDone : State::kFailed;
-  r.end = nowSeconds();
+  uint64_t n = calls_.load(kRelaxed);
+  if (capacity_ == 0 || n == 0) return;
+  Slot& s = slots_[(n - 1) % capacity_];
+  SlotWrite write(s.seq);
+  s.state.store(static_cast<uint8_t>(ok ? State::kDone : State::kFailed), kRelaxed);
+  s.end.store(CycleClock::now(), kRelaxed);
+}
+
+CallTrace::Record CallTrace::read(const Slot& s) const {
+  Record r;
+  for (;;) {
+    uint64_t before = s.seq.load(std::memory_order_acquire);
+    r.number = s.number.load(kRelaxed);
+    r.tag = {s.tag0.load(kRelaxed), s.tag1.load(kRelaxed)};
+    r.algorithm = s.algorithm.load(kRelaxed);
+    r.state = static_cast<State>(s.state.load(kRelaxed));
+    r.start = s.start.load(kRelaxed);
+    r.end = s.end.load(kRelaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (before % 2 == 0 && s.seq.load(kRelaxed) == before) return r;
+  }
 }
 
 std::string CallTrace::line(
-    const Record& r, double now,
+    const Record& r, uint64_t now, double secondsPerTick,
     const std::function<std::string(const transport::Window::Tag&)>& describe) const {
+  auto seconds = [&](uint64_t from, uint64_t to) {
+    return to > from ? static_cast<double>(to - from) * secondsPerTick : 0.0;
+  };
   char times[96];
   if (r.state == State::kRunning) {
-    std::snprintf(times, sizeof times, "running for %.3f s", now - r.start);
+    std::snprintf(times, sizeof times, "running for %.3f s", seconds(r.start, now));
   } else {
     std::snprintf(times, sizeof times, "%s after %.1f us, %.3f s ago",
-                  r.state == State::kDone ? "done" : "FAILED", (r.end - r.start) * 1e6,
-                  now - r.end);
+                  r.state == State::kDone ? "done" : "FAILED", seconds(r.start, r.end) * 1e6,
+                  seconds(r.end, now));
   }
   std::string algo = *r.algorithm ? std::string(" [") + r.algorithm + "]" : "";
   return "#" + std::to_string(r.number) + " " + describe(r.tag) + algo + " " + times;
@@ -42,27 +90,37 @@ std::string CallTrace::line(
 
 std::string CallTrace::text(
     const std::function<std::string(const transport::Window::Tag&)>& describe) const {
-  std::lock_guard lock(mu_);
-  double now = nowSeconds();
+  if (capacity_ == 0) return "";
+  double spt = CycleClock::secondsPerTick();
+  uint64_t calls = calls_.load(std::memory_order_acquire);
+  uint64_t now = CycleClock::now();
   std::string out;
-  uint64_t first = calls_ > ring_.size() ? calls_ - ring_.size() : 0;
-  for (uint64_t i = first; i < calls_; ++i)
-    out += line(ring_[i % ring_.size()], now, describe) + "\n";
+  uint64_t first = calls > capacity_ ? calls - capacity_ : 0;
+  for (uint64_t i = first; i < calls; ++i) {
+    Record r = read(slots_[i % capacity_]);
+    if (r.number != i + 1) continue;  // overwritten meanwhile by a newer call
+    out += line(r, now, spt, describe) + "\n";
+  }
   return out;
 }
 
 std::string CallTrace::current(
     const std::function<std::string(const transport::Window::Tag&)>& describe) const {
-  std::lock_guard lock(mu_);
-  if (calls_ == 0) return "no call made yet";
-  const Record& r = ring_[(calls_ - 1) % ring_.size()];
-  double now = nowSeconds();
+  uint64_t calls = calls_.load(std::memory_order_acquire);
+  if (capacity_ == 0) return "call recording off (TUTTI_TRACE_CALLS=0)";
+  if (calls == 0) return "no call made yet";
+  double spt = CycleClock::secondsPerTick();
+  Record r = read(slots_[(calls - 1) % capacity_]);
+  uint64_t now = CycleClock::now();
+  auto seconds = [&](uint64_t from) {
+    return now > from ? static_cast<double>(now - from) * spt : 0.0;
+  };
   char secs[32];
   if (r.state == State::kRunning) {
-    std::snprintf(secs, sizeof secs, "%.1f s", now - r.start);
+    std::snprintf(secs, sizeof secs, "%.1f s", seconds(r.start));
     return "in call #" + std::to_string(r.number) + " " + describe(r.tag) + " for " + secs;
   }
-  std::snprintf(secs, sizeof secs, "%.1f s", now - r.end);
+  std::snprintf(secs, sizeof secs, "%.1f s", seconds(r.end));
   return std::string("between calls, ") + secs + " after call #" + std::to_string(r.number) + " " +
          describe(r.tag) + (r.state == State::kDone ? " (done)" : " (failed)");
 }

@@ -1,14 +1,16 @@
 // The flight recorder of one communicator: its last calls (collectives, barriers and
 // point-to-point batches) with their state and times, for hang and failure diagnosis
-// (docs/reliability.md). Recording costs two clock reads and a few stores per call; the
-// calls are described in words only when the record is printed.
+// (docs/reliability.md). The thread making the calls writes the records without locks (two
+// cycle-counter reads and a few stores per call); any thread may print them meanwhile (a
+// sequence number per record makes the reader retry a record being written). Calls are
+// described in words only when printed.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
-#include <mutex>
+#include <memory>
 #include <string>
-#include <vector>
 
 #include "transports/window.h"
 
@@ -22,17 +24,18 @@ class CallTrace {
     transport::Window::Tag tag{};  // what the call was (Communicator::describeCall)
     const char* algorithm = "";    // static string
     State state = State::kRunning;
-    double start = 0, end = 0;  // nowSeconds()
+    uint64_t start = 0, end = 0;  // CycleClock ticks
   };
 
-  explicit CallTrace(size_t capacity) : ring_(capacity == 0 ? 1 : capacity) {}
+  // capacity 0: nothing is recorded (TUTTI_TRACE_CALLS=0).
+  explicit CallTrace(size_t capacity);
 
-  // A call starts / ends (the last begun one).
+  // A call starts / ends (the last begun one). Only the calling thread writes.
   void begin(const transport::Window::Tag& tag, const char* algorithm);
   void end(bool ok);
 
-  // One line per recorded call, oldest first: "#12 allreduce(...) ring done 35.2 us (at
-  // t=...)". describe turns a tag into words.
+  // One line per recorded call, oldest first: "#12 allreduce(...) [ring] done after 35.2 us,
+  // 0.004 s ago". describe turns a tag into words.
   std::string text(const std::function<std::string(const transport::Window::Tag&)>& describe) const;
   // What this rank is doing now, in one phrase: "in call #5 allreduce(...) for 20.1 s" or
   // "between calls, 3.0 s after call #4 allreduce(...) (done)".
@@ -40,11 +43,20 @@ class CallTrace {
       const std::function<std::string(const transport::Window::Tag&)>& describe) const;
 
  private:
-  std::string line(const Record& r, double now,
+  // One record as atomics (relaxed: the sequence number orders them). seq is odd while the
+  // writer changes the record.
+  struct Slot {
+    std::atomic<uint64_t> seq{0};
+    std::atomic<uint64_t> number{0}, tag0{0}, tag1{0}, start{0}, end{0};
+    std::atomic<const char*> algorithm{""};
+    std::atomic<uint8_t> state{0};
+  };
+  Record read(const Slot& s) const;
+  std::string line(const Record& r, uint64_t now, double secondsPerTick,
                    const std::function<std::string(const transport::Window::Tag&)>& describe) const;
-  mutable std::mutex mu_;
-  std::vector<Record> ring_;
-  uint64_t calls_ = 0;  // records written
+  size_t capacity_;
+  std::unique_ptr<Slot[]> slots_;
+  std::atomic<uint64_t> calls_{0};  // records begun
 };
 
 }  // namespace tutti

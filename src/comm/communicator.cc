@@ -104,6 +104,13 @@ CommOptions commOptionsFromEnv() {
   return o;
 }
 
+size_t Communicator::traceCapacityFromEnv() {
+  int64_t n = env::getInt("TUTTI_TRACE_CALLS");
+  TUTTI_CHECK_ARG(n >= 0 && n <= 65536, "TUTTI_TRACE_CALLS=", n,
+                  " is out of range: use 0 (off) to 65536 recorded calls");
+  return static_cast<size_t>(n);
+}
+
 Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string prefix, int rank,
                            int nranks, CommOptions options)
     : baseStore_(std::move(store)),

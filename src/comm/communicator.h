@@ -107,6 +107,8 @@ class Communicator {
   std::string describePeer(int peer) const;
 
  private:
+  // TUTTI_TRACE_CALLS, checked (communicator.cc).
+  static size_t traceCapacityFromEnv();
   void collective(algo::CollArgs args, const void* send, void* recv, size_t outputAvgElems,
                   size_t outputAvgOffsetElems, bool applyAvg);
   // What a call runs: its algorithm, its schedule and the peers the schedule talks to.
@@ -220,9 +222,9 @@ class Communicator {
   // collective call in the same order, so creation is collective too).
   std::unique_ptr<transport::Window> window_;
   bool windowTried_ = false;
-  transport::Window::Tag callTag_{};  // of the collective being executed (0: p2p)
-  uint64_t collectiveCalls_ = 0;      // collective calls made (the tags' call numbers)
-  CallTrace trace_{64};               // the flight recorder
+  transport::Window::Tag callTag_{};         // of the collective being executed (0: p2p)
+  uint64_t collectiveCalls_ = 0;             // collective calls made (the tags' call numbers)
+  CallTrace trace_{traceCapacityFromEnv()};  // the flight recorder (TUTTI_TRACE_CALLS)
   // After a timeout: every rank's current call, from the ranks that report within a second
   // through the store ("state/<rank>"); ranks that do not report are named as such, and
   // *firstSilent is the lowest of them (-1: all reported).

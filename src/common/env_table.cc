@@ -135,6 +135,9 @@ constexpr Var kVars[] = {
      "When a call fails, append the communicator's last calls (the flight recorder: number, "
      "call, algorithm, state, times) to this file; %r becomes the rank, %p the pid (without "
      "%r, \".<rank>\" is appended). tuttiCommDumpTrace writes the same on demand."},
+    {"TUTTI_TRACE_CALLS", Type::kInt, "64", "COLL",
+     "How many recent calls each communicator's flight recorder keeps (0 to 65536; 0 turns "
+     "recording off, and timeouts then report no calls)."},
     {"TUTTI_CHECK_CALLS", Type::kBool, "0", "COLL",
      "Debug mode: all-gather every call's tag before the call, so any mismatch fails at the "
      "call itself (without it, message and window tags catch mismatches when a rank receives "
