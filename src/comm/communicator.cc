@@ -427,14 +427,22 @@ void Communicator::execute(const exec::Schedule& schedule, std::span<const int> 
 
 void Communicator::makeTopologyModel() {
   const topo::Topology* t = localTopology();
-  if (t == nullptr || t->gpus.empty()) return;
+  if (t == nullptr) return;
   std::vector<topo::DeviceRef> devs(nranks_);
   for (int r = 0; r < nranks_; ++r) {
     auto d = deviceOfPlace(places_[r], hostOf_[r]);
-    // Every rank decides alike: all places are GPUs of one topology (this rank's).
-    if (!d || d->kind != topo::DevKind::kGpu || places_[r].origin != places_[rank_].origin) return;
+    // Every rank decides alike: all places are GPUs, or all NUMA nodes, of one topology (the
+    // same file or probe on every host).
+    if (!d || places_[r].origin != places_[rank_].origin) return;
+    if (d->kind != topo::DevKind::kGpu && d->kind != topo::DevKind::kCpu) return;
+    if (r > 0 && d->kind != devs[0].kind) return;
     devs[r] = *d;
   }
+  // CPU ranks on one NUMA node of a host without NICs: the fitted model is the whole story.
+  if (devs[0].kind == topo::DevKind::kCpu && t->numaNodes.size() < 2 &&
+      (t->nics.empty() || hostCount() < 2))
+    return;
+  if (devs[0].kind == topo::DevKind::kGpu && t->gpus.empty()) return;
   topoModel_ = std::make_unique<tuning::CostModel>();
   std::string desc = tuning::applyTopology(
       *topoModel_, *t, [devs](int r) { return devs[r]; }, nranks_);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "topology/binding.h"
+#include "topology/json.h"
 #include "topology/load.h"
 #include "topology/paths.h"
 #include "topology/rings.h"
@@ -60,6 +62,22 @@ std::unique_ptr<HostTopology> makeHostTopology(topo::Topology t, std::string ori
   return h;
 }
 
+// A probed host's origin: "hwloc" and a digest of its hardware (host name and memory sizes
+// left out), so ranks on identical machines share one cost model and ranks on different
+// machines never do (each rank models every host by its own topology).
+std::string probeOrigin(const topo::Topology& probed) {
+  topo::Topology t = probed;
+  t.hostName.clear();
+  t.origin.clear();
+  for (auto& n : t.numaNodes) n.memoryBytes = 0;
+  std::string json = topo::topologyJson(t);
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : json) h = (h ^ c) * 1099511628211ull;
+  char text[32];
+  std::snprintf(text, sizeof text, "hwloc#%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
 // topo::discoverTopology() (TUTTI_TOPO_FILE's topology, else this machine's through hwloc;
 // TUTTI_TOPO_DUMP_FILE written), once per process and file; nullptr when probing failed
 // (warned once). Load errors of a file throw.
@@ -88,7 +106,9 @@ const HostTopology* hostTopology() {
   }
   if (probeFailed) return nullptr;
   try {
-    auto h = makeHostTopology(topo::discoverTopology(), "hwloc");
+    topo::Topology t = topo::discoverTopology();
+    std::string origin = probeOrigin(t);
+    auto h = makeHostTopology(std::move(t), std::move(origin));
     return cache.emplace(file, std::move(h)).first->second.get();
   } catch (const std::exception& e) {
     probeFailed = true;

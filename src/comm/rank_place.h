@@ -17,7 +17,7 @@ struct RankPlace {
   std::string nic;      // that NIC's first OS name ("" none)
   std::string cpus;     // the CPUs this rank may run on ("0-3,8-11"; "" unknown)
   std::string nearNic;  // the nearest NIC: "name kind speed" ("mlx5_0 InfiniBand 200000 Mb/s")
-  std::string origin;   // the host topology's origin (file name or "hwloc")
+  std::string origin;   // the host topology's origin (file name or "hwloc#<hardware digest>")
   // OS names of the NIC nearest the device (a GPU's nearest NIC, or the best NIC on the rank's
   // NUMA node, else the host's): the network transports prefer it. Local only: not encoded.
   std::vector<std::string> nearNics;

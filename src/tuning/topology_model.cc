@@ -41,13 +41,37 @@ std::string applyTopology(CostModel& m, const topo::Topology& t,
            p.label() + " " + std::to_string(p.bandwidthGBps).substr(0, 5) + " GB/s, alpha " +
            std::to_string(p.latencyUs).substr(0, 4) + " us";
   }
-  // Network: the NET path between the first rank's device on two hosts.
+  if (first.kind == topo::DevKind::kCpu && t.numaNodes.size() > 1) {
+    // CPU ranks: a pair on one NUMA node costs the fitted shm link; across NUMA nodes the
+    // copies also cross the inter-socket link (SYS), which may be the slower of the two.
+    auto topology = std::make_shared<const topo::Topology>(t);
+    const LinkCost shm = m.intraHost;
+    m.intraPair = [topology, devOf, shm](int a, int b) {
+      topo::DeviceRef da = devOf(a), db = devOf(b);
+      if (da.index == db.index || da.index < 0 || db.index < 0) return shm;
+      da.host = db.host = 0;
+      topo::Path p = topo::pathBetween(*topology, da, db);
+      return LinkCost{shm.alpha + p.latencyUs * 1e-6,
+                      std::max(shm.beta, 1.0 / (std::max(p.bandwidthGBps, 1e-3) * 1e9))};
+    };
+    topo::DeviceRef a{0, topo::DevKind::kCpu, 0}, b{0, topo::DevKind::kCpu, 1};
+    topo::Path p = topo::pathBetween(t, a, b);
+    desc = "CPU ranks: NUMA0-NUMA1 " + p.label() + " " +
+           std::to_string(p.bandwidthGBps).substr(0, 5) + " GB/s over shm";
+  }
+  // Network: the NET path between the first rank's device on two hosts. GPU ranks use it as
+  // it is (the NIC, RDMA); CPU ranks' tcp is at most the NIC's speed and at most what the
+  // fitted (or tutti-tune measured) tcp link does.
   if (!t.gpus.empty() || !t.nics.empty()) {
     topo::DeviceRef a = first, b = first;
     a.host = 0;
     b.host = 1;
     topo::Path net = topo::pathBetween(t, a, b);
-    m.interHost = {net.latencyUs * 1e-6, 1.0 / (std::max(net.bandwidthGBps, 1e-3) * 1e9)};
+    LinkCost nic{net.latencyUs * 1e-6, 1.0 / (std::max(net.bandwidthGBps, 1e-3) * 1e9)};
+    if (first.kind == topo::DevKind::kCpu) {
+      nic = {std::max(nic.alpha, m.interHost.alpha), std::max(nic.beta, m.interHost.beta)};
+    }
+    m.interHost = nic;
     int nics = 0;
     for (const auto& nic : t.nics) nics += (nic.rdma || t.nics.size() == 1) ? 1 : 0;
     m.nicsPerHost = std::max(1, nics);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <sstream>
@@ -225,68 +226,98 @@ TEST_P(Placement, RingIsTheToolsRingOverTheFilesBestLinks) {
   }
 }
 
-// The live tuner (rank 0's TUNING lines) and tutti-sim --topo choose the same all-reduce
-// algorithm at every size, for GPU files at 2, 4, 8 and 16 ranks (one per GPU). The direct
-// chunk is set to the whole window on both sides: the communicator uses the whole window when
-// its ranks outnumber this machine's cores, the simulated GPU machine has a core per rank.
+// Runs n ranks on `file` (rank r on device deviceOf(r)), an all-reduce of every size, and
+// checks that the live tuner (rank 0's TUNING lines) and `tutti-sim --topo file -n n simArgs`
+// choose the same algorithm at every size, and that the communicator used the topology's cost
+// model (its "cost model from the topology" line, which must contain modelWord).
+void expectTunerMatchesSimulator(const std::string& file, int n,
+                                 const std::function<std::string(int)>& deviceOf,
+                                 const std::string& simArgs, const std::string& modelWord) {
+  const std::vector<size_t> counts{2, 32, 512, 8192, 131072, 2097152};  // 8 B .. 8 MiB
+  TempDir dir;
+  tuttiUniqueId id = makeId();
+  auto r = runRanks(n, [&](int rank) {
+    setenv("TUTTI_TOPO_FILE", (std::string(TUTTI_TOPO_DATA_DIR) + "/" + file).c_str(), 1);
+    setenv("TUTTI_TOPO_DEVICE", deviceOf(rank).c_str(), 1);
+    setenv("TUTTI_DEBUG", "INFO", 1);
+    setenv("TUTTI_DEBUG_SUBSYS", "TUNING", 1);
+    setenv("TUTTI_DEBUG_FILE", dir.file("log.%p").c_str(), 1);
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+    std::vector<float> v(counts.back(), 1.0f);
+    for (size_t c : counts)
+      TUTTI_ASSERT_OK(tuttiAllReduce(v.data(), v.data(), c, tuttiFloat32, tuttiSum, comm, nullptr),
+                      comm);
+    TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+  });
+  ASSERT_TRUE(r.allOk()) << file << " n=" << n << ": " << r.describe();
+  // Rank 0's choices: "allreduce count C -> ALGO (predicted: ...)".
+  std::map<size_t, std::string> live;
+  std::string model;
+  DIR* d = opendir(dir.path().c_str());
+  while (dirent* e = d ? readdir(d) : nullptr) {
+    std::ifstream in(dir.file(e->d_name));
+    for (std::string line; std::getline(in, line);) {
+      if (line.find(":0 tutti INFO TUNING cost model from the topology") != std::string::npos)
+        model = line;
+      if (line.find(":0 tutti INFO TUNING allreduce count ") == std::string::npos) continue;
+      std::istringstream w(line.substr(line.find("allreduce count ") + 16));
+      size_t count = 0;
+      std::string arrow, algo;
+      w >> count >> arrow >> algo;
+      live[count] = algo;
+    }
+  }
+  if (d) closedir(d);
+  EXPECT_NE(model.find(modelWord), std::string::npos)
+      << file << " n=" << n << ": the communicator did not use the topology's model ("
+      << (model.empty() ? "no model line" : model) << ")";
+  std::string sim = runTool("", std::string(TUTTI_SIM_BIN) + " --topo " + TUTTI_TOPO_DATA_DIR +
+                                    "/" + file + " -n " + std::to_string(n) + " " + simArgs +
+                                    " --coll allreduce -b 8 -e 8M -f 16");
+  std::map<size_t, std::string> simBest;
+  std::istringstream rows(sim);
+  for (std::string line; std::getline(rows, line);) {
+    std::istringstream w(line);
+    size_t bytes = 0;
+    if (line.empty() || line[0] == '#' || !(w >> bytes)) continue;
+    simBest[bytes / 4] = line.substr(line.find_last_of(' ') + 1);
+  }
+  for (size_t c : counts) {
+    ASSERT_TRUE(live.count(c)) << file << " n=" << n << ": no TUNING line for count " << c;
+    ASSERT_TRUE(simBest.count(c)) << file << " n=" << n << ": no simulator row for " << c * 4
+                                  << " B\n"
+                                  << sim;
+    EXPECT_EQ(live[c], simBest[c]) << file << " n=" << n << " " << c * 4 << " B";
+  }
+}
+
+// GPU files at 2, 4, 8 and 16 ranks (one per GPU). The direct chunk is set to the whole
+// window on both sides: the communicator uses the whole window when its ranks outnumber this
+// machine's cores, the simulated GPU machine has a core per rank.
 TEST_P(Placement, LiveTunerAndSimulatorChooseAlike) {
   if (t.gpus.size() < 2)
-    GTEST_SKIP() << file << ": fewer than 2 GPUs (CPU ranks keep the shm model)";
+    GTEST_SKIP() << file << ": fewer than 2 GPUs (CPU ranks are the ForCpuRanks case)";
   setenv("TUTTI_CHUNK_BYTES", "4194304", 1);
   setenv("TUTTI_SHM_WINDOW_BYTES", "4194304", 1);
-  const std::vector<size_t> counts{2, 32, 512, 8192, 131072, 2097152};  // 8 B .. 8 MiB
   for (int n : {2, 4, 8, 16}) {
     if (n > static_cast<int>(t.gpus.size())) break;
-    TempDir dir;
-    tuttiUniqueId id = makeId();
-    auto r = runRanks(n, [&](int rank) {
-      setenv("TUTTI_TOPO_FILE", (std::string(TUTTI_TOPO_DATA_DIR) + "/" + file).c_str(), 1);
-      setenv("TUTTI_TOPO_DEVICE", ("gpu:" + std::to_string(rank)).c_str(), 1);
-      setenv("TUTTI_DEBUG", "INFO", 1);
-      setenv("TUTTI_DEBUG_SUBSYS", "TUNING", 1);
-      setenv("TUTTI_DEBUG_FILE", dir.file("log.%p").c_str(), 1);
-      tuttiComm_t comm = nullptr;
-      TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
-      std::vector<float> v(counts.back(), 1.0f);
-      for (size_t c : counts)
-        TUTTI_ASSERT_OK(
-            tuttiAllReduce(v.data(), v.data(), c, tuttiFloat32, tuttiSum, comm, nullptr), comm);
-      TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
-    });
-    ASSERT_TRUE(r.allOk()) << file << " n=" << n << ": " << r.describe();
-    // Rank 0's choices: "allreduce count C -> ALGO (predicted: ...)".
-    std::map<size_t, std::string> live;
-    DIR* d = opendir(dir.path().c_str());
-    while (dirent* e = d ? readdir(d) : nullptr) {
-      std::ifstream in(dir.file(e->d_name));
-      for (std::string line; std::getline(in, line);) {
-        if (line.find(":0 tutti INFO TUNING allreduce count ") == std::string::npos) continue;
-        std::istringstream w(line.substr(line.find("allreduce count ") + 16));
-        size_t count = 0;
-        std::string arrow, algo;
-        w >> count >> arrow >> algo;
-        live[count] = algo;
-      }
-    }
-    if (d) closedir(d);
-    std::string sim =
-        runTool("", std::string(TUTTI_SIM_BIN) + " --topo " + TUTTI_TOPO_DATA_DIR + "/" + file +
-                        " -n " + std::to_string(n) + " --coll allreduce -b 8 -e 8M -f 16");
-    std::map<size_t, std::string> simBest;
-    std::istringstream rows(sim);
-    for (std::string line; std::getline(rows, line);) {
-      std::istringstream w(line);
-      size_t bytes = 0;
-      if (line.empty() || line[0] == '#' || !(w >> bytes)) continue;
-      simBest[bytes / 4] = line.substr(line.find_last_of(' ') + 1);
-    }
-    for (size_t c : counts) {
-      ASSERT_TRUE(live.count(c)) << file << " n=" << n << ": no TUNING line for count " << c;
-      ASSERT_TRUE(simBest.count(c))
-          << file << " n=" << n << ": no simulator row for " << c * 4 << " B\n"
-          << sim;
-      EXPECT_EQ(live[c], simBest[c]) << file << " n=" << n << " " << c * 4 << " B";
-    }
+    expectTunerMatchesSimulator(
+        file, n, [](int rank) { return "gpu:" + std::to_string(rank); }, "", "GPU");
+  }
+}
+
+// Host-memory ranks on the file's NUMA nodes (round robin, one host) at 2 and 4 ranks: pairs
+// across NUMA nodes cost the inter-socket link in both models.
+TEST_P(Placement, LiveTunerAndSimulatorChooseAlikeForCpuRanks) {
+  const int numa = static_cast<int>(t.numaNodes.size());
+  if (numa < 2) GTEST_SKIP() << file << ": one NUMA node, CPU ranks keep the fitted shm model";
+  setenv("TUTTI_CHUNK_BYTES", "4194304", 1);
+  setenv("TUTTI_SHM_WINDOW_BYTES", "4194304", 1);
+  for (int n : {2, 4}) {
+    expectTunerMatchesSimulator(
+        file, n, [numa](int rank) { return "numa:" + std::to_string(rank % numa); },
+        "--devices cpu --ranks-per-host " + std::to_string(n), "CPU ranks");
   }
 }
 

@@ -36,6 +36,9 @@ void usage(std::ostream& os) {
         "  --topo FILE          topology of one host (hwloc XML v1/v2 or NCCL XML); ranks use\n"
         "                       its GPUs (or its NUMA nodes when it has none); intra-host\n"
         "                       links from the topology's link classes (docs/topology.md)\n"
+        "  --devices cpu|gpu    cpu: ranks on --topo's NUMA nodes (round robin) even when it\n"
+        "                       has GPUs, as host-memory ranks with TUTTI_TOPO_DEVICE=numa:N\n"
+        "                       (pairs across NUMA nodes cost the inter-socket link)\n"
         "  --hosts K            hosts in the job (default: as many as the ranks need)\n"
         "  -n, --ranks N        ranks (default: hosts x ranks per host)\n"
         "  --ranks-per-host L   default: GPUs of --topo, else 1\n"
@@ -147,6 +150,7 @@ struct Options {
   size_t minBytes = 1 << 20, maxBytes = size_t{1} << 30;
   double factor = 4;
   bool exact = false, csv = false;
+  bool cpuRanks = false;  // --devices cpu: ranks on the file's NUMA nodes, even with GPUs
 };
 
 int run(const Options& o) {
@@ -159,7 +163,7 @@ int run(const Options& o) {
   std::string netDesc;
   if (haveTopo) {
     t = topo::loadTopologyFile(o.topoFile);
-    int g = static_cast<int>(t.gpus.size());
+    int g = o.cpuRanks ? 0 : static_cast<int>(t.gpus.size());
     if (perHost <= 0) perHost = g > 0 ? g : std::max<int>(1, t.numaNodes.size());
   }
   int n = o.ranks, hosts = o.hosts;
@@ -176,7 +180,7 @@ int run(const Options& o) {
     topo::DeviceRef d;
     d.host = r / perHost;
     int local = r % perHost;
-    if (!t.gpus.empty()) {
+    if (!t.gpus.empty() && !o.cpuRanks) {
       d.kind = topo::DevKind::kGpu;
       d.index = local % static_cast<int>(t.gpus.size());
     } else {
@@ -362,6 +366,11 @@ int main(int argc, char** argv) {
         return 0;
       } else if (f == "--topo") {
         o.topoFile = need(i);
+      } else if (f == "--devices") {
+        std::string v = need(i);
+        if (v != "cpu" && v != "gpu")
+          tutti::fail(tuttiInvalidArgument, "--devices ", v, ": use cpu or gpu");
+        o.cpuRanks = v == "cpu";
       } else if (f == "--tuning") {
         o.tuningFile = need(i);
       } else if (f == "--hosts") {
