@@ -68,5 +68,8 @@ std::span<const AlgorithmInfo> registry();
 std::span<const AlgorithmInfo> neighborAlgorithms();
 // nullptr when no algorithm of that name exists for the collective.
 const AlgorithmInfo* find(Coll coll, std::string_view name);
+// The host groups the hierarchical algorithms (hier, neighbor_hier) build for a's hostOf and
+// ring order: each host's ranks in ring order, the host's leader first (for introspection).
+std::vector<std::vector<int>> hierHostGroups(const CollArgs& a);
 
 }  // namespace tutti::algo

@@ -125,4 +125,6 @@ const AlgorithmInfo* find(Coll coll, std::string_view name) {
   return nullptr;
 }
 
+std::vector<std::vector<int>> hierHostGroups(const CollArgs& a) { return detail::hostGroups(a); }
+
 }  // namespace tutti::algo

@@ -472,6 +472,17 @@ void Communicator::logPlacement() const {
     // The trees the tree algorithms build over that order (tutti-topo prints the same).
     for (const auto& tree : algo::patterns::treesForOrder(ringOrder_, nranks_))
       TUTTI_INFO(kTopo, "comm " << prefix_ << " " << algo::patterns::treeLine(tree));
+    if (multiHost_) {
+      // hier's host groups, as it builds them: each host's members, its leader first.
+      std::ostringstream groups;
+      for (const auto& g :
+           algo::hierHostGroups(baseArgs(algo::Coll::kAllReduce, 0, tuttiFloat32))) {
+        groups << " [";
+        for (size_t i = 0; i < g.size(); ++i) groups << (i ? " " : "") << g[i];
+        groups << "]";
+      }
+      TUTTI_INFO(kTopo, "comm " << prefix_ << " hier hosts (leader first):" << groups.str());
+    }
   }
   int pos = static_cast<int>(std::find(order.begin(), order.end(), rank_) - order.begin());
   int next = order[(pos + 1) % nranks_], prev = order[(pos + nranks_ - 1) % nranks_];

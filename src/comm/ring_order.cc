@@ -58,6 +58,12 @@ std::vector<int> ringOrderFromPlaces(const std::vector<int>& hostOf,
     });
     size_t cut = hostSeq.size() > 1 ? bestCut(ranks, places) : 0;
     std::rotate(ranks.begin(), ranks.begin() + static_cast<long>(cut), ranks.end());
+    // The ring enters the host at its first rank, which the hierarchical algorithms make the
+    // host's leader: walk the host the other way when only the last end is NIC-nearest (the
+    // same links, reversed).
+    auto cls = [&](int r) { return places[r].nicClass < 0 ? 99 : places[r].nicClass; };
+    if (hostSeq.size() > 1 && cls(ranks.back()) < cls(ranks.front()))
+      std::reverse(ranks.begin(), ranks.end());
     order.insert(order.end(), ranks.begin(), ranks.end());
   }
   return order;

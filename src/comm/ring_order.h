@@ -6,7 +6,8 @@
 //     NVLink / PCIe switches, NUMA nodes of a socket together), ranks of one device adjacent,
 //     then by rank; ranks of unknown place after the known ones, by rank;
 //   - with several hosts, each host's part of the ring is cut where its two ends (the ranks
-//     the ring enters and leaves the host through) are nearest the host's NIC.
+//     the ring enters and leaves the host through) are nearest the host's NIC, and walked so
+//     that it starts at its nearer end (the host's leader in hierarchical algorithms).
 #pragma once
 
 #include <vector>

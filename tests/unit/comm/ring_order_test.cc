@@ -1,6 +1,6 @@
 // ringOrderFromPlaces: hosts contiguous in order of their lowest rank, ranks by their device's
 // ring position, and with several hosts each host entered and left through its NIC-nearest
-// ranks.
+// ranks, starting at its nearer end.
 #include "comm/ring_order.h"
 
 #include <gtest/gtest.h>
@@ -55,7 +55,7 @@ TEST(RingOrder, EachHostIsEnteredAndLeftThroughItsNicNearestRanks) {
   // Host 1: one end at position 0 (PIX); the other end is SYS whatever the cut; the cut
   // leaves the ring between two devices: 4 first or last.
   std::vector<int> h1(order.begin() + 4, order.end());
-  EXPECT_TRUE(h1.front() == 4 || h1.back() == 4);
+  EXPECT_EQ(h1.front(), 4);  // the nearer end first (hier's leader)
   // On one host the cycle is kept as it is (no entry/exit).
   EXPECT_EQ(ringOrderFromPlaces({0, 0, 0, 0}, {places.begin(), places.begin() + 4}),
             (std::vector<int>{0, 1, 2, 3}));
@@ -66,6 +66,15 @@ TEST(RingOrder, CutInsideTheNicNearDeviceWhenBothEndsCanBeNear) {
   std::vector<RankPlace> places{at(0, 2), at(0, 2), at(1, 6), at(1, 6), RankPlace{}, RankPlace{}};
   std::vector<int> order = ringOrderFromPlaces({0, 0, 0, 0, 1, 1}, places);
   EXPECT_EQ(std::vector<int>(order.begin(), order.begin() + 4), (std::vector<int>{1, 2, 3, 0}));
+}
+
+TEST(RingOrder, EachHostStartsAtItsNicNearestEnd) {
+  // Host 0: positions 0, 1, 2 with the NIC next to position 2 only. The cuts 0 1 2 and 2 0 1
+  // both have one NIC-near end; the host is walked from that end: 2 1 0 (the same links as
+  // 0 1 2, reversed), so hier's leader, the host's first rank, is rank 2.
+  std::vector<RankPlace> places{at(0, 6), at(1, 6), at(2, 2), RankPlace{}, RankPlace{}};
+  std::vector<int> order = ringOrderFromPlaces({0, 0, 0, 1, 1}, places);
+  EXPECT_EQ(std::vector<int>(order.begin(), order.begin() + 3), (std::vector<int>{2, 1, 0}));
 }
 
 TEST(RingOrder, MismatchedSizesAreRefused) {
