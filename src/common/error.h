@@ -1,5 +1,6 @@
-// Internal error type. Code inside the library throws tutti::Error on failure; the C API
-// (src/api) is the single place where an Error becomes a tuttiResult_t.
+// Errors inside the library. Code throws tutti::Error (include/tutti/error.hpp, the same type
+// the C++ wrapper throws) on failure; the C API (src/api) is the single place where an Error
+// becomes a tuttiResult_t.
 #pragma once
 
 #include <cerrno>
@@ -7,19 +8,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "tutti/error.hpp"
 #include "tutti/tutti.h"
 
 namespace tutti {
-
-class Error : public std::runtime_error {
- public:
-  Error(tuttiResult_t code, std::string message)
-      : std::runtime_error(std::move(message)), code_(code) {}
-  tuttiResult_t code() const noexcept { return code_; }
-
- private:
-  tuttiResult_t code_;
-};
 
 // "<what>: <strerror(errno)>" as a tuttiSystemError.
 [[noreturn]] void throwSystemError(const std::string& what, int err = errno);
