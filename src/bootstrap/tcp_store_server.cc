@@ -427,7 +427,7 @@ bool TcpStoreServer::Impl::serve(Conn& c) {
           try {
             auto& slot = data[key];
             int64_t v =
-                parseCounter(key, std::as_bytes(std::span(slot))) + static_cast<int64_t>(delta);
+                addToCounter(key, std::as_bytes(std::span(slot)), static_cast<int64_t>(delta));
             auto text = formatCounter(v);
             auto* b = reinterpret_cast<const uint8_t*>(text.data());
             slot.assign(b, b + text.size());
