@@ -3,6 +3,7 @@
 // codec or a tuttiInvalidArgument naming it; a codec must then encode d values within
 // maxEncodedBytes(d) (exactly, when fixedSize), decode its own payload, and decode the
 // arbitrary payload bytes or refuse them with tuttiInvalidArgument.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -14,7 +15,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tutti;
   fuzz::Input in(data, size);
-  const std::string spec(in.until('\n'));
+  // Specs come from C strings (TUTTI_COMPRESS, tuttiAllReduceCompressed): no NUL inside.
+  std::string spec(in.until('\n'));
+  spec.resize(std::min(spec.size(), spec.find('\0')));
   std::unique_ptr<compress::Codec> codec;
   if (!fuzz::refusesCleanly([&] { codec = compress::makeCodec(spec); }, tuttiInvalidArgument,
                             "compression spec '" + spec + "'"))
