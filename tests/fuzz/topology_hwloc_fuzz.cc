@@ -11,7 +11,10 @@
 
 // libhwloc 2.9.0 leaks 56 bytes importing a v1 object without complete_cpuset (lstopo alone
 // does too, under valgrind): not tutti's leak, so LeakSanitizer skips leaks from libhwloc.
+// The suppression matches by module, so allocations need full stacks: libhwloc has no frame
+// pointers, so the slow (unwind-table) unwinder runs on malloc.
 extern "C" const char* __lsan_default_suppressions() { return "leak:libhwloc.so\n"; }
+extern "C" const char* __asan_default_options() { return "fast_unwind_on_malloc=0"; }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tutti;
