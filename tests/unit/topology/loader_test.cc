@@ -113,6 +113,25 @@ TEST(TopologyErrors, EmptyContent) {
   }
 }
 
+// An affinity the CPU binding cannot read (a comma-separated word of more than 8 digits) is
+// the file's error at load, naming file and line; it used to load and fail later, without the
+// file's name, when ranks were bound (found by the NCCL topology fuzz target).
+TEST(TopologyErrors, UnreadableAffinity) {
+  const std::string xml =
+      "<system version=\"1\">\n"
+      "  <cpu numaid=\"0\" affinity=\"0000ffff\"/>\n"
+      "  <cpu numaid=\"1\" affinity=\"000000000,00fffff\"/>\n"
+      "</system>\n";
+  try {
+    topo::loadTopologyBuffer(xml, "affinity.xml");
+    ADD_FAILURE() << "unreadable affinity loaded";
+  } catch (const tutti::Error& e) {
+    EXPECT_EQ(e.code(), tuttiInvalidArgument);
+    expectContains(e.what(), "affinity.xml:3");
+    expectContains(e.what(), "000000000");
+  }
+}
+
 TEST(TopologyFormat, Detection) {
   std::ifstream a(data("nccl_aws-p4d_8xA100_4xefa_static.xml"));
   std::stringstream sa;
