@@ -88,6 +88,14 @@ TEST(TopologyErrors, BadBusId) {
   expectContains(m, "not-a-bus-id");
 }
 
+// libhwloc 2.9 dereferences NULL importing a NUMANode without complete_nodeset (lstopo
+// crashes on this file): tutti refuses it before hwloc sees it (found by the hwloc fuzz target).
+TEST(TopologyErrors, HwlocObjectWithoutItsSets) {
+  std::string m = errorOf(fixture("hwloc2_numa_without_nodeset.xml"));
+  expectContains(m, "hwloc2_numa_without_nodeset.xml:8");
+  expectContains(m, "<object type=\"NUMANode\"> has no complete_nodeset attribute");
+}
+
 TEST(TopologyErrors, HwlocRefusalIsReported) {
   std::string m = errorOf(fixture("hwloc2_rejected.xml"));
   expectContains(m, "hwloc2_rejected.xml");
