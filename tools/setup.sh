@@ -10,7 +10,8 @@ packages=(build-essential cmake ninja-build pkg-config git python3
           ibverbs-providers qemu-system-x86 busybox-static cpio kmod xz-utils
           libopenmpi-dev openmpi-bin libgloo-dev
           iproute2 procps util-linux gnuplot-nox
-          python3-torch libtorch-dev pybind11-dev python3-dev python3-pytest)
+          python3-torch libtorch-dev pybind11-dev python3-dev python3-pytest
+          clang libfuzzer-14-dev libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
