@@ -19,7 +19,7 @@ while :; do
   run=$((run + 1))
   log=$out/logs/$target.$run.log
   set +e
-  "$bin" -max_total_time="$left" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  "$bin" -max_total_time="$left" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$out/artifacts/$target-" "$out/corpus/$target" \
     "$repo/tests/fuzz/corpus/$target" >"$log" 2>&1
   rc=$?
