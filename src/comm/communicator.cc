@@ -531,10 +531,9 @@ void Communicator::setAlgorithm(const std::string& spec) {
 
 const algo::AlgorithmInfo& Communicator::chooseAlgorithm(const algo::CollArgs& args,
                                                          const std::string& spec) {
-  std::string forced = tuning::forcedAlgorithm(spec, args.coll);
+  auto [forced, perCollective] = tuning::forcedAlgorithm(spec, args.coll);
   if (!forced.empty()) {
     const algo::AlgorithmInfo* info = algo::find(args.coll, forced);
-    bool perCollective = spec.find(':') != std::string::npos;
     if (info == nullptr && perCollective) {
       std::string names;
       for (const auto& a : algo::registry())
