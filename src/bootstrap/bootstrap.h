@@ -26,6 +26,12 @@ class Bootstrap {
             int useRing = -1);
   ~Bootstrap();
 
+  // The first call at init: every process claims its rank and states its rank count, so a
+  // rank claimed twice or ranks that disagree on nranks are a tuttiInvalidUsage on every
+  // rank that took part, naming the ranks, values and processes (`self`: "host H, pid P"),
+  // as soon as the offending process arrives, instead of a timeout. A timeout names the
+  // ranks that never arrived.
+  void join(const std::string& self, const Deadline& deadline);
   // Every rank contributes `mine`; returns all contributions indexed by rank.
   std::vector<std::vector<std::byte>> allGather(const std::string& tag,
                                                 std::span<const std::byte> mine,

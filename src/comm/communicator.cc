@@ -133,6 +133,8 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
     Deadline deadline(options_.timeoutSec);
 
     transport::PeerInfo me{rank_, bootstrap::localHostId(), localHostname(), getpid()};
+    // A rank claimed twice or a disagreement on nranks fails here, naming them.
+    bootstrap_->join("host " + me.hostname + ", pid " + std::to_string(me.pid), deadline);
     auto all = bootstrap_->allGather("peers", encodePeer(me, myPlace), deadline);
     peers_.resize(nranks_);
     places_.resize(nranks_);
