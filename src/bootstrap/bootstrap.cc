@@ -132,10 +132,18 @@ void Bootstrap::join(const std::string& self, const Deadline& deadline) {
 
 std::vector<std::vector<std::byte>> Bootstrap::allGather(const std::string& tag,
                                                          std::span<const std::byte> mine,
-                                                         const Deadline& deadline) {
-  std::string b = base(tag, seq_++);
+                                                         const Deadline& deadline, bool eraseNow) {
+  const uint64_t seq = seq_++;
+  std::string b = base(tag, seq);
   if (nranks_ == 1) return {std::vector<std::byte>(mine.begin(), mine.end())};
-  return useRing_ ? ringAllGather(tag, b, mine, deadline) : storeAllGather(tag, b, mine, deadline);
+  auto all =
+      useRing_ ? ringAllGather(tag, b, mine, deadline) : storeAllGather(tag, b, mine, deadline);
+  // Rank 0 has every rank's entry of this call: every rank has started it, so has finished
+  // the earlier calls, whose keys nobody reads again (a communicator that only splits would
+  // otherwise keep each split's keys until it is destroyed).
+  if (rank_ == 0) eraseBefore(seq_ - 1);
+  if (eraseNow && store_->add(b + "/finished", 1) == nranks_) store_->erasePrefix(seqPrefix(seq));
+  return all;
 }
 
 std::vector<std::vector<std::byte>> Bootstrap::storeAllGather(const std::string& tag,

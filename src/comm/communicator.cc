@@ -874,7 +874,8 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, CommOption
   std::string mine = std::to_string(color) + " " + std::to_string(key);
   auto bytes = std::as_bytes(std::span<const char>(mine.data(), mine.size()));
   Deadline deadline(options_.timeoutSec);
-  auto all = bootstrap_->allGather(tag, {bytes.begin(), bytes.end()}, deadline);
+  // Its keys go at once: a parent may split many times and make no other bootstrap call.
+  auto all = bootstrap_->allGather(tag, {bytes.begin(), bytes.end()}, deadline, true);
   if (color == TUTTI_SPLIT_NOCOLOR) return nullptr;
   struct Member {
     int key, rank;
