@@ -9,6 +9,7 @@ set(TUTTI_WITH_TORCH AUTO CACHE STRING "PyTorch backend (python/tutti/torch): AU
 option(TUTTI_BUILD_TESTS "Build the GoogleTest suite" ON)
 option(TUTTI_BUILD_PERF "Build the perf tests and micro-benchmarks" ON)
 set(TUTTI_SANITIZE "" CACHE STRING "Sanitizers: address, undefined, address,undefined, thread")
+option(TUTTI_FUZZ "Build tests/fuzz as libFuzzer targets (clang; see docs/fuzzing.md)" OFF)
 set(TUTTI_CUDA_ARCHS "80;90" CACHE STRING "CUDA architectures to build for")
 
 foreach(dep CUDA IBVERBS HWLOC MPI PMIX GLOO TORCH)
@@ -128,4 +129,21 @@ if(TUTTI_SANITIZE)
   add_compile_options(-fsanitize=${_san} -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=${_san})
   message(STATUS "tutti: sanitizers ${_san}")
+endif()
+
+# libFuzzer build: every object gets coverage instrumentation and ASan+UBSan; the fuzz
+# targets link the fuzzer's main (tests/fuzz/CMakeLists.txt).
+if(TUTTI_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "TUTTI_FUZZ=ON needs clang (libFuzzer): configure a separate build "
+                        "directory with -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang "
+                        "(apt-get install clang libfuzzer-14-dev libclang-rt-14-dev)")
+  endif()
+  if(TUTTI_SANITIZE)
+    message(FATAL_ERROR "TUTTI_FUZZ=ON already builds with address,undefined: drop TUTTI_SANITIZE")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+  message(STATUS "tutti: libFuzzer build (address,undefined)")
 endif()

@@ -11,7 +11,8 @@ packages=(build-essential cmake ninja-build pkg-config git python3
           libopenmpi-dev openmpi-bin libpmix-dev libgloo-dev
           slurmctld slurmd slurm-client munge
           iproute2 procps util-linux gnuplot-nox
-          python3-torch libtorch-dev pybind11-dev python3-dev python3-pytest)
+          python3-torch libtorch-dev pybind11-dev python3-dev python3-pytest
+          clang libfuzzer-14-dev libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

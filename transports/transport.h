@@ -78,6 +78,7 @@ struct PeerInfo {
   std::string hostId;    // equal for ranks on one host (boot id + net namespace, TUTTI_HOSTID)
   std::string hostname;  // for messages
   pid_t pid = 0;
+  uint64_t pidNs = 0;  // inode of its pid namespace: pids compare only within one
 };
 
 // Where received bytes go. If `direct` is non-null the transport may write the message
@@ -129,6 +130,11 @@ struct Context {
   // OS names of the NIC nearest this rank's device in the topology (netdev and RDMA device
   // names, e.g. "eth2", "mlx5_1"); network transports prefer it. Empty: no preference.
   std::vector<std::string> preferredNics;
+  // Called now and then by waits for peers during connect and window setup (the store's
+  // waits already call it): throws tuttiRemoteError naming a rank that can no longer come
+  // (its process is gone), so such a wait ends at once instead of at its deadline. May be
+  // empty.
+  std::function<void()> watchPeers;
 };
 
 class Transport {

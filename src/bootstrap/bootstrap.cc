@@ -1,6 +1,7 @@
 #include "bootstrap/bootstrap.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "bootstrap/unique_id.h"
 #include "common/env.h"
@@ -54,12 +55,95 @@ void Bootstrap::throwMissing(const std::string& what, const std::string& tag, co
        " did not arrive at ", what, " '", tag, "' within ", secs, " s");
 }
 
+// Keys of a join (b = its base): claim/<r> counts the processes claiming rank r; who/<r>/<k>
+// describes the k-th of them; arrived counts the processes; size holds the first arrival's
+// rank count, against which every later one compares its own; verdict is "ok" (from the
+// arrival that completes nranks, after checking every rank was claimed once) or the error
+// found by a process, whichever comes first (decided counts the candidates). Every process
+// waits for the verdict.
+void Bootstrap::join(const std::string& self, const Deadline& deadline) {
+  std::string b = base("join", seq_++);
+  if (nranks_ == 1) return;
+  const std::string me = "rank " + std::to_string(rank_) + " (" + self + ")";
+  // The first process to decide sets the verdict (an error found later, by a process that
+  // arrived after the ranks had all been counted, fails that process alone).
+  auto decide = [&]() { return store_->add(b + "/decided", 1) == 1; };
+  auto refuse = [&](const std::string& what) {
+    std::string text = "bootstrap " + prefix_ + ": " + what;
+    if (decide()) store_->setString(b + "/verdict", text);
+    fail(tuttiInvalidUsage, text);
+  };
+  const int64_t claim = store_->add(b + "/claim/" + std::to_string(rank_), 1);
+  store_->setString(b + "/who/" + std::to_string(rank_) + "/" + std::to_string(claim),
+                    std::to_string(nranks_) + "\n" + self);
+  if (claim > 1) {
+    std::string first = "another process";
+    try {
+      std::string v = store_->getString(b + "/who/" + std::to_string(rank_) + "/1", Deadline(1.0));
+      first = v.substr(v.find('\n') + 1);
+    } catch (const Error&) {
+    }
+    refuse("two processes claim rank " + std::to_string(rank_) + ": " + first + " and " + self +
+           " (each rank of the " + std::to_string(nranks_) + " must be given to one process)");
+  }
+  const int64_t arrival = store_->add(b + "/arrived", 1);
+  if (arrival == 1) {
+    store_->setString(b + "/size", std::to_string(nranks_) + "\n" + me);
+  } else {
+    std::string ref;
+    try {
+      ref = store_->getString(b + "/size", deadline);
+    } catch (const Error& e) {
+      if (e.code() != tuttiTimeout) throw;
+      throwMissing("init", "join", b + "/claim", deadline);
+    }
+    size_t nl = ref.find('\n');
+    int theirs = std::atoi(ref.substr(0, nl).c_str());
+    if (theirs != nranks_)
+      refuse("the processes disagree on the number of ranks: " + me +
+             " says nranks=" + std::to_string(nranks_) + " but " + ref.substr(nl + 1) +
+             " says nranks=" + std::to_string(theirs));
+  }
+  if (arrival == nranks_) {
+    std::string unclaimed, twice;
+    for (int r = 0; r < nranks_; ++r) {
+      int64_t n = store_->add(b + "/claim/" + std::to_string(r), 0);
+      if (n == 0) unclaimed += (unclaimed.empty() ? "" : ", ") + std::to_string(r);
+      if (n > 1) twice += (twice.empty() ? "" : ", ") + std::to_string(r);
+    }
+    if (unclaimed.empty() && twice.empty()) {
+      if (decide()) store_->setString(b + "/verdict", "ok");
+    } else {
+      refuse(std::to_string(nranks_) + " processes arrived but rank(s) " +
+             (unclaimed.empty() ? "?" : unclaimed) + " of " + std::to_string(nranks_) +
+             " were not claimed" +
+             (twice.empty() ? "" : " and rank(s) " + twice + " were claimed twice"));
+    }
+  }
+  std::string verdict;
+  try {
+    verdict = store_->getString(b + "/verdict", deadline);
+  } catch (const Error& e) {
+    if (e.code() != tuttiTimeout) throw;
+    throwMissing("init", "join", b + "/claim", deadline);
+  }
+  if (verdict != "ok") fail(tuttiInvalidUsage, verdict);
+}
+
 std::vector<std::vector<std::byte>> Bootstrap::allGather(const std::string& tag,
                                                          std::span<const std::byte> mine,
-                                                         const Deadline& deadline) {
-  std::string b = base(tag, seq_++);
+                                                         const Deadline& deadline, bool eraseNow) {
+  const uint64_t seq = seq_++;
+  std::string b = base(tag, seq);
   if (nranks_ == 1) return {std::vector<std::byte>(mine.begin(), mine.end())};
-  return useRing_ ? ringAllGather(tag, b, mine, deadline) : storeAllGather(tag, b, mine, deadline);
+  auto all =
+      useRing_ ? ringAllGather(tag, b, mine, deadline) : storeAllGather(tag, b, mine, deadline);
+  // Rank 0 has every rank's entry of this call: every rank has started it, so has finished
+  // the earlier calls, whose keys nobody reads again (a communicator that only splits would
+  // otherwise keep each split's keys until it is destroyed).
+  if (rank_ == 0) eraseBefore(seq_ - 1);
+  if (eraseNow && store_->add(b + "/finished", 1) == nranks_) store_->erasePrefix(seqPrefix(seq));
+  return all;
 }
 
 std::vector<std::vector<std::byte>> Bootstrap::storeAllGather(const std::string& tag,

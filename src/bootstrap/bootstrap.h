@@ -5,7 +5,8 @@
 // All-gathers go around a BootstrapRing (ring.h) set up at the first one: each rank then
 // makes one store request per all-gather (its arrival key, for that message) instead of
 // nranks - 1 GETs; TUTTI_BOOTSTRAP_RING=0 keeps them in the store. Keys no longer needed
-// are erased by rank 0: those of earlier calls when a barrier completes, all at leave().
+// are erased by rank 0: those of earlier calls when an all-gather or barrier completes, all
+// at leave().
 #pragma once
 
 #include <memory>
@@ -26,10 +27,19 @@ class Bootstrap {
             int useRing = -1);
   ~Bootstrap();
 
+  // The first call at init: every process claims its rank and states its rank count, so a
+  // rank claimed twice or ranks that disagree on nranks are a tuttiInvalidUsage on every
+  // rank that took part, naming the ranks, values and processes (`self`: "host H, pid P"),
+  // as soon as the offending process arrives, instead of a timeout. A timeout names the
+  // ranks that never arrived.
+  void join(const std::string& self, const Deadline& deadline);
   // Every rank contributes `mine`; returns all contributions indexed by rank.
+  // eraseNow: the last rank to finish erases this call's keys at once (one more store
+  // request per rank), for calls after which the communicator may make no other for long
+  // (split).
   std::vector<std::vector<std::byte>> allGather(const std::string& tag,
                                                 std::span<const std::byte> mine,
-                                                const Deadline& deadline);
+                                                const Deadline& deadline, bool eraseNow = false);
   // Returns once every rank has called barrier (O(nranks) store requests in total).
   void barrier(const std::string& tag, const Deadline& deadline);
   // The last use of the store: ranks > 0 announce they are done with it and return at once

@@ -167,7 +167,8 @@ int64_t FileStore::add(const std::string& key, int64_t delta) {
   // The lock is released when the descriptor closes (also on exceptions).
   std::string path = pathOf(key);
   std::vector<std::byte> cur;
-  int64_t value = (tryRead(path, cur) ? parseCounter(key, cur) : 0) + delta;
+  if (!tryRead(path, cur)) cur.clear();
+  int64_t value = addToCounter(key, cur, delta);
   writeAtomically(path, formatCounter(value));
   return value;
 }

@@ -36,7 +36,7 @@ int64_t MemoryStore::add(const std::string& key, int64_t delta) {
   {
     std::lock_guard lock(mu_);
     auto& slot = data_[key];
-    value = parseCounter(key, slot) + delta;
+    value = addToCounter(key, slot, delta);
     slot = formatCounter(value);
   }
   cv_.notify_all();

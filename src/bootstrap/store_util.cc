@@ -19,6 +19,14 @@ int64_t parseCounter(const std::string& key, std::span<const std::byte> value) {
   return v;
 }
 
+int64_t addToCounter(const std::string& key, std::span<const std::byte> value, int64_t delta) {
+  int64_t current = parseCounter(key, value), sum = 0;
+  if (__builtin_add_overflow(current, delta, &sum))
+    fail(tuttiInvalidUsage, "store add(\"", key, "\", ", delta, "): the counter (", current,
+         ") would overflow int64");
+  return sum;
+}
+
 std::vector<std::byte> formatCounter(int64_t value) {
   std::string text = std::to_string(value);
   auto bytes = std::as_bytes(std::span<const char>(text.data(), text.size()));

@@ -11,6 +11,9 @@ namespace tutti::bootstrap {
 
 // add() stores its counter as decimal text, so getString() of a counter reads naturally.
 int64_t parseCounter(const std::string& key, std::span<const std::byte> value);
+// The counter in `value` plus delta; a sum outside int64 is tuttiInvalidUsage naming the key
+// (the counter keeps its value).
+int64_t addToCounter(const std::string& key, std::span<const std::byte> value, int64_t delta);
 std::vector<std::byte> formatCounter(int64_t value);
 
 [[noreturn]] void throwGetTimeout(const std::string& backend, const std::string& key,

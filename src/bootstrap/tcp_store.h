@@ -44,8 +44,32 @@ class TcpStoreServer {
   TcpStoreStats stats() const;
 
  private:
+  friend class TcpStoreServerDriver;
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+// The server's handshake and request handling without sockets or thread (the fuzz target
+// tests/fuzz/store_protocol_fuzz.cc drives it): numbered connections receive bytes as if read
+// from their sockets, and what the server would send them collects until takeOutput().
+// Parked GET/WAIT requests are released by later SET/ADD on any connection, as in the server.
+class TcpStoreServerDriver {
+ public:
+  explicit TcpStoreServerDriver(const Secret& secret);
+  ~TcpStoreServerDriver();
+  TcpStoreServerDriver(const TcpStoreServerDriver&) = delete;
+  TcpStoreServerDriver& operator=(const TcpStoreServerDriver&) = delete;
+
+  size_t connect();  // a new connection's number
+  void receive(size_t conn, std::span<const uint8_t> bytes);
+  void disconnect(size_t conn);
+  bool closed(size_t conn) const;  // closed by the server (bad handshake, protocol error)
+  bool parked(size_t conn) const;  // a GET/WAIT waits for its keys
+  std::vector<uint8_t> takeOutput(size_t conn);
+  size_t keyCount() const;
+
+ private:
+  std::unique_ptr<TcpStoreServer::Impl> impl_;
 };
 
 class TcpStore : public Store {

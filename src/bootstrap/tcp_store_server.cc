@@ -86,6 +86,29 @@ struct TcpStoreServer::Impl {
   // map changed.
   bool serve(Conn& c);
   bool tryUnpark(Conn& c);
+  // What the loop does with a connection's newly received bytes: the handshake, then its
+  // requests; returns whether the map changed.
+  bool handleInput(Conn& c) {
+    if (!c.closed && !c.authed) handshake(c);
+    return !c.closed && c.authed && serve(c);
+  }
+  // A SET/ADD may unpark waiters, whose further requests may change the map again.
+  void releaseParked(bool changed) {
+    while (changed) {
+      changed = false;
+      for (auto& c : conns) {
+        if (!c->closed && c->pendingOp && tryUnpark(*c)) changed |= serve(*c);
+      }
+    }
+  }
+  // Appends received bytes to c.in (dropping what was already served).
+  static void append(Conn& c, const uint8_t* p, size_t n) {
+    if (c.inPos > 0 && c.inPos == c.in.size()) {
+      c.in.clear();
+      c.inPos = 0;
+    }
+    c.in.insert(c.in.end(), p, p + n);
+  }
   void replyOk(Conn& c) { c.out.push_back(proto::kOk); }
   void replyError(Conn& c, const std::string& msg) {
     proto::Writer w(c.out);
@@ -103,7 +126,7 @@ struct TcpStoreServer::Impl {
     if (c.closed) return;
     TUTTI_TRACE(kBootstrap, "TcpStore server " << addr.toString() << ": closing connection from "
                                                << c.peer << " (" << why << ")");
-    ::close(c.fd);
+    if (c.fd >= 0) ::close(c.fd);
     c.fd = -1;
     c.closed = true;
     if (c.authed) live.fetch_sub(1);
@@ -198,17 +221,10 @@ void TcpStoreServer::Impl::run() {
       if (re & POLLOUT) flush(c);
       if (re & (POLLIN | POLLHUP | POLLERR)) {
         readFrom(c);
-        if (!c.closed && !c.authed) handshake(c);
-        if (!c.closed && c.authed) changed |= serve(c);
+        changed |= handleInput(c);
       }
     }
-    // A SET/ADD may unpark waiters, whose further requests may change the map again.
-    while (changed) {
-      changed = false;
-      for (auto& c : conns) {
-        if (!c->closed && c->pendingOp && tryUnpark(*c)) changed |= serve(*c);
-      }
-    }
+    releaseParked(changed);
     auto now = std::chrono::steady_clock::now();
     for (auto& c : conns) {
       if (!c->closed && c->outPos < c->out.size()) flush(*c);
@@ -297,11 +313,7 @@ void TcpStoreServer::Impl::readFrom(Conn& c) {
   for (;;) {
     ssize_t r = ::recv(c.fd, buf, sizeof(buf), 0);
     if (r > 0) {
-      if (c.inPos > 0 && c.inPos == c.in.size()) {
-        c.in.clear();
-        c.inPos = 0;
-      }
-      c.in.insert(c.in.end(), buf, buf + r);
+      append(c, buf, static_cast<size_t>(r));
       continue;
     }
     if (r == 0) return close(c, "peer closed");
@@ -441,7 +453,7 @@ bool TcpStoreServer::Impl::serve(Conn& c) {
             auto& slot = it->second;
             if (fresh) heldBytes += key.size();
             int64_t v =
-                parseCounter(key, std::as_bytes(std::span(slot))) + static_cast<int64_t>(delta);
+                addToCounter(key, std::as_bytes(std::span(slot)), static_cast<int64_t>(delta));
             auto text = formatCounter(v);
             auto* b = reinterpret_cast<const uint8_t*>(text.data());
             heldBytes += text.size() - slot.size();
@@ -498,5 +510,49 @@ bool TcpStoreServer::Impl::serve(Conn& c) {
   }
   return changed;
 }
+
+// ---- TcpStoreServerDriver: the same request handling, fed without sockets ----
+
+TcpStoreServerDriver::TcpStoreServerDriver(const Secret& secret)
+    : impl_(std::make_unique<TcpStoreServer::Impl>()) {
+  impl_->secret = secret;
+}
+
+TcpStoreServerDriver::~TcpStoreServerDriver() = default;
+
+size_t TcpStoreServerDriver::connect() {
+  auto c = std::make_unique<Conn>();
+  c->peer = "driver connection " + std::to_string(impl_->conns.size());
+  c->since = std::chrono::steady_clock::now();
+  impl_->conns.push_back(std::move(c));
+  return impl_->conns.size() - 1;
+}
+
+void TcpStoreServerDriver::receive(size_t conn, std::span<const uint8_t> bytes) {
+  Conn& c = *impl_->conns.at(conn);
+  if (c.closed) return;
+  TcpStoreServer::Impl::append(c, bytes.data(), bytes.size());
+  impl_->releaseParked(impl_->handleInput(c));
+}
+
+void TcpStoreServerDriver::disconnect(size_t conn) {
+  impl_->close(*impl_->conns.at(conn), "driver disconnect");
+}
+
+bool TcpStoreServerDriver::closed(size_t conn) const { return impl_->conns.at(conn)->closed; }
+
+std::vector<uint8_t> TcpStoreServerDriver::takeOutput(size_t conn) {
+  Conn& c = *impl_->conns.at(conn);
+  std::vector<uint8_t> out(c.out.begin() + static_cast<std::ptrdiff_t>(c.outPos), c.out.end());
+  c.out.clear();
+  c.outPos = 0;
+  return out;
+}
+
+bool TcpStoreServerDriver::parked(size_t conn) const {
+  return impl_->conns.at(conn)->pendingOp != 0;
+}
+
+size_t TcpStoreServerDriver::keyCount() const { return impl_->data.size(); }
 
 }  // namespace tutti::bootstrap

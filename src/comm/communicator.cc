@@ -1,12 +1,15 @@
 #include "comm/communicator.h"
 
+#include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -17,6 +20,7 @@
 #include "algorithms/patterns/patterns.h"
 #include "bootstrap/host_id.h"
 #include "bootstrap/prefix_store.h"
+#include "bootstrap/watched_store.h"
 #include "comm/place_topology.h"
 #include "comm/rank_place.h"
 #include "comm/ring_order.h"
@@ -38,8 +42,8 @@ namespace {
 
 // A rank's record: host id, host name, pid and its place (rank_place.h), one per line.
 std::vector<std::byte> encodePeer(const transport::PeerInfo& p, const RankPlace& place) {
-  std::string s =
-      p.hostId + '\n' + p.hostname + '\n' + std::to_string(p.pid) + '\n' + encodePlace(place);
+  std::string s = p.hostId + '\n' + p.hostname + '\n' + std::to_string(p.pid) + '\n' +
+                  std::to_string(p.pidNs) + '\n' + encodePlace(place);
   auto bytes = std::as_bytes(std::span<const char>(s.data(), s.size()));
   return {bytes.begin(), bytes.end()};
 }
@@ -51,12 +55,39 @@ transport::PeerInfo decodePeer(int rank, const std::vector<std::byte>& v, RankPl
   size_t a = s.find('\n');
   size_t b = a == std::string::npos ? a : s.find('\n', a + 1);
   size_t c = b == std::string::npos ? b : s.find('\n', b + 1);
-  if (c == std::string::npos) fail(tuttiInternalError, "malformed peer record from rank ", rank);
+  size_t d = c == std::string::npos ? c : s.find('\n', c + 1);
+  if (d == std::string::npos) fail(tuttiInternalError, "malformed peer record from rank ", rank);
   p.hostId = s.substr(0, a);
   p.hostname = s.substr(a + 1, b - a - 1);
   p.pid = static_cast<pid_t>(std::stol(s.substr(b + 1, c - b - 1)));
-  *place = decodePlace(s.substr(c + 1), rank);
+  p.pidNs = std::stoull(s.substr(c + 1, d - c - 1));
+  *place = decodePlace(s.substr(d + 1), rank);
   return p;
+}
+
+uint64_t pidNamespace() {
+  struct stat st {};
+  return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+// A process of this pid namespace that no longer runs: no such pid, or a zombie (killed, not
+// yet reaped by its parent).
+bool processGone(pid_t pid) {
+  if (::kill(pid, 0) != 0) return errno == ESRCH;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
+  char state = stat[paren + 2];
+  return state == 'Z' || state == 'X';
+}
+
+// TUTTI_TEST_DIE_AT=<phase>:<rank> (test only): that rank kills itself (SIGKILL) when it
+// reaches the phase ("window": shared window setup, "connect": connection setup).
+void testDieAt(const char* phase, int rank) {
+  std::string spec = env::getString("TUTTI_TEST_DIE_AT");
+  if (spec.empty()) return;
+  if (spec == std::string(phase) + ":" + std::to_string(rank)) ::raise(SIGKILL);
 }
 
 std::string localHostname() {
@@ -139,7 +170,10 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
     bootstrap_ = std::make_unique<bootstrap::Bootstrap>(store_, rank_, nranks_, "bs");
     Deadline deadline(options_.timeoutSec);
 
-    transport::PeerInfo me{rank_, bootstrap::localHostId(), localHostname(), getpid()};
+    transport::PeerInfo me{rank_, bootstrap::localHostId(), localHostname(), getpid(),
+                           pidNamespace()};
+    // A rank claimed twice or a disagreement on nranks fails here, naming them.
+    bootstrap_->join("host " + me.hostname + ", pid " + std::to_string(me.pid), deadline);
     auto all = bootstrap_->allGather("peers", encodePeer(me, myPlace), deadline);
     peers_.resize(nranks_);
     places_.resize(nranks_);
@@ -181,7 +215,14 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
     execOptions_.abortFd = abortFd_;
     execOptions_.describePeer = [this](int p) { return describePeer(p); };
     transports_ = makeTransports(options_.transport);
-    transport::Context ctx{rank_, nranks_, peers_, store_.get(), &aborted_, myPlace.nearNics};
+    watchedStore_ = std::make_shared<bootstrap::WatchedStore>(store_, [this] { watchPeers(); });
+    transport::Context ctx{rank_,
+                           nranks_,
+                           peers_,
+                           watchedStore_.get(),
+                           &aborted_,
+                           myPlace.nearNics,
+                           [this] { watchPeers(); }};
     for (auto& t : transports_) t->setup(ctx);
     connections_.resize(nranks_);
     connectionPtrs_.assign(nranks_, nullptr);
@@ -385,12 +426,25 @@ transport::Transport* Communicator::transportFor(int peer) {
                                    : " (TUTTI_TRANSPORT=" + options_.transport + ")"));
 }
 
+void Communicator::watchPeers() const {
+  const transport::PeerInfo& me = peers_[rank_];
+  for (int r = 0; r < nranks_; ++r) {
+    const transport::PeerInfo& p = peers_[r];
+    if (r == rank_ || p.hostId != me.hostId || p.pidNs != me.pidNs || p.pidNs == 0) continue;
+    if (processGone(p.pid))
+      throw exec::PeerFailure(r, "rank " + std::to_string(rank_) + ": " + describePeer(r) +
+                                     " died while the ranks set up their connections (its "
+                                     "process is gone)");
+  }
+}
+
 void Communicator::connect(std::span<const int> peers) {
   std::map<transport::Transport*, std::vector<int>> todo;
   for (int p : peers) {
     if (p == rank_ || connections_[p]) continue;
     todo[transportFor(p)].push_back(p);
   }
+  if (!todo.empty()) testDieAt("connect", rank_);
   for (auto& [t, list] : todo) {
     Deadline deadline(options_.timeoutSec);
     auto conns = t->connect(list, deadline);
@@ -557,10 +611,9 @@ void Communicator::setAlgorithm(const std::string& spec) {
 
 const algo::AlgorithmInfo& Communicator::chooseAlgorithm(const algo::CollArgs& args,
                                                          const std::string& spec) {
-  std::string forced = tuning::forcedAlgorithm(spec, args.coll);
+  auto [forced, perCollective] = tuning::forcedAlgorithm(spec, args.coll);
   if (!forced.empty()) {
     const algo::AlgorithmInfo* info = algo::find(args.coll, forced);
-    bool perCollective = spec.find(':') != std::string::npos;
     if (info == nullptr && perCollective) {
       std::string names;
       for (const auto& a : algo::registry())
@@ -677,10 +730,19 @@ void Communicator::ensureWindow() {
   int64_t bytes = env::getInt("TUTTI_SHM_WINDOW_BYTES");
   bool oneHost = std::all_of(hostOf_.begin(), hostOf_.end(), [](int h) { return h == 0; });
   if (nranks_ < 2 || !oneHost || bytes <= 0) return;
+  testDieAt("window", rank_);
   Deadline deadline(options_.timeoutSec);
-  for (auto& t : transports_) {
-    window_ = t->createWindow(static_cast<size_t>(bytes), deadline);
-    if (window_) return;
+  try {
+    for (auto& t : transports_) {
+      window_ = t->createWindow(static_cast<size_t>(bytes), deadline);
+      if (window_) return;
+    }
+  } catch (const exec::PeerFailure& e) {
+    // As a failed call: later calls fail with this cause, the peers read the record.
+    std::string text =
+        std::string(e.what()) + " (the first rank to fail: " + std::to_string(e.peer()) + ")";
+    failWith(tuttiRemoteError, text, e.peer());
+    throw Error(tuttiRemoteError, text);
   }
 }
 
@@ -838,7 +900,8 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, CommOption
   std::string mine = std::to_string(color) + " " + std::to_string(key);
   auto bytes = std::as_bytes(std::span<const char>(mine.data(), mine.size()));
   Deadline deadline(options_.timeoutSec);
-  auto all = bootstrap_->allGather(tag, {bytes.begin(), bytes.end()}, deadline);
+  // Its keys go at once: a parent may split many times and make no other bootstrap call.
+  auto all = bootstrap_->allGather(tag, {bytes.begin(), bytes.end()}, deadline, true);
   if (color == TUTTI_SPLIT_NOCOLOR) return nullptr;
   struct Member {
     int key, rank;

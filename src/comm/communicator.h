@@ -165,6 +165,9 @@ class Communicator {
   void logPlacement() const;
   void makeTopologyModel();
   void connect(std::span<const int> peers);
+  // During connection and window setup: throws exec::PeerFailure naming a peer whose process
+  // is gone (same host and pid namespace: the pid no longer runs or is a zombie).
+  void watchPeers() const;
   void execute(const exec::Schedule& schedule, std::span<std::byte* const> buffers);
   void execute(const exec::Schedule& schedule, std::span<const int> peers,
                std::span<std::byte* const> buffers);
@@ -175,6 +178,8 @@ class Communicator {
 
   std::shared_ptr<bootstrap::Store> baseStore_;
   std::shared_ptr<bootstrap::Store> store_;  // prefixed
+  // store_ as the transports see it: its waits call watchPeers() (D7).
+  std::shared_ptr<bootstrap::Store> watchedStore_;
   std::string prefix_;
   int rank_;
   int nranks_;

@@ -20,6 +20,9 @@ constexpr Var kVars[] = {
     {"TUTTI_DEBUG_FILE", Type::kString, "", "INIT",
      "Write log lines to this file instead of stderr; %h expands to the host name, %p to "
      "the pid."},
+    {"TUTTI_TEST_DIE_AT", Type::kString, "", "INIT",
+     "Test only: PHASE:RANK makes that rank kill itself (SIGKILL) when it reaches the phase: "
+     "window (shared window setup) or connect (connection setup)."},
     // ---- bootstrap / launch ----
     {"TUTTI_TIMEOUT", Type::kDouble, "60", "BOOTSTRAP",
      "Seconds any wait (rendezvous, connection, transfer without progress) may last before "

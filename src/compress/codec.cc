@@ -105,11 +105,20 @@ std::unique_ptr<Codec> makeCodec(std::string_view spec) {
     if (colon != std::string_view::npos) badSpec(spec, "none takes no parameters");
     return makeNone();
   }
+  // The codecs' own range checks (ratio in (0, 1], s in 1..32767, ...) name the spec too.
+  auto named = [&](auto make) -> std::unique_ptr<Codec> {
+    try {
+      return make();
+    } catch (const Error& e) {
+      if (e.code() != tuttiInvalidArgument) throw;
+      badSpec(spec, e.what());
+    }
+  };
   if (name == "topk") {
     if (topk.k == 0 && topk.ratio == 0) badSpec(spec, "topk needs k=N or ratio=R");
-    return makeTopK(topk);
+    return named([&] { return makeTopK(topk); });
   }
-  if (name == "qsgd") return makeQsgd(qsgd);
+  if (name == "qsgd") return named([&] { return makeQsgd(qsgd); });
   badSpec(spec, "unknown codec '" + std::string(name) + "'");
 }
 

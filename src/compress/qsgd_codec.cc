@@ -233,10 +233,12 @@ class QsgdCodec final : public Codec {
     const int32_t q = static_cast<int32_t>(c) - static_cast<int32_t>(opt_.s);
     return (q >= 0 ? 2u * static_cast<uint32_t>(q) : 2u * static_cast<uint32_t>(-q) - 1u) + 1u;
   }
+  // A level beyond +-s (only a corrupt payload has one) gives code 2s + 1, which the caller
+  // reports; computed in 64 bits, as n may be anything up to 2^32 - 1.
   uint32_t unZigzag(uint32_t n) const {
-    const uint32_t z = n - 1;
-    const int32_t q = (z & 1u) ? -static_cast<int32_t>((z + 1) / 2) : static_cast<int32_t>(z / 2);
-    return static_cast<uint32_t>(q + static_cast<int32_t>(opt_.s));
+    const int64_t z = static_cast<int64_t>(n) - 1;
+    const int64_t c = ((z & 1) ? -(z + 1) / 2 : z / 2) + opt_.s;
+    return c < 0 || c > 2 * int64_t{opt_.s} ? 2 * opt_.s + 1 : static_cast<uint32_t>(c);
   }
 
   // Elias gamma: L = floor(log2 n) zero bits, then the L+1 bits of n, most significant first.

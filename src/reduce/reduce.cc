@@ -1,6 +1,8 @@
 // Run-time dispatch of the reduction kernels and divide() (the tuttiAvg finish).
 #include "reduce/reduce.h"
 
+#include <cpuid.h>
+
 #include <atomic>
 #include <cstring>
 #include <type_traits>
@@ -18,14 +20,19 @@ namespace {
 enum Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kNumIsa = 3 };
 constexpr const char* kIsaNames[kNumIsa] = {"scalar", "avx2", "avx512"};
 
+// F16C from CPUID (clang's __builtin_cpu_supports does not know "f16c").
+bool cpuHasF16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+
 bool cpuHas(Isa isa) {
   __builtin_cpu_init();
   switch (isa) {
     case kScalar:
       return true;
     case kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpuHasF16c();
     case kAvx512:
       return cpuHas(kAvx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw");

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "common/error.h"
+#include "topology/binding.h"
 #include "topology/loaders.h"
 
 namespace tutti::topo::detail {
@@ -31,6 +33,16 @@ NicKind guessNicKind(const Topology& t, const Nic& n) {
 }  // namespace
 
 void finalise(Topology& t) {
+  // NUMA cpusets are parsed again when ranks are bound: a set the binding code cannot read is
+  // the file's error, named now.
+  for (const NumaNode& n : t.numaNodes) {
+    try {
+      (void)parseCpuset(n.cpuset);
+    } catch (const Error& e) {
+      fail(tuttiInvalidArgument, "topology file ", t.origin, ": NUMA node ", n.osIndex, ": ",
+           std::string(e.what()));
+    }
+  }
   // Sort GPUs by bus id and remap NVLink indices.
   std::vector<int> order(t.gpus.size());
   std::iota(order.begin(), order.end(), 0);

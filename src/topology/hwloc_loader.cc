@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <type_traits>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -36,6 +37,16 @@ std::string busIdOf(const hwloc_obj_attr_u::hwloc_pcidev_attr_s& p) {
                 static_cast<unsigned>(p.bus), static_cast<unsigned>(p.dev),
                 static_cast<unsigned>(p.func));
   return buf;
+}
+
+// An enum field as hwloc stored it: hwloc copies numbers from the XML (bridge_type="5-1",
+// osdev_type="99") into enum fields without a range check, and loading an enum outside its
+// values is undefined, so such fields are read as their bytes.
+template <class E>
+std::underlying_type_t<E> rawEnum(const E& field) {
+  std::underlying_type_t<E> v;
+  std::memcpy(&v, &field, sizeof v);
+  return v;
 }
 
 const char* infoOf(hwloc_obj_t o, const char* name) {
@@ -157,7 +168,7 @@ class HwlocConverter {
     PciNode n;
     if (o->type == HWLOC_OBJ_BRIDGE) {
       const auto& b = o->attr->bridge;
-      if (b.upstream_type == HWLOC_OBJ_BRIDGE_HOST) {
+      if (rawEnum(b.upstream_type) == HWLOC_OBJ_BRIDGE_HOST) {
         n.kind = PciKind::kHostBridge;
         char buf[48];
         std::snprintf(buf, sizeof buf, "hostbridge %04x:[%02x-%02x]",
@@ -235,12 +246,12 @@ class HwlocConverter {
       bool ethernetLinkLayer = false;
       for (hwloc_obj_t c = o->io_first_child; c; c = c->next_sibling) {
         if (c->type != HWLOC_OBJ_OS_DEVICE || !c->name) continue;
-        if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) {
+        if (rawEnum(c->attr->osdev.type) == HWLOC_OBJ_OSDEV_OPENFABRICS) {
           x.rdma = true;
           x.names.insert(x.names.begin(), c->name);  // RDMA device first
           std::string ll = infoOf(c, "Port1LinkLayer");
           if (ll == "Ethernet") ethernetLinkLayer = true;
-        } else if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK) {
+        } else if (rawEnum(c->attr->osdev.type) == HWLOC_OBJ_OSDEV_NETWORK) {
           x.names.push_back(c->name);
         }
       }

@@ -13,6 +13,10 @@ namespace tutti::topo::detail {
 // NCCL topology XML (<system version=..>), already parsed.
 Topology loadNcclXml(const xml::Document& doc, std::string_view name);
 
+// Refuses hwloc XML that libhwloc would crash or leak on (a CPU-side <object> without its
+// four sets), naming the file, the line and the missing attribute.
+void checkHwlocXml(const xml::Document& doc, std::string_view name);
+
 // hwloc XML v1 (no version attribute) or v2 (version="2.x"): hwloc parses `content`.
 // Throws tuttiUnsupported when the library was built without hwloc.
 Topology loadHwlocXml(std::string_view content, std::string_view name);

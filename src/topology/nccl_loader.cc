@@ -7,6 +7,7 @@
 #include <map>
 
 #include "common/error.h"
+#include "topology/binding.h"
 #include "topology/loaders.h"
 
 namespace tutti::topo::detail {
@@ -89,6 +90,11 @@ class NcclLoader {
         int d =
             std::isdigit(static_cast<unsigned char>(c)) ? c - '0' : (std::tolower(c) - 'a' + 10);
         pus += std::popcount(static_cast<unsigned>(d));
+      }
+      try {
+        (void)parseCpuset(*aff);  // what CPU binding reads later (words of 8 digits)
+      } catch (const Error& x) {
+        err(e.line, "affinity: " + std::string(x.what()));
       }
       node.pus = pus;
       node.cores = pus;  // NCCL files do not tell cores from threads

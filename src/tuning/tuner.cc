@@ -104,7 +104,7 @@ void forEachItem(std::string_view text, Fn fn) {
 
 }  // namespace
 
-std::string forcedAlgorithm(const std::string& spec, algo::Coll coll) {
+ForcedAlgorithm forcedAlgorithm(const std::string& spec, algo::Coll coll) {
   std::string all;
   std::optional<std::string> mine;  // "allreduce:" (empty) forces nothing, like no item
   forEachItem(spec, [&](std::string_view, std::string_view c, std::string_view name) {
@@ -116,11 +116,11 @@ std::string forcedAlgorithm(const std::string& spec, algo::Coll coll) {
     }
     return false;
   });
-  std::string forced = mine ? *mine : all;
+  ForcedAlgorithm forced{mine ? *mine : all, mine.has_value()};
   // A bare name this collective has no algorithm of leaves the choice to the tuner.
-  if (!forced.empty() && log::enabled(log::Level::kInfo, log::Subsys::kAlgo) &&
-      algo::find(coll, forced) != nullptr)
-    logForcedChoice(spec, coll, forced);
+  if (!forced.name.empty() && log::enabled(log::Level::kInfo, log::Subsys::kAlgo) &&
+      algo::find(coll, forced.name) != nullptr)
+    logForcedChoice(spec, coll, forced.name);
   return forced;
 }
 

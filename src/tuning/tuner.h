@@ -24,9 +24,15 @@ double predict(const exec::Schedule& schedule, const algo::CollArgs& args, const
 // 16 ranks, symmetric beyond). Identical on every rank (does not depend on args.rank).
 std::vector<Candidate> rankCandidates(const algo::CollArgs& args, const CostModel& m);
 
-// The algorithm forced by spec for coll ("ring" or "allreduce:ring;broadcast:chain"),
-// or "" when spec names none for that collective.
-std::string forcedAlgorithm(const std::string& spec, algo::Coll coll);
+// The algorithm forced by spec for coll ("ring" or "allreduce:ring;broadcast:chain"):
+// name is "" when spec names none for that collective; perCollective tells that it came from
+// a "coll:name" item (a bare name the collective has no algorithm of leaves it automatic,
+// even in a spec that also has per-collective items).
+struct ForcedAlgorithm {
+  std::string name;
+  bool perCollective = false;
+};
+ForcedAlgorithm forcedAlgorithm(const std::string& spec, algo::Coll coll);
 
 // The first item of spec that names no algorithm ("allreduce:bogus", "nosuchcoll:ring", or a
 // bare name no collective has), or "" when every item names one.

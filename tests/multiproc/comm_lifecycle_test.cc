@@ -486,6 +486,18 @@ TEST(CommApi, SetAlgorithmForcesChecksAndRestores) {
     TUTTI_ASSERT_OK(tuttiCommSetAlgorithm(comm, "butterfly"), comm);
     allReduce();
     EXPECT_STREQ(tuttiCommLastAlgorithm(comm), "butterfly");
+    // A bare name next to per-collective items: collectives without a "ring" (reduce) stay
+    // automatic, as with "ring" alone (they failed with "no reduce algorithm 'ring'").
+    TUTTI_ASSERT_OK(tuttiCommSetAlgorithm(comm, "ring;broadcast:binomial"), comm);
+    allReduce();
+    EXPECT_STREQ(tuttiCommLastAlgorithm(comm), "ring");
+    float r = static_cast<float>(rank + 1), rsum = 0;
+    TUTTI_ASSERT_OK(tuttiReduce(&r, &rsum, 1, tuttiFloat32, tuttiSum, 0, comm, nullptr), comm);
+    if (rank == 0) EXPECT_EQ(rsum, static_cast<float>(n * (n + 1) / 2));
+    float b = rank == 1 ? 42.0f : 0.0f;
+    TUTTI_ASSERT_OK(tuttiBroadcast(&b, &b, 1, tuttiFloat32, 1, comm, nullptr), comm);
+    EXPECT_EQ(b, 42.0f);
+    EXPECT_STREQ(tuttiCommLastAlgorithm(comm), "binomial");
     TUTTI_ASSERT_OK(tuttiCommSetAlgorithm(comm, nullptr), comm);  // back to TUTTI_ALGO at init
     allReduce();
     EXPECT_STREQ(tuttiCommLastAlgorithm(comm), "tree");

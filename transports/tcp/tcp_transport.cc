@@ -89,6 +89,7 @@ class TcpTransport : public Transport {
   std::vector<PeerInfo> peers_;
   bootstrap::Store* store_ = nullptr;
   const std::atomic<bool>* aborted_ = nullptr;
+  std::function<void()> watchPeers_;
   int nsocks_ = 2;
   size_t chunk_ = 0;
   Fd listen_;
@@ -108,6 +109,7 @@ void TcpTransport::setup(const Context& ctx) {
   peers_.assign(ctx.peers.begin(), ctx.peers.end());
   store_ = ctx.store;
   aborted_ = ctx.aborted;
+  watchPeers_ = ctx.watchPeers;
 
   int64_t ns = opts_.nsocks > 0 ? opts_.nsocks : env::getInt("TUTTI_NSOCKS");
   if (ns < 1 || ns > 64) fail(tuttiInvalidArgument, "TUTTI_NSOCKS=", ns, ": use 1..64");
@@ -350,6 +352,8 @@ std::vector<std::unique_ptr<Connection>> TcpTransport::connect(std::span<const i
   for (Dial& d : dials) startDial(d);
 
   std::vector<pollfd> pfds;
+  // The first look for dead peers after a quarter second: a healthy connect is done by then.
+  auto nextWatch = Clock::now() + std::chrono::milliseconds(250);
   for (;;) {
     for (Dial& d : dials) advanceDial(d);
     acceptNew();
@@ -368,6 +372,10 @@ std::vector<std::unique_ptr<Connection>> TcpTransport::connect(std::span<const i
       fail(tuttiRemoteError, "tcp: rank ", rank_, " connect aborted (communicator abort)");
     }
     if (deadline.expired()) timeout(peers, dials, deadline);
+    if (watchPeers_ && Clock::now() >= nextWatch) {
+      watchPeers_();
+      nextWatch = Clock::now() + std::chrono::milliseconds(250);
+    }
 
     pfds.clear();
     pfds.push_back({listen_.get(), POLLIN, 0});

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <thread>
 
 #include "common/error.h"
@@ -105,6 +106,28 @@ TEST_P(StoreTest, AddOnNonIntegerFails) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), tuttiInvalidUsage);
   }
+}
+
+// An add past int64 is refused and leaves the counter as it was (the TCP store server added
+// with signed overflow, found by the store protocol fuzz target).
+TEST_P(StoreTest, AddPastInt64Fails) {
+  auto a = backend_->client();
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  const int64_t min = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(a->add("big", max), max);
+  for (int64_t delta : {int64_t{1}, max}) {
+    try {
+      a->add("big", delta);
+      FAIL() << "expected an error for " << delta;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), tuttiInvalidUsage);
+      EXPECT_NE(std::string(e.what()).find("overflow"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(a->add("big", 0), max);
+  EXPECT_EQ(a->add("small", min), min);
+  EXPECT_THROW(a->add("small", -1), Error);
+  EXPECT_EQ(a->add("small", max), -1);
 }
 
 TEST_P(StoreTest, GetWaitsForALaterSet) {

@@ -279,6 +279,22 @@ TEST(CompressEdge, KZeroRejected) {
   EXPECT_EQ(makeCodec("topk:k=6")->describe(), "topk:k=6");
 }
 
+// Out-of-range parameters name the spec they came from (found by the fuzz targets: the error
+// said "top-k codec: ratio 5.01 outside (0, 1]" without saying which setting).
+TEST(CompressEdge, RangeErrorsNameTheSpec) {
+  for (const char* spec : {"topk:5.01", "topk:ratio=-1", "qsgd:s=0", "qsgd:s=40000", "qsgd:b=0"}) {
+    try {
+      makeCodec(spec);
+      FAIL() << spec << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), tuttiInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("compression spec '" + std::string(spec) + "'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(CompressEdge, NanAndInfPropagate) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();

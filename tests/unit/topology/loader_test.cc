@@ -88,6 +88,14 @@ TEST(TopologyErrors, BadBusId) {
   expectContains(m, "not-a-bus-id");
 }
 
+// libhwloc 2.9 dereferences NULL importing a NUMANode without complete_nodeset (lstopo
+// crashes on this file): tutti refuses it before hwloc sees it (found by the hwloc fuzz target).
+TEST(TopologyErrors, HwlocObjectWithoutItsSets) {
+  std::string m = errorOf(fixture("hwloc2_numa_without_nodeset.xml"));
+  expectContains(m, "hwloc2_numa_without_nodeset.xml:8");
+  expectContains(m, "<object type=\"NUMANode\"> has no complete_nodeset attribute");
+}
+
 TEST(TopologyErrors, HwlocRefusalIsReported) {
   std::string m = errorOf(fixture("hwloc2_rejected.xml"));
   expectContains(m, "hwloc2_rejected.xml");
@@ -110,6 +118,25 @@ TEST(TopologyErrors, EmptyContent) {
   } catch (const tutti::Error& e) {
     expectContains(e.what(), "empty.xml");
     expectContains(e.what(), "no root element");
+  }
+}
+
+// An affinity the CPU binding cannot read (a comma-separated word of more than 8 digits) is
+// the file's error at load, naming file and line; it used to load and fail later, without the
+// file's name, when ranks were bound (found by the NCCL topology fuzz target).
+TEST(TopologyErrors, UnreadableAffinity) {
+  const std::string xml =
+      "<system version=\"1\">\n"
+      "  <cpu numaid=\"0\" affinity=\"0000ffff\"/>\n"
+      "  <cpu numaid=\"1\" affinity=\"000000000,00fffff\"/>\n"
+      "</system>\n";
+  try {
+    topo::loadTopologyBuffer(xml, "affinity.xml");
+    ADD_FAILURE() << "unreadable affinity loaded";
+  } catch (const tutti::Error& e) {
+    EXPECT_EQ(e.code(), tuttiInvalidArgument);
+    expectContains(e.what(), "affinity.xml:3");
+    expectContains(e.what(), "000000000");
   }
 }
 

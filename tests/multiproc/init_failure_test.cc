@@ -1,0 +1,131 @@
+// Init and setup that go wrong, over real processes: a rank claimed by two processes, ranks
+// that disagree on nranks (D12), and a rank that dies while the ranks set up their shared
+// window or connections at the first collective (D7). Each must be an error naming the
+// ranks involved on every rank concerned, well before the timeout, never a hang.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "comm_test_util.h"
+#include "harness/fork_harness.h"
+#include "tutti/tutti.h"
+
+namespace tutti::test {
+namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+class InitFailures : public ::testing::Test {
+ protected:
+  void SetUp() override { setenv("TUTTI_TIMEOUT", "30", 1); }
+  void TearDown() override {
+    unsetenv("TUTTI_TIMEOUT");
+    unsetenv("TUTTI_TEST_DIE_AT");
+    unsetenv("TUTTI_ALGO");
+    unsetenv("TUTTI_TRANSPORT");
+    unsetenv("TUTTI_SHM_WINDOW_BYTES");
+  }
+};
+
+// Three processes for a job of 3: ranks 0, 1 and 1 (rank 2 never comes). Every process
+// fails at init with tuttiInvalidUsage naming rank 1 and both of its processes, long before
+// TUTTI_TIMEOUT (30 s).
+TEST_F(InitFailures, DuplicateRankIsNamedOnEveryProcess) {
+  tuttiUniqueId id = makeId();
+  auto r = runRanks(3, [&](int proc) {
+    int rank = proc == 2 ? 1 : proc;
+    tuttiComm_t comm = nullptr;
+    auto t0 = std::chrono::steady_clock::now();
+    tuttiResult_t res = tuttiCommInitRank(&comm, 3, id, rank);
+    double secs = secondsSince(t0);
+    std::string msg = tuttiGetLastError(nullptr);
+    EXPECT_EQ(res, tuttiInvalidUsage) << msg;
+    EXPECT_LT(secs, 10.0) << msg;
+    EXPECT_NE(msg.find("two processes claim rank 1"), std::string::npos) << msg;
+    // Both processes of rank 1 are named by pid.
+    size_t first = msg.find("pid ");
+    EXPECT_NE(first, std::string::npos) << msg;
+    EXPECT_NE(msg.find("pid ", first + 4), std::string::npos) << msg;
+    if (comm) tuttiCommDestroy(comm);
+  });
+  EXPECT_RANKS_OK(r);
+}
+
+// Ranks 0 and 1 say nranks=3, rank 2 says nranks=4: every rank fails at init naming both
+// values, long before the timeout.
+TEST_F(InitFailures, MismatchedNranksIsNamedOnEveryRank) {
+  tuttiUniqueId id = makeId();
+  auto r = runRanks(3, [&](int rank) {
+    int nranks = rank == 2 ? 4 : 3;
+    tuttiComm_t comm = nullptr;
+    auto t0 = std::chrono::steady_clock::now();
+    tuttiResult_t res = tuttiCommInitRank(&comm, nranks, id, rank);
+    double secs = secondsSince(t0);
+    std::string msg = tuttiGetLastError(nullptr);
+    EXPECT_EQ(res, tuttiInvalidUsage) << msg;
+    EXPECT_LT(secs, 10.0) << msg;
+    EXPECT_NE(msg.find("disagree on the number of ranks"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("nranks=4"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("nranks=3"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("rank 2 ("), std::string::npos) << msg;
+    if (comm) tuttiCommDestroy(comm);
+  });
+  EXPECT_RANKS_OK(r);
+}
+
+struct DeathCase {
+  const char* name;
+  const char* dieAt;      // TUTTI_TEST_DIE_AT
+  const char* algo;       // TUTTI_ALGO
+  const char* transport;  // TUTTI_TRANSPORT ("" = by priority)
+  const char* window;     // TUTTI_SHM_WINDOW_BYTES ("" = default)
+};
+
+class SetupDeaths : public InitFailures, public ::testing::WithParamInterface<DeathCase> {};
+
+// Init succeeds on 4 ranks; rank 2 kills itself when its first all-reduce reaches the shared
+// window setup or the connection setup. Ranks 0, 1 and 3 must fail that call with
+// tuttiRemoteError naming rank 2 well within TUTTI_TIMEOUT (30 s): before the fix they
+// waited the whole timeout for a key rank 2 never set.
+TEST_P(SetupDeaths, DeadRankIsNamedPromptly) {
+  const DeathCase& c = GetParam();
+  setenv("TUTTI_TEST_DIE_AT", c.dieAt, 1);
+  setenv("TUTTI_ALGO", c.algo, 1);
+  if (*c.transport) setenv("TUTTI_TRANSPORT", c.transport, 1);
+  if (*c.window) setenv("TUTTI_SHM_WINDOW_BYTES", c.window, 1);
+  tuttiUniqueId id = makeId();
+  auto r = runRanks(4, [&](int rank) {
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 4, id, rank), nullptr);
+    std::vector<float> buf(4096);
+    for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(rank * 10000 + i);
+    auto t0 = std::chrono::steady_clock::now();
+    tuttiResult_t res =
+        tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat32, tuttiSum, comm, nullptr);
+    double secs = secondsSince(t0);
+    std::string msg = tuttiGetLastError(comm);
+    EXPECT_EQ(res, tuttiRemoteError) << msg;
+    EXPECT_LT(secs, 5.0) << msg;
+    EXPECT_NE(msg.find("rank 2 (host"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("(the first rank to fail: 2)"), std::string::npos) << msg;
+    tuttiCommAbort(comm);
+    tuttiCommDestroy(comm);
+  });
+  EXPECT_EQ(r.ranks[2].signal, SIGKILL) << r.describe();
+  EXPECT_TRUE(r.ranks[0].ok() && r.ranks[1].ok() && r.ranks[3].ok()) << r.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Phases, SetupDeaths,
+    ::testing::Values(DeathCase{"window", "window:2", "allreduce:direct", "", ""},
+                      DeathCase{"shm_connect", "connect:2", "allreduce:ring", "shm", "0"},
+                      DeathCase{"tcp_connect", "connect:2", "allreduce:ring", "tcp", "0"}),
+    [](const ::testing::TestParamInfo<DeathCase>& i) { return std::string(i.param.name); });
+
+}  // namespace
+}  // namespace tutti::test
