@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "api_guard.h"
@@ -36,7 +37,7 @@ struct GroupState {
   std::vector<PerComm> comms;
   // Handles whose init started inside the group (their init threads run now; tuttiGroupEnd
   // joins them before the group's calls run).
-  std::vector<tuttiComm_t> inits;
+  std::vector<std::pair<tuttiComm_t, uint64_t>> inits;  // handle, serial
   PerComm& of(tuttiComm_t comm) {
     for (auto& pc : comms)
       if (pc.comm == comm) return pc;
@@ -86,7 +87,7 @@ void deferCollective(tuttiComm_t comm, std::function<void()> run) {
 
 void deferP2p(tuttiComm_t comm, const P2pOp& op) { state().of(comm).p2p.push_back(op); }
 
-void deferInit(tuttiComm_t comm) { state().inits.push_back(comm); }
+void deferInit(tuttiComm_t comm) { state().inits.emplace_back(comm, comm->serial); }
 
 namespace {
 
@@ -103,9 +104,11 @@ tuttiResult_t runRecorded(PerComm& pc, std::string* error) {
 }
 
 // Joins the inits started in the group; the first failure's code and text, if any.
-tuttiResult_t finishInits(std::vector<tuttiComm_t>& inits, std::string* error) {
+tuttiResult_t finishInits(std::vector<std::pair<tuttiComm_t, uint64_t>>& inits,
+                          std::string* error) {
   tuttiResult_t result = tuttiSuccess;
-  for (tuttiComm_t h : inits) {
+  for (auto [h, serial] : inits) {
+    if (!isLive(serial)) continue;  // destroyed inside the group (its destroy joined the init)
     if (h->initThread.joinable()) h->initThread.join();
     tuttiResult_t r = h->asyncError.load();
     if (r != tuttiSuccess && result == tuttiSuccess) {
@@ -185,7 +188,7 @@ TUTTI_API tuttiResult_t tuttiGroupEnd(void) {
   if (--tutti::api::tlsGroupDepth > 0) return tuttiSuccess;
   auto& s = tutti::api::state();
   std::vector<tutti::api::PerComm> comms = std::move(s.comms);
-  std::vector<tuttiComm_t> inits = std::move(s.inits);
+  auto inits = std::move(s.inits);
   s.comms.clear();
   s.inits.clear();
   std::string error;
