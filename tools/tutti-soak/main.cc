@@ -81,7 +81,8 @@ struct RankRun {
   int victim;  // -1: no kill
   double start, end;
   RankReport* report;
-  std::atomic<bool> stop{false};  // a worker failed: the others stop too (no kill)
+  const std::atomic<int>* interrupted;  // the launcher got SIGINT/SIGTERM: end the run early
+  std::atomic<bool> stop{false};        // a worker failed: the others stop too (no kill)
 };
 
 std::string lastError(tuttiComm_t comm) {
@@ -118,7 +119,7 @@ void runWorker(RankRun& run, Worker& w) {
     if (run.victim == run.rank && w.thread == 0 && now() - run.start >= opt.killAfter)
       ::kill(::getpid(), SIGKILL);
     if (step % 16 == 0) {  // do all ranks agree to go on?
-      int32_t late = now() >= run.end ? 1 : 0, anyLate = 0;
+      int32_t late = now() >= run.end || run.interrupted->load() ? 1 : 0, anyLate = 0;
       tuttiResult_t r =
           tuttiAllReduce(&late, &anyLate, 1, tuttiInt32, tuttiMax, w.comms[0].handle, nullptr);
       if (r != tuttiSuccess) {
@@ -204,14 +205,14 @@ Comm makeComm(tuttiComm_t handle, const std::string& name) {
 
 // One rank: init, splits, workers, teardown. Returns the process exit code.
 int runRank(const Options& opt, const tuttiUniqueId& id, int rank, int victim, RankReport* report,
-            double start) {
+            const std::atomic<int>* interrupted, double start) {
   const int n = opt.ranks;
   if (opt.transport == "mixed")
     ::setenv("TUTTI_HOSTID", rank < (n + 1) / 2 ? "tutti-soak-host-a" : "tutti-soak-host-b", 1);
   tuttiConfig_t config = TUTTI_CONFIG_INITIALIZER;
   config.timeoutMs = static_cast<int>(opt.timeout * 1000);
   if (opt.transport == "shm" || opt.transport == "tcp") config.transport = opt.transport.c_str();
-  RankRun run{&opt, rank, victim, start, start + opt.seconds, report};
+  RankRun run{&opt, rank, victim, start, start + opt.seconds, report, interrupted};
   auto fatal = [&](const std::string& what, tuttiComm_t comm) {
     report->errors++;
     report->note(report->firstError, sizeof(report->firstError),
@@ -370,6 +371,11 @@ bool parse(int argc, char** argv, Options* o) {
 }  // namespace
 }  // namespace tutti::soak
 
+namespace {
+std::atomic<int>* gInterrupted = nullptr;  // in shared memory, read by every rank
+extern "C" void onInterrupt(int) { gInterrupted->store(1); }
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace tutti::soak;
   Options opt;
@@ -388,11 +394,14 @@ int main(int argc, char** argv) {
   std::printf("\n");
   std::fflush(stdout);
 
-  const size_t reportBytes = sizeof(RankReport) * n;
+  const size_t reportBytes = sizeof(RankReport) * n + sizeof(std::atomic<int>);
   void* mem = mmap(nullptr, reportBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return 1;
   auto* reports = static_cast<RankReport*>(mem);
   for (int r = 0; r < n; ++r) new (&reports[r]) RankReport{};
+  // Ctrl-C (or SIGTERM) ends a long run early with its summary: the ranks ignore it and stop
+  // together at their next agreement.
+  gInterrupted = new (&reports[n]) std::atomic<int>{0};
 
   tuttiUniqueId id;
   pid_t helper = -1;
@@ -401,13 +410,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   const double start = now();
+  signal(SIGINT, onInterrupt);
+  signal(SIGTERM, onInterrupt);
   std::vector<pid_t> pids(n, -1);
   for (int r = 0; r < n; ++r) {
     pid_t pid = fork();
     if (pid == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
+      signal(SIGINT, SIG_IGN);
+      signal(SIGTERM, SIG_IGN);
       std::fflush(stdout);
-      _exit(runRank(opt, id, r, victim, &reports[r], start));
+      _exit(runRank(opt, id, r, victim, &reports[r], gInterrupted, start));
     }
     pids[r] = pid;
   }
