@@ -240,11 +240,17 @@ TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t 
 
 /* ---- Group calls ----
  * Calls between Start and End (nestable; per thread) are recorded and run at the outermost
- * End, communicator by communicator in the order each was first used in the group: first its
- * collectives, one after another in call order (each completes before the next starts), then
- * its sends and receives, issued together as one batch (any order of matching pairs works).
- * Unlike NCCL the collectives are not fused or overlapped, and a group holding collectives
- * on several communicators must record them in the same order on every rank. */
+ * End. Per communicator: first its collectives, one after another in call order (each
+ * completes before the next starts), then its sends and receives, issued together as one
+ * batch (any order of matching pairs works). Several communicators progress at the same time
+ * (one thread each beyond the first), so ranks may record the communicators in different
+ * orders, and one thread may drive several ranks of one communicator. A blocking init
+ * (tuttiCommInitRank*, tuttiCommInitFromEnv, tuttiCommInitMPI) inside a group returns
+ * tuttiSuccess at once and initialises on a thread of its own; End waits for it (returning
+ * its error) before running the group's calls, so one thread can init several ranks as with
+ * NCCL. A split inside a group is not deferred (it blocks until its peers split). Unlike NCCL
+ * the collectives of one communicator are not fused or overlapped. End returns the first
+ * failure; the text is in tuttiGetLastError(NULL) and on the failed communicator. */
 TUTTI_API tuttiResult_t tuttiGroupStart(void);
 TUTTI_API tuttiResult_t tuttiGroupEnd(void);
 

@@ -31,6 +31,9 @@ struct tuttiComm {
   std::unique_ptr<tutti::Communicator> impl;
   std::shared_ptr<tutti::bootstrap::Store> store;
   std::shared_ptr<void> storeServer;  // keeps rank 0's TCP store server alive
+  // False for a split child: it shares its parent's store, which tuttiCommAbort of the
+  // child must leave usable (the child's own waits end through its PrefixStore).
+  bool ownsStore = true;
   std::thread initThread;
   std::atomic<tuttiResult_t> asyncError{tuttiSuccess};
   std::atomic<bool> abortRequested{false};

@@ -4,12 +4,16 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "api_guard.h"
 #include "comm_handle.h"
 #include "common/clock.h"
 #include "common/dtype.h"
+#include "common/log.h"
 #include "memory_space.h"
 
 namespace tutti::api {
@@ -31,6 +35,9 @@ thread_local int tlsGroupDepth = 0;
 
 struct GroupState {
   std::vector<PerComm> comms;
+  // Handles whose init started inside the group (their init threads run now; tuttiGroupEnd
+  // joins them before the group's calls run).
+  std::vector<std::pair<tuttiComm_t, uint64_t>> inits;  // handle, serial
   PerComm& of(tuttiComm_t comm) {
     for (auto& pc : comms)
       if (pc.comm == comm) return pc;
@@ -79,6 +86,41 @@ void deferCollective(tuttiComm_t comm, std::function<void()> run) {
 }
 
 void deferP2p(tuttiComm_t comm, const P2pOp& op) { state().of(comm).p2p.push_back(op); }
+
+void deferInit(tuttiComm_t comm) { state().inits.emplace_back(comm, comm->serial); }
+
+namespace {
+
+// Runs one communicator's recorded calls: its collectives in call order, then its sends and
+// receives as one batch. Returns the code; *error gets the text of a failure.
+tuttiResult_t runRecorded(PerComm& pc, std::string* error) {
+  tuttiResult_t r = guarded(pc.comm, "tuttiGroupEnd", [&] {
+    for (auto& run : pc.collectives) run();
+    if (!pc.p2p.empty()) ready(pc.comm).runP2p(pc.p2p);
+    return tuttiSuccess;
+  });
+  if (r != tuttiSuccess) *error = threadLastError();
+  return r;
+}
+
+// Joins the inits started in the group; the first failure's code and text, if any.
+tuttiResult_t finishInits(std::vector<std::pair<tuttiComm_t, uint64_t>>& inits,
+                          std::string* error) {
+  tuttiResult_t result = tuttiSuccess;
+  for (auto [h, serial] : inits) {
+    if (!isLive(serial)) continue;  // destroyed inside the group (its destroy joined the init)
+    if (h->initThread.joinable()) h->initThread.join();
+    tuttiResult_t r = h->asyncError.load();
+    if (r != tuttiSuccess && result == tuttiSuccess) {
+      result = r;
+      std::lock_guard<std::mutex> lock(h->errorMutex);
+      *error = h->lastError;
+    }
+  }
+  return result;
+}
+
+}  // namespace
 
 }  // namespace tutti::api
 
@@ -146,26 +188,57 @@ TUTTI_API tuttiResult_t tuttiGroupEnd(void) {
   if (--tutti::api::tlsGroupDepth > 0) return tuttiSuccess;
   auto& s = tutti::api::state();
   std::vector<tutti::api::PerComm> comms = std::move(s.comms);
+  auto inits = std::move(s.inits);
   s.comms.clear();
-  tuttiResult_t result = tuttiSuccess;
+  s.inits.clear();
+  std::string error;
+  tuttiResult_t result = tutti::api::finishInits(inits, &error);
+  std::vector<tutti::api::PerComm*> live;
   for (auto& pc : comms) {
-    if (!tutti::api::isLive(pc.serial)) {
-      // Destroyed inside the group: its recorded calls are dropped (never run on freed
-      // memory), and the group says so.
-      tutti::api::threadLastError() =
-          "tuttiGroupEnd: " + std::to_string(pc.collectives.size() + pc.p2p.size()) +
-          " call(s) recorded on a communicator that was destroyed before tuttiGroupEnd were "
-          "dropped";
-      if (result == tuttiSuccess) result = tuttiInvalidUsage;
+    if (tutti::api::isLive(pc.serial)) {
+      live.push_back(&pc);
       continue;
     }
-    tuttiResult_t r = tutti::api::guarded(pc.comm, "tuttiGroupEnd", [&] {
-      for (auto& run : pc.collectives) run();
-      if (!pc.p2p.empty()) tutti::api::ready(pc.comm).runP2p(pc.p2p);
-      return tuttiSuccess;
-    });
-    if (r != tuttiSuccess && result == tuttiSuccess) result = r;
+    // Destroyed inside the group: its recorded calls are dropped (never run on freed
+    // memory), and the group says so.
+    if (result == tuttiSuccess) {
+      result = tuttiInvalidUsage;
+      error = "tuttiGroupEnd: " + std::to_string(pc.collectives.size() + pc.p2p.size()) +
+              " call(s) recorded on a communicator that was destroyed before tuttiGroupEnd "
+              "were dropped";
+    }
   }
+  // Every communicator's calls progress at the same time (one thread each beyond the
+  // first), as NCCL issues a group's operations together: ranks may record the
+  // communicators in different orders, and one thread may drive several ranks of one
+  // communicator.
+  std::vector<tuttiResult_t> codes(live.size(), tuttiSuccess);
+  std::vector<std::string> errors(live.size());
+  std::vector<std::thread> helpers;
+  std::vector<size_t> here;  // run on this thread: the first, and any a thread was refused for
+  for (size_t i = 0; i < live.size(); ++i) {
+    if (i == 0) {
+      here.push_back(i);
+      continue;
+    }
+    try {
+      helpers.emplace_back([&, i] {
+        if (live[i]->comm->impl) tutti::log::setThreadRank(live[i]->comm->impl->rank());
+        codes[i] = tutti::api::runRecorded(*live[i], &errors[i]);
+      });
+    } catch (const std::exception&) {
+      here.push_back(i);
+    }
+  }
+  for (size_t i : here) codes[i] = tutti::api::runRecorded(*live[i], &errors[i]);
+  for (auto& t : helpers) t.join();
+  for (size_t i = 0; i < live.size(); ++i) {
+    if (codes[i] != tuttiSuccess && result == tuttiSuccess) {
+      result = codes[i];
+      error = errors[i];
+    }
+  }
+  if (result != tuttiSuccess) tutti::api::threadLastError() = error;
   return result;
 }
 

@@ -9,6 +9,7 @@
 #include "bootstrap/unique_id.h"
 #include "comm_handle.h"
 #include "common/env.h"
+#include "group.h"
 #include "tutti/config.h"
 
 #if TUTTI_HAVE_MPI
@@ -74,7 +75,10 @@ tuttiResult_t startInit(tuttiComm_t* out, const char* fn, StoreMaker makeStore,
   TUTTI_CHECK_ARG(rank >= 0 && rank < nranks, "rank ", rank, " out of range [0, ", nranks, ")");
   tutti::CommOptions options = optionsFrom(config);
   auto handle = std::make_unique<tuttiComm>();
-  if (isBlocking(config)) {
+  // Inside a group a blocking init runs on its own thread and tuttiGroupEnd waits for it (as
+  // NCCL's inits in a group): one thread may init several ranks of one communicator.
+  const bool inGroup = tutti::api::groupDepth() > 0;
+  if (isBlocking(config) && !inGroup) {
     tuttiComm_t raw = handle.get();
     tuttiResult_t r = guarded(nullptr, fn, [&] {
       initInto(raw, makeStore, prefix, rank, nranks, options);
@@ -97,6 +101,10 @@ tuttiResult_t startInit(tuttiComm_t* out, const char* fn, StoreMaker makeStore,
     raw->asyncError = r;
   });
   *out = raw;
+  if (isBlocking(config)) {
+    tutti::api::deferInit(raw);
+    return tuttiSuccess;
+  }
   return tuttiInProgress;
 }
 
@@ -193,6 +201,7 @@ TUTTI_API tuttiResult_t tuttiCommSplit(tuttiComm_t comm, int color, int key, tut
     auto handle = std::make_unique<tuttiComm>();
     handle->store = comm->store;
     handle->storeServer = comm->storeServer;
+    handle->ownsStore = false;
     handle->impl = std::move(child);
     *newcomm = handle.release();
     return tuttiSuccess;
@@ -207,7 +216,7 @@ TUTTI_API tuttiResult_t tuttiCommAbort(tuttiComm_t comm) {
   comm->abortRequested = true;
   try {
     std::lock_guard<std::mutex> lock(comm->initMutex);
-    if (comm->store) comm->store->abort();
+    if (comm->store && comm->ownsStore) comm->store->abort();
     if (comm->impl) comm->impl->abort();
   } catch (...) {
   }

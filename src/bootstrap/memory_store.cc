@@ -1,5 +1,7 @@
 #include "bootstrap/memory_store.h"
 
+#include <algorithm>
+
 #include "bootstrap/store_util.h"
 
 namespace tutti::bootstrap {
@@ -13,13 +15,24 @@ void MemoryStore::set(const std::string& key, std::span<const std::byte> value) 
 }
 
 std::vector<std::byte> MemoryStore::get(const std::string& key, const Deadline& deadline) {
+  return getWith(key, deadline, nullptr);
+}
+
+std::vector<std::byte> MemoryStore::get(const std::string& key, const Deadline& deadline,
+                                        const AbortSignal& also) {
+  return getWith(key, deadline, &also);
+}
+
+std::vector<std::byte> MemoryStore::getWith(const std::string& key, const Deadline& deadline,
+                                            const AbortSignal* also) {
   std::unique_lock lock(mu_);
   for (;;) {
-    if (aborted_) throwAborted("MemoryStore", key);
+    if (aborted_ || (also != nullptr && also->raised())) throwAborted("MemoryStore", key);
     auto it = data_.find(key);
     if (it != data_.end()) return it->second;
     double left = deadline.secondsLeft();
     if (left <= 0) throwGetTimeout("MemoryStore", key, deadline.totalSeconds());
+    if (also != nullptr) left = std::min(left, 0.01);
     cv_.wait_for(lock, std::chrono::duration<double>(left));
   }
 }

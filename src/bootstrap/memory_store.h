@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 
+#include "bootstrap/abort_signal.h"
 #include "bootstrap/store.h"
 
 namespace tutti::bootstrap {
@@ -15,6 +16,9 @@ class MemoryStore : public Store {
   MemoryStore() = default;
   void set(const std::string& key, std::span<const std::byte> value) override;
   std::vector<std::byte> get(const std::string& key, const Deadline& deadline) override;
+  // Woken by set() at once; looks at `also` every 10 ms.
+  std::vector<std::byte> get(const std::string& key, const Deadline& deadline,
+                             const AbortSignal& also) override;
   bool check(const std::vector<std::string>& keys) override;
   int64_t add(const std::string& key, int64_t delta) override;
   void abort() override;
@@ -26,6 +30,9 @@ class MemoryStore : public Store {
   std::condition_variable cv_;
   std::map<std::string, std::vector<std::byte>> data_;
   bool aborted_ = false;
+
+  std::vector<std::byte> getWith(const std::string& key, const Deadline& deadline,
+                                 const AbortSignal* also);
 };
 
 }  // namespace tutti::bootstrap

@@ -1,5 +1,6 @@
 #include "bootstrap/prefix_store.h"
 
+#include "bootstrap/store_util.h"
 #include "common/error.h"
 
 namespace tutti::bootstrap {
@@ -9,12 +10,18 @@ PrefixStore::PrefixStore(std::shared_ptr<Store> base, std::string prefix)
   TUTTI_CHECK_ARG(base_ != nullptr, "PrefixStore: null base store");
 }
 
+void PrefixStore::throwIfAborted(const std::string& key) const {
+  if (aborted_.raised()) throwAborted("store " + prefix_, key);
+}
+
 void PrefixStore::set(const std::string& key, std::span<const std::byte> value) {
+  throwIfAborted(key);
   base_->set(full(key), value);
 }
 
 std::vector<std::byte> PrefixStore::get(const std::string& key, const Deadline& deadline) {
-  return base_->get(full(key), deadline);
+  throwIfAborted(key);
+  return base_->get(full(key), deadline, aborted_);
 }
 
 bool PrefixStore::check(const std::vector<std::string>& keys) {
@@ -25,10 +32,11 @@ bool PrefixStore::check(const std::vector<std::string>& keys) {
 }
 
 int64_t PrefixStore::add(const std::string& key, int64_t delta) {
+  throwIfAborted(key);
   return base_->add(full(key), delta);
 }
 
-void PrefixStore::abort() { base_->abort(); }
+void PrefixStore::abort() { aborted_.raise(); }
 
 size_t PrefixStore::erasePrefix(const std::string& prefix) {
   return base_->erasePrefix(full(prefix));

@@ -1,10 +1,12 @@
 // Namespaces the keys of one communicator: key k becomes "<prefix>/k" in the base store.
-// abort() forwards to the base store (waits block inside the base, so only it can wake
-// them); a base shared by several communicators is aborted for all of them.
+// abort() ends this view's waits and refuses its later calls, and leaves the base store
+// alone: a base shared by several communicators (a parent and its split children) stays
+// usable for the others.
 #pragma once
 
 #include <memory>
 
+#include "bootstrap/abort_signal.h"
 #include "bootstrap/store.h"
 
 namespace tutti::bootstrap {
@@ -13,6 +15,7 @@ class PrefixStore : public Store {
  public:
   PrefixStore(std::shared_ptr<Store> base, std::string prefix);
   void set(const std::string& key, std::span<const std::byte> value) override;
+  using Store::get;  // the variant ended by a communicator's abort signal
   std::vector<std::byte> get(const std::string& key, const Deadline& deadline) override;
   bool check(const std::vector<std::string>& keys) override;
   int64_t add(const std::string& key, int64_t delta) override;
@@ -26,8 +29,11 @@ class PrefixStore : public Store {
  private:
   std::string full(const std::string& key) const { return prefix_ + "/" + key; }
 
+  void throwIfAborted(const std::string& key) const;
+
   std::shared_ptr<Store> base_;
   std::string prefix_;
+  AbortSignal aborted_;
 };
 
 }  // namespace tutti::bootstrap

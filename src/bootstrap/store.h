@@ -17,6 +17,8 @@
 
 namespace tutti::bootstrap {
 
+class AbortSignal;
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -24,12 +26,23 @@ class Store {
   // Waits until key exists; throws tuttiTimeout naming the key when the deadline passes,
   // tuttiRemoteError if aborted.
   virtual std::vector<std::byte> get(const std::string& key, const Deadline& deadline) = 0;
+  // The same, also ended (tuttiRemoteError) when `also` is raised: the abort of one
+  // communicator sharing this store (PrefixStore), which must not abort the store itself.
+  // This default polls check() with a growing pause (1 ms to 10 ms); TcpStore waits on the
+  // server and the signal's fd instead.
+  virtual std::vector<std::byte> get(const std::string& key, const Deadline& deadline,
+                                     const AbortSignal& also);
   // True if all keys exist now (never waits).
   virtual bool check(const std::vector<std::string>& keys) = 0;
   // Atomically adds delta to the integer stored at key (0 if absent); returns the new value.
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
   // Makes every current and future wait on this store fail promptly (tuttiCommAbort).
   virtual void abort() = 0;
+  // A client of the same store for another communicator (a split child), or null when this
+  // one can be shared: one whose waits do not hold up other callers. TcpStore serves one
+  // request at a time per connection, so two communicators progressing at once (threads,
+  // groups over several communicators) need a connection each.
+  virtual std::shared_ptr<Store> separateClient() { return nullptr; }
   // Removes every key that starts with `prefix` (never waits) and returns how many. A
   // backend that cannot delete keeps them and returns 0 (CallbackStore: tuttiStore_t has no
   // delete callback).

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "bootstrap/abort_signal.h"
 #include "bootstrap/store_util.h"
 #include "bootstrap/tcp_store_protocol.h"
 #include "common/error.h"
@@ -62,6 +63,17 @@ TcpStore::TcpStore(const SockAddr& server, const Secret& secret, const Deadline&
   }
 }
 
+std::shared_ptr<Store> TcpStore::separateClient() {
+  auto c = std::shared_ptr<TcpStore>(new TcpStore(server_, secret_, opTimeout_));
+  return c;
+}
+
+TcpStore::TcpStore(const SockAddr& server, const Secret& secret, double opTimeout)
+    : server_(server), secret_(secret), opTimeout_(opTimeout) {
+  abortFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (abortFd_ < 0) throwSystemError("TcpStore: eventfd");
+}
+
 TcpStore::~TcpStore() {
   disconnect();
   ::close(abortFd_);
@@ -81,17 +93,20 @@ void TcpStore::abort() {
 void TcpStore::waitFd(short events, const Deadline& d, const std::string& what) {
   for (;;) {
     if (aborted_.load()) fail(tuttiRemoteError, "TcpStore ", what, ": store aborted");
-    pollfd fds[2] = {{fd_, events, 0}, {abortFd_, POLLIN, 0}};
+    if (also_ != nullptr && also_->raised())
+      fail(tuttiRemoteError, "TcpStore ", what, ": communicator aborted");
+    pollfd fds[3] = {{fd_, events, 0}, {abortFd_, POLLIN, 0}, {-1, POLLIN, 0}};
+    if (also_ != nullptr) fds[2].fd = also_->fd();
     int left = d.msLeft();
     if (left <= 0)
       fail(tuttiTimeout, "TcpStore ", what, ": no answer from the server at ", address(),
            " within ", secondsText(d.totalSeconds()), " s");
-    int n = ::poll(fds, 2, left);
+    int n = ::poll(fds, 3, left);
     if (n < 0) {
       if (errno == EINTR) continue;
       throwSystemError("TcpStore " + what + ": poll");
     }
-    if (fds[1].revents) continue;  // aborted: reported at the top
+    if (fds[1].revents || fds[2].revents) continue;  // aborted: reported at the top
     if (fds[0].revents) return;
   }
 }
@@ -227,9 +242,14 @@ void TcpStore::recvStatus(const Deadline& d, const std::string& what) {
 }
 
 template <typename F>
-auto TcpStore::withConnection(const Deadline& d, F&& f) -> decltype(f()) {
+auto TcpStore::withConnection(const Deadline& d, const AbortSignal* also, F&& f) -> decltype(f()) {
   std::lock_guard lock(mu_);
   if (aborted_.load()) fail(tuttiRemoteError, "TcpStore at ", address(), ": store aborted");
+  struct AlsoScope {
+    const AbortSignal*& slot;
+    ~AlsoScope() { slot = nullptr; }
+  } scope{also_};
+  also_ = also;
   if (fd_ < 0) connect(d);
   try {
     return f();
@@ -244,7 +264,7 @@ auto TcpStore::withConnection(const Deadline& d, F&& f) -> decltype(f()) {
 
 void TcpStore::set(const std::string& key, std::span<const std::byte> value) {
   Deadline d(opTimeout_);
-  withConnection(d, [&] {
+  withConnection(d, nullptr, [&] {
     std::vector<uint8_t> req;
     proto::Writer w(req);
     w.u8(proto::kSet);
@@ -258,7 +278,12 @@ void TcpStore::set(const std::string& key, std::span<const std::byte> value) {
 }
 
 std::vector<std::byte> TcpStore::get(const std::string& key, const Deadline& deadline) {
-  return withConnection(deadline, [&] {
+  return getWith(key, deadline, nullptr);
+}
+
+std::vector<std::byte> TcpStore::getWith(const std::string& key, const Deadline& deadline,
+                                         const AbortSignal* also) {
+  return withConnection(deadline, also, [&] {
     std::vector<uint8_t> req;
     proto::Writer w(req);
     w.u8(proto::kGet);
@@ -278,8 +303,13 @@ std::vector<std::byte> TcpStore::get(const std::string& key, const Deadline& dea
   });
 }
 
+std::vector<std::byte> TcpStore::get(const std::string& key, const Deadline& deadline,
+                                     const AbortSignal& also) {
+  return getWith(key, deadline, &also);
+}
+
 void TcpStore::wait(const std::vector<std::string>& keys, const Deadline& deadline) {
-  withConnection(deadline, [&] {
+  withConnection(deadline, nullptr, [&] {
     std::vector<uint8_t> req;
     proto::Writer w(req);
     w.u8(proto::kWait);
@@ -294,7 +324,7 @@ void TcpStore::wait(const std::vector<std::string>& keys, const Deadline& deadli
 
 bool TcpStore::check(const std::vector<std::string>& keys) {
   Deadline d(opTimeout_);
-  return withConnection(d, [&] {
+  return withConnection(d, nullptr, [&] {
     std::vector<uint8_t> req;
     proto::Writer w(req);
     w.u8(proto::kCheck);
@@ -315,7 +345,7 @@ std::string TcpStore::localHost() {
 
 size_t TcpStore::erasePrefix(const std::string& prefix) {
   Deadline d(opTimeout_);
-  return withConnection(d, [&] {
+  return withConnection(d, nullptr, [&] {
     std::vector<uint8_t> req;
     proto::Writer w(req);
     w.u8(proto::kErase);
@@ -329,7 +359,7 @@ size_t TcpStore::erasePrefix(const std::string& prefix) {
 
 int64_t TcpStore::add(const std::string& key, int64_t delta) {
   Deadline d(opTimeout_);
-  return withConnection(d, [&] {
+  return withConnection(d, nullptr, [&] {
     std::vector<uint8_t> req;
     proto::Writer w(req);
     w.u8(proto::kAdd);

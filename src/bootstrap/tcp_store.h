@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "bootstrap/abort_signal.h"
 #include "bootstrap/secret.h"
 #include "bootstrap/sock_addr.h"
 #include "bootstrap/store.h"
@@ -86,10 +87,16 @@ class TcpStore : public Store {
 
   void set(const std::string& key, std::span<const std::byte> value) override;
   std::vector<std::byte> get(const std::string& key, const Deadline& deadline) override;
+  // Waits on the server, ended early by `also` (the connection is then dropped, a later call
+  // reconnects) without aborting this store.
+  std::vector<std::byte> get(const std::string& key, const Deadline& deadline,
+                             const AbortSignal& also) override;
   bool check(const std::vector<std::string>& keys) override;
   int64_t add(const std::string& key, int64_t delta) override;
   void abort() override;
   size_t erasePrefix(const std::string& prefix) override;
+  // A new connection to the same server (connected at its first request).
+  std::shared_ptr<Store> separateClient() override;
   std::string localHost() override;
 
   // Waits until every key exists (one round trip, the server answers when they do).
@@ -99,6 +106,8 @@ class TcpStore : public Store {
   std::string address() const { return server_.toString(); }
 
  private:
+  // Not connected yet (separateClient): the first request connects.
+  TcpStore(const SockAddr& server, const Secret& secret, double opTimeout);
   void ensureConnected(const Deadline& deadline);
   void connect(const Deadline& deadline);
   void disconnect();
@@ -108,10 +117,13 @@ class TcpStore : public Store {
   void recvAll(void* p, size_t n, const Deadline& d, const std::string& what);
   void recvStatus(const Deadline& d, const std::string& what);
   uint64_t recvU64(const Deadline& d, const std::string& what);
-  // poll() on the socket and the abort eventfd; throws on timeout / abort.
+  // poll() on the socket, the abort eventfd and also_; throws on timeout / abort.
   void waitFd(short events, const Deadline& d, const std::string& what);
+  std::vector<std::byte> getWith(const std::string& key, const Deadline& deadline,
+                                 const AbortSignal* also);
+  // Runs f holding mu_, connected; also (may be null) ends its waits early.
   template <typename F>
-  auto withConnection(const Deadline& d, F&& f) -> decltype(f());
+  auto withConnection(const Deadline& d, const AbortSignal* also, F&& f) -> decltype(f());
 
   SockAddr server_;
   Secret secret_;
@@ -122,6 +134,7 @@ class TcpStore : public Store {
   std::string localHost_;  // of the last connection
   int abortFd_ = -1;
   std::atomic<bool> aborted_{false};
+  const AbortSignal* also_ = nullptr;  // of the get in progress (under mu_)
 };
 
 }  // namespace tutti::bootstrap

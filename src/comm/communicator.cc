@@ -920,7 +920,11 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, CommOption
   for (size_t i = 0; i < members.size(); ++i)
     if (members[i].rank == rank_) newRank = static_cast<int>(i);
   std::string childPrefix = prefix_ + "/" + tag + "c" + std::to_string(color);
-  return std::make_unique<Communicator>(baseStore_, childPrefix, newRank,
+  // Its own client of the store where the store needs one (a TCP connection): the parent and
+  // the child may wait on the store at the same time (threads, groups).
+  std::shared_ptr<bootstrap::Store> childStore = baseStore_->separateClient();
+  if (childStore == nullptr) childStore = baseStore_;
+  return std::make_unique<Communicator>(childStore, childPrefix, newRank,
                                         static_cast<int>(members.size()), std::move(options));
 }
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <thread>
 
+#include "bootstrap/prefix_store.h"
 #include "common/error.h"
 #include "harness/threads_harness.h"
 #include "store_backends.h"
@@ -183,6 +184,44 @@ TEST_P(StoreTest, AbortUnblocksAWaitingGet) {
   EXPECT_LT(s, 3.0);
   // Later waits fail at once too.
   EXPECT_THROW(a->get("never", Deadline(30)), Error);
+}
+
+// A communicator's keys live in a PrefixStore view of a store it may share (a split child and
+// its parent, issue 19 D16): aborting the view ends the view's waits and leaves the shared
+// store, and other views of it, working.
+TEST_P(StoreTest, AbortOfAPrefixViewLeavesTheStoreUsable) {
+  auto base = backend_->client();
+  auto child = std::make_shared<PrefixStore>(base, "child");
+  auto parent = std::make_shared<PrefixStore>(base, "parent");
+  std::atomic<bool> started{false};
+  tuttiResult_t code = tuttiSuccess;
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread waiter([&] {
+    started = true;
+    try {
+      child->get("never", Deadline(30));
+    } catch (const Error& e) {
+      code = e.code();
+    }
+  });
+  while (!started) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  child->abort();
+  waiter.join();
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(code, tuttiRemoteError);
+  EXPECT_LT(s, 3.0);
+  EXPECT_THROW(child->get("never", Deadline(30)), Error);
+  // The store and the other view still work, waits included.
+  std::thread setter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto other = backend_->client();
+    PrefixStore(other, "parent").setString("later", "yes");
+  });
+  EXPECT_EQ(parent->getString("later", Deadline(10)), "yes");
+  setter.join();
+  base->setString("plain", "ok");
+  EXPECT_EQ(base->getString("plain", Deadline(5)), "ok");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::Values("memory", "file", "prefix", "tcp"),

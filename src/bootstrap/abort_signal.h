@@ -1,0 +1,28 @@
+// An abort flag with an eventfd a poll(2) can wait on: the abort of one communicator's
+// waits on a store shared with other communicators (PrefixStore), so that aborting a split
+// child leaves its parent's store usable.
+#pragma once
+
+#include <atomic>
+
+namespace tutti::bootstrap {
+
+class AbortSignal {
+ public:
+  AbortSignal();
+  ~AbortSignal();
+  AbortSignal(const AbortSignal&) = delete;
+  AbortSignal& operator=(const AbortSignal&) = delete;
+
+  // Any thread; idempotent.
+  void raise();
+  bool raised() const { return raised_.load(); }
+  // Readable once raised.
+  int fd() const { return fd_; }
+
+ private:
+  std::atomic<bool> raised_{false};
+  int fd_ = -1;
+};
+
+}  // namespace tutti::bootstrap
