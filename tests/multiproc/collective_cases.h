@@ -1,7 +1,8 @@
 // The collective correctness cases shared by the multi-process tests (shm/tcp in
-// collectives_test.cc, ibverbs in tests/verbs): which collectives and algorithms exist, the
-// value every rank contributes at every element (small integers, exact in every dtype), the
-// float64 / exact-integer reference and one runner that calls the public API and checks.
+// collectives_test.cc, tcp across namespaces in tests/netns, ibverbs in tests/verbs): which
+// collectives and algorithms exist, and one runner that calls the public API with verifiable
+// data (tests/support/verifiable.h: different on every call, rank and element) and checks the
+// result against a reference loop, the guard bytes around both buffers and the untouched input.
 #pragma once
 
 #include <cstddef>
