@@ -36,7 +36,7 @@ std::string describe(const Case& c, int n) {
          verifiable::typeName(c.dtype) + " " +
          (c.coll->hasOp ? verifiable::kindName(verifiable::kindOf(true, c.op)) : "-") +
          " count=" + std::to_string(c.count) + (c.inPlace ? " in-place" : " out-of-place") +
-         " root=" + std::to_string(c.root);
+         " root=" + std::to_string(c.root) + (c.inOrder ? " rank-order data" : "");
 }
 
 namespace {
@@ -93,14 +93,18 @@ const Prepared& prepare(const Case& c, uint64_t seed, int rank, int n, size_t in
   // Not the algorithm or in-place: the cases that differ only there share data.
   const std::string key = std::string(c.coll->name) + "/" + std::to_string(c.dtype) + "/" +
                           std::to_string(c.op) + "/" + std::to_string(c.count) + "/" +
-                          std::to_string(c.root) + "/" + std::to_string(seed);
+                          std::to_string(c.root) + "/" + std::to_string(c.inOrder) + "/" +
+                          std::to_string(seed);
   for (Prepared& p : slots)
     if (p.key == key) return p;
   Prepared& p = slots[next];
   next ^= 1;
   p.key.clear();
   const size_t es = verifiable::elementSize(c.dtype);
-  p.spec = {c.dtype, verifiable::kindOf(reduces(c.coll->coll), c.op), n, seed};
+  p.spec = {
+      c.dtype,
+      c.inOrder ? verifiable::Kind::kSumInOrder : verifiable::kindOf(reduces(c.coll->coll), c.op),
+      n, seed};
   p.input.resize(inElems * es);
   verifiable::fill(p.spec, rank, p.input.data(), inElems, 0);
   p.checked = !(c.coll->coll == C::kReduce && rank != c.root);

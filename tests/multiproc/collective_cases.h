@@ -33,6 +33,9 @@ struct Case {
   size_t count;
   bool inPlace;
   int root;
+  // Rank-order data (verifiable::Kind::kSumInOrder, sums that round): only for a communicator
+  // in deterministic mode (TUTTI_DETERMINISTIC=1), op sum, floating types.
+  bool inOrder = false;
 };
 
 std::string describe(const Case& c, int n);

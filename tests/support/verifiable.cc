@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace tutti::verifiable {
@@ -409,9 +410,11 @@ std::string firstMismatch(const Spec& s, const void* got, const void* expected, 
   size_t first = 0;
   size_t wrong = countWrong(s, got, expected, count, &first);
   if (wrong == 0) return "";
-  return std::to_string(wrong) + " wrong, first at element " + std::to_string(first) + ": got " +
-         std::to_string(load(s.dtype, got, first)) + ", want " +
-         std::to_string(load(s.dtype, expected, first));
+  char values[96];
+  std::snprintf(values, sizeof(values), "got %.17g, want %.17g", load(s.dtype, got, first),
+                load(s.dtype, expected, first));
+  return std::to_string(wrong) + " wrong, first at element " + std::to_string(first) + ": " +
+         values;
 }
 
 void GuardedBuffer::resize(size_t bytes) {
