@@ -12,17 +12,28 @@
 namespace tutti::test {
 
 const std::vector<CollDesc>& colls() {
-  static const std::vector<CollDesc> v = {
-      {C::kAllReduce,
-       "allreduce",
-       {"naive", "ps", "ring", "tree", "dbtree", "butterfly", "rabenseifner", "direct", "auto"},
-       true},
-      {C::kBroadcast, "broadcast", {"chain", "binomial", "auto"}, false},
-      {C::kReduce, "reduce", {"chain", "binomial", "auto"}, true},
-      {C::kAllGather, "allgather", {"ring", "rd", "bruck", "direct", "auto"}, false},
-      {C::kReduceScatter, "reducescatter", {"ring", "rhalving", "direct", "auto"}, true},
-      {C::kAllToAll, "alltoall", {"pairwise"}, false},
-  };
+  static const std::vector<CollDesc> v = [] {
+    struct Meta {
+      C coll;
+      algo::Coll algoColl;
+      bool hasOp;
+    };
+    const Meta metas[] = {{C::kAllReduce, algo::Coll::kAllReduce, true},
+                          {C::kBroadcast, algo::Coll::kBroadcast, false},
+                          {C::kReduce, algo::Coll::kReduce, true},
+                          {C::kAllGather, algo::Coll::kAllGather, false},
+                          {C::kReduceScatter, algo::Coll::kReduceScatter, true},
+                          {C::kAllToAll, algo::Coll::kAllToAll, false}};
+    std::vector<CollDesc> all;
+    for (const Meta& m : metas) {
+      CollDesc d{m.coll, algo::collName(m.algoColl), {}, m.hasOp, m.algoColl};
+      for (const algo::AlgorithmInfo& info : algo::registry())
+        if (info.coll == m.algoColl) d.algos.push_back(info.name);
+      d.algos.push_back("auto");
+      all.push_back(std::move(d));
+    }
+    return all;
+  }();
   return v;
 }
 
@@ -130,7 +141,8 @@ thread_local uint64_t callNumber = 0;
 }  // namespace
 
 // Runs one case on this rank; returns "" or a description of the first wrong element.
-std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n) {
+std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n, bool* notApplicable) {
+  if (notApplicable) *notApplicable = false;
   const size_t es = verifiable::elementSize(c.dtype);
   size_t inElems = c.count, outElems = c.count;
   switch (c.coll->coll) {
@@ -203,8 +215,10 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n) {
   }
   tuttiCommSetAlgorithm(comm, nullptr);
   if (r == tuttiInvalidArgument &&
-      std::string(tuttiGetLastError(comm)).find("does not apply") != std::string::npos)
+      std::string(tuttiGetLastError(comm)).find("does not apply") != std::string::npos) {
+    if (notApplicable) *notApplicable = true;
     return "";  // algorithm not applicable here (same decision on every rank)
+  }
   if (r != tuttiSuccess)
     return std::string("call failed: ") + tuttiGetErrorString(r) + ": " + tuttiGetLastError(comm);
   if (std::string g = outBuf.checkGuards(); !g.empty()) return "output buffer: " + g;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/algorithm.h"
 #include "tutti/tutti.h"
 
 namespace tutti::test {
@@ -20,9 +21,11 @@ struct CollDesc {
   const char* name;  // TUTTI_ALGO collective name
   std::vector<const char*> algos;
   bool hasOp;
+  algo::Coll algoColl;  // the registry's name for it
 };
 
-// Every collective with every algorithm name (plus "auto"), all-reduce first.
+// Every collective with every algorithm of the registry (algo::registry(), so a new one is
+// tested without a change here) plus "auto", all-reduce first.
 const std::vector<CollDesc>& colls();
 
 struct Case {
@@ -40,8 +43,10 @@ struct Case {
 
 std::string describe(const Case& c, int n);
 // Runs one case on this rank; returns "" (right, or the algorithm does not apply here: the
-// same decision on every rank) or a description of the first wrong element / the failure.
-std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n);
+// same decision on every rank, and *notApplicable is set) or a description of the first
+// wrong element / the failure.
+std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n,
+                    bool* notApplicable = nullptr);
 // The matrix: every collective x algorithm x dtype x op x count {0, 1, 7, 1023, 1 Mi+3} x
 // in/out-of-place x roots; the slice (full = false) trims large counts and dtypes.
 std::vector<Case> buildCases(int n, bool full);
