@@ -36,6 +36,14 @@
 #include "tuning/topology_model.h"
 #include "tuning/tuner.h"
 
+// Test-only fault injection (tests/mutation): a mutation test program defines this function to
+// alter every schedule the communicator builds, and shows that the correctness matrix then
+// fails. Neither the library nor any other program defines it, so the weak reference is null
+// and the call below never happens (default visibility: a hidden weak reference would be
+// settled, as null, when libtutti.so is linked).
+extern "C" __attribute__((weak, visibility("default"))) void tuttiTestMutateSchedule(
+    tutti::exec::Schedule* schedule, const tutti::algo::CollArgs* args);
+
 namespace tutti {
 
 namespace {
@@ -759,6 +767,7 @@ const Communicator::Planned& Communicator::scheduleFor(const algo::AlgorithmInfo
   }
   Planned p;
   p.schedule = info.build(args);
+  if (tuttiTestMutateSchedule != nullptr) tuttiTestMutateSchedule(&p.schedule, &args);
   p.peers = exec::peersOf(p.schedule);
   if (window_ && exec::WindowProgram::applies(p.schedule))
     p.program = std::make_unique<exec::WindowProgram>(p.schedule, *window_);

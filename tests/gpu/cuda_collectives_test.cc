@@ -1,9 +1,10 @@
 // Collectives on CUDA device buffers over real processes sharing one GPU (label gpu):
-// every collective x dtype x op x count x in/out of place on device buffers gives the same
-// bytes as the same call on host buffers; host/device mixes are rejected; a rank killed
-// mid-collective turns into an error on the others. Skips, naming the reason, without a GPU.
-// The parent never initialises CUDA (the ranks are forked); it probes in a child process.
-// NoCuda.* runs where CUDA is *not* usable: a device-looking pointer gets a clear error.
+// every collective x dtype x op x count x in/out of place, on host and then on device buffers,
+// gives the reference loop's result on verifiable data (guard bytes around the device buffer);
+// host/device mixes are rejected; a rank killed mid-collective turns into an error on the others.
+// Skips, naming the reason, without a GPU. The parent never initialises CUDA (the ranks are
+// forked); it probes in a child process. NoCuda.* runs where CUDA is *not* usable: a device-looking
+// pointer gets a clear error.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include "comm_test_util.h"
 #include "common/dtype.h"
 #include "harness/fork_harness.h"
+#include "support/verifiable.h"
 #include "tutti/tutti.h"
 
 namespace tutti::test {
@@ -85,42 +87,6 @@ const tuttiRedOp_t kOps[] = {tuttiSum, tuttiProd, tuttiMin, tuttiMax, tuttiAvg};
 
 size_t dsize(tuttiDataType_t t) { return tutti::dtypeSize(t); }
 
-// Small values, exact in every dtype: 1 or 2 (products stay finite), as raw bytes.
-void fill(std::vector<std::byte>& buf, tuttiDataType_t t, int rank, unsigned salt) {
-  const size_t es = dsize(t);
-  for (size_t i = 0; i < buf.size() / es; ++i) {
-    const int v = 1 + static_cast<int>((i * 7 + rank * 3 + salt) % 2);
-    std::byte* p = buf.data() + i * es;
-    switch (t) {
-      case tuttiFloat16: {
-        uint16_t h = v == 1 ? 0x3c00 : 0x4000;
-        std::memcpy(p, &h, 2);
-        break;
-      }
-      case tuttiBfloat16: {
-        uint16_t h = v == 1 ? 0x3f80 : 0x4000;
-        std::memcpy(p, &h, 2);
-        break;
-      }
-      case tuttiFloat32: {
-        float f = static_cast<float>(v);
-        std::memcpy(p, &f, 4);
-        break;
-      }
-      case tuttiFloat64: {
-        double d = v;
-        std::memcpy(p, &d, 8);
-        break;
-      }
-      default: {
-        uint64_t u = static_cast<uint64_t>(v);
-        std::memcpy(p, &u, es);  // little endian
-        break;
-      }
-    }
-  }
-}
-
 tuttiResult_t call(const Coll& c, const void* in, void* out, size_t count, tuttiDataType_t t,
                    tuttiRedOp_t op, int root, tuttiComm_t comm, cudaStream_t s) {
   switch (c.c) {
@@ -140,9 +106,40 @@ tuttiResult_t call(const Coll& c, const void* in, void* out, size_t count, tutti
   return tuttiInternalError;
 }
 
-// One case on this rank: host run (reference) then device run; returns "" or what differs.
+bool reduces(C c) { return c == C::kAllReduce || c == C::kReduce || c == C::kReduceScatter; }
+
+// This rank's expected output, by a plain loop over the ranks' values.
+void expectedOutput(const Coll& c, const verifiable::Spec& s, size_t count, int root, int rank,
+                    int n, std::byte* out) {
+  const size_t es = verifiable::elementSize(s.dtype);
+  switch (c.c) {
+    case C::kAllReduce:
+    case C::kReduce:
+      verifiable::fillReduced(s, out, count);
+      break;
+    case C::kReduceScatter:
+      verifiable::fillReduced(s, out, count, rank * count);
+      break;
+    case C::kBroadcast:
+      verifiable::fill(s, root, out, count);
+      break;
+    case C::kAllGather:
+      for (int src = 0; src < n; ++src) verifiable::fill(s, src, out + src * count * es, count);
+      break;
+    case C::kAllToAll:
+      for (int src = 0; src < n; ++src)
+        verifiable::fill(s, src, out + src * count * es, count, rank * count);
+      break;
+  }
+}
+
+// One case on this rank: host run then device run, each checked against the reference loop
+// (verifiable data: new values on every call) with guard bytes around the device buffers.
 std::string runCase(tuttiComm_t comm, cudaStream_t s, const Coll& c, tuttiDataType_t t,
                     tuttiRedOp_t op, size_t count, bool inPlace, int rank, int n) {
+  static uint64_t calls = 0;  // the same sequence on every rank
+  const verifiable::Spec spec{t, verifiable::kindOf(reduces(c.c), op), n,
+                              verifiable::seedOf({calls++})};
   const size_t es = dsize(t);
   size_t inElems = count, outElems = count;
   if (c.c == C::kAllGather) outElems = count * n;
@@ -155,30 +152,45 @@ std::string runCase(tuttiComm_t comm, cudaStream_t s, const Coll& c, tuttiDataTy
   if (inPlace && c.c == C::kAllGather) inOff = rank * count * es;
   if (inPlace && c.c == C::kReduceScatter) outOff = rank * count * es;
   const int root = n - 1;
+  const size_t checkBytes = (c.c == C::kReduceScatter ? count : outElems) * es;
   std::vector<std::byte> host(total, std::byte{0x5a});
-  std::vector<std::byte> input(inBytes);
-  fill(input, t, rank, static_cast<unsigned>(count));
+  std::vector<std::byte> input(inBytes), want(outBytes);
+  verifiable::fill(spec, rank, input.data(), inElems);
+  expectedOutput(c, spec, count, root, rank, n, want.data());
   std::memcpy(host.data() + inOff, input.data(), inBytes);
   std::vector<std::byte> dev0 = host;  // what the device buffer starts with
   tuttiResult_t r =
       call(c, host.data() + inOff, host.data() + outOff, count, t, op, root, comm, nullptr);
   if (r != tuttiSuccess) return std::string("host call: ") + tuttiGetLastError(comm);
+  const bool checked = !(c.c == C::kReduce && rank != root);  // output undefined off the root
+  if (checked)
+    if (std::string e =
+            verifiable::firstMismatch(spec, host.data() + outOff, want.data(), checkBytes / es);
+        !e.empty())
+      return "host run: " + e;
+  // The device buffer with kGuardBytes of guard before and after.
+  const size_t g = verifiable::kGuardBytes;
+  std::vector<std::byte> guarded(total + 2 * g, verifiable::kGuardByte);
+  std::memcpy(guarded.data() + g, dev0.data(), total);
   void* d = nullptr;
-  if (cudaMalloc(&d, total) != cudaSuccess) return "cudaMalloc failed";
-  cudaMemcpy(d, dev0.data(), total, cudaMemcpyHostToDevice);
-  auto* db = static_cast<std::byte*>(d);
+  if (cudaMalloc(&d, total + 2 * g) != cudaSuccess) return "cudaMalloc failed";
+  cudaMemcpy(d, guarded.data(), total + 2 * g, cudaMemcpyHostToDevice);
+  auto* db = static_cast<std::byte*>(d) + g;
   r = call(c, db + inOff, db + outOff, count, t, op, root, comm, s);
-  std::vector<std::byte> got(total);
   cudaStreamSynchronize(s);
-  cudaMemcpy(got.data(), d, total, cudaMemcpyDeviceToHost);
+  cudaMemcpy(guarded.data(), d, total + 2 * g, cudaMemcpyDeviceToHost);
   cudaFree(d);
   if (r != tuttiSuccess) return std::string("device call: ") + tuttiGetLastError(comm);
-  if (c.c == C::kReduce && rank != root) return "";  // output undefined off the root
-  if (std::memcmp(got.data() + outOff, host.data() + outOff, outBytes) != 0) {
-    for (size_t i = 0; i < outBytes; ++i)
-      if (got[outOff + i] != host[outOff + i])
-        return "output byte " + std::to_string(i) + " differs from the host run";
-  }
+  for (size_t k = 0; k < g; ++k)
+    if (guarded[k] != verifiable::kGuardByte || guarded[g + total + k] != verifiable::kGuardByte)
+      return "a guard byte around the device buffer was overwritten";
+  const std::byte* got = guarded.data() + g;
+  if (!inPlace && std::memcmp(got + inOff, input.data(), inBytes) != 0)
+    return "the device input was modified (out of place)";
+  if (!checked) return "";
+  if (std::string e = verifiable::firstMismatch(spec, got + outOff, want.data(), checkBytes / es);
+      !e.empty())
+    return "device run: " + e;
   return "";
 }
 

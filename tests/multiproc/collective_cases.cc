@@ -3,27 +3,37 @@
 #include <stdlib.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "common/dtype.h"
+#include "support/verifiable.h"
 
 namespace tutti::test {
 
 const std::vector<CollDesc>& colls() {
-  static const std::vector<CollDesc> v = {
-      {C::kAllReduce,
-       "allreduce",
-       {"naive", "ps", "ring", "tree", "dbtree", "butterfly", "rabenseifner", "direct", "auto"},
-       true},
-      {C::kBroadcast, "broadcast", {"chain", "binomial", "auto"}, false},
-      {C::kReduce, "reduce", {"chain", "binomial", "auto"}, true},
-      {C::kAllGather, "allgather", {"ring", "rd", "bruck", "direct", "auto"}, false},
-      {C::kReduceScatter, "reducescatter", {"ring", "rhalving", "direct", "auto"}, true},
-      {C::kAllToAll, "alltoall", {"pairwise"}, false},
-  };
+  static const std::vector<CollDesc> v = [] {
+    struct Meta {
+      C coll;
+      algo::Coll algoColl;
+      bool hasOp;
+    };
+    const Meta metas[] = {{C::kAllReduce, algo::Coll::kAllReduce, true},
+                          {C::kBroadcast, algo::Coll::kBroadcast, false},
+                          {C::kReduce, algo::Coll::kReduce, true},
+                          {C::kAllGather, algo::Coll::kAllGather, false},
+                          {C::kReduceScatter, algo::Coll::kReduceScatter, true},
+                          {C::kAllToAll, algo::Coll::kAllToAll, false}};
+    std::vector<CollDesc> all;
+    for (const Meta& m : metas) {
+      CollDesc d{m.coll, algo::collName(m.algoColl), {}, m.hasOp, m.algoColl};
+      for (const algo::AlgorithmInfo& info : algo::registry())
+        if (info.coll == m.algoColl) d.algos.push_back(info.name);
+      d.algos.push_back("auto");
+      all.push_back(std::move(d));
+    }
+    return all;
+  }();
   return v;
 }
 
@@ -32,184 +42,86 @@ static const tuttiDataType_t kAllTypes[] = {tuttiInt8,    tuttiUint8,  tuttiInt3
                                             tuttiFloat32, tuttiFloat64};
 static const tuttiRedOp_t kAllOps[] = {tuttiSum, tuttiProd, tuttiMin, tuttiMax, tuttiAvg};
 
-static bool isSigned(tuttiDataType_t t) {
-  return t == tuttiInt8 || t == tuttiInt32 || t == tuttiInt64 || dtypeIsFloat(t);
-}
-
-// The value rank r contributes at element i; small integers, exact in every dtype.
-static double inputValue(tuttiRedOp_t op, tuttiDataType_t t, int r, size_t i) {
-  switch (op) {
-    case tuttiProd:
-      return ((r + i) % 4 == 0) ? 2.0 : 1.0;
-    case tuttiMin:
-    case tuttiMax: {
-      double v = static_cast<double>((r * 3 + i) % 11);
-      return isSigned(t) ? v - 5.0 : v;
-    }
-    default:
-      return static_cast<double>((r + i) % 3 + 1);
-  }
-}
-
-static void store(void* buf, tuttiDataType_t t, size_t i, double v) {
-  switch (t) {
-    case tuttiInt8:
-      static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(v);
-      break;
-    case tuttiUint8:
-      static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(v);
-      break;
-    case tuttiInt32:
-      static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(v);
-      break;
-    case tuttiUint32:
-      static_cast<uint32_t*>(buf)[i] = static_cast<uint32_t>(v);
-      break;
-    case tuttiInt64:
-      static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(v);
-      break;
-    case tuttiUint64:
-      static_cast<uint64_t*>(buf)[i] = static_cast<uint64_t>(v);
-      break;
-    case tuttiFloat16:
-      static_cast<uint16_t*>(buf)[i] = floatToHalf(static_cast<float>(v));
-      break;
-    case tuttiBfloat16:
-      static_cast<uint16_t*>(buf)[i] = floatToBf16(static_cast<float>(v));
-      break;
-    case tuttiFloat32:
-      static_cast<float*>(buf)[i] = static_cast<float>(v);
-      break;
-    case tuttiFloat64:
-      static_cast<double*>(buf)[i] = v;
-      break;
-    default:
-      break;
-  }
-}
-
-static double load(const void* buf, tuttiDataType_t t, size_t i) {
-  switch (t) {
-    case tuttiInt8:
-      return static_cast<const int8_t*>(buf)[i];
-    case tuttiUint8:
-      return static_cast<const uint8_t*>(buf)[i];
-    case tuttiInt32:
-      return static_cast<const int32_t*>(buf)[i];
-    case tuttiUint32:
-      return static_cast<const uint32_t*>(buf)[i];
-    case tuttiInt64:
-      return static_cast<double>(static_cast<const int64_t*>(buf)[i]);
-    case tuttiUint64:
-      return static_cast<double>(static_cast<const uint64_t*>(buf)[i]);
-    case tuttiFloat16:
-      return halfToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case tuttiBfloat16:
-      return bf16ToFloat(static_cast<const uint16_t*>(buf)[i]);
-    case tuttiFloat32:
-      return static_cast<const float*>(buf)[i];
-    case tuttiFloat64:
-      return static_cast<const double*>(buf)[i];
-    default:
-      return NAN;
-  }
-}
-
-static double reduceRef(tuttiRedOp_t op, tuttiDataType_t t, int n, size_t i) {
-  double acc = inputValue(op, t, 0, i);
-  for (int r = 1; r < n; ++r) {
-    double v = inputValue(op, t, r, i);
-    switch (op) {
-      case tuttiProd:
-        acc *= v;
-        break;
-      case tuttiMin:
-        acc = std::min(acc, v);
-        break;
-      case tuttiMax:
-        acc = std::max(acc, v);
-        break;
-      default:
-        acc += v;
-        break;
-    }
-  }
-  if (op == tuttiAvg) acc = dtypeIsFloat(t) ? acc / n : std::trunc(acc / n);
-  return acc;
-}
-
-static bool close(double got, double want, tuttiDataType_t t, tuttiRedOp_t op) {
-  if (op != tuttiAvg || !dtypeIsFloat(t)) return got == want;
-  double tol = t == tuttiFloat16 || t == tuttiBfloat16 ? 1e-2 : (t == tuttiFloat32 ? 1e-6 : 1e-12);
-  return std::fabs(got - want) <= tol * std::max(1.0, std::fabs(want));
-}
-
 std::string describe(const Case& c, int n) {
   return std::string(c.coll->name) + ":" + c.algo + " n=" + std::to_string(n) + " " +
-         dtypeName(c.dtype) + " " + (c.coll->hasOp ? opName(c.op) : "-") +
+         verifiable::typeName(c.dtype) + " " +
+         (c.coll->hasOp ? verifiable::kindName(verifiable::kindOf(true, c.op)) : "-") +
          " count=" + std::to_string(c.count) + (c.inPlace ? " in-place" : " out-of-place") +
-         " root=" + std::to_string(c.root);
+         " root=" + std::to_string(c.root) + (c.inOrder ? " rank-order data" : "");
 }
 
 namespace {
 
-// What a case needs besides the algorithm: this rank's input, the sentinel-filled output and
-// the expected output, as bytes of the dtype. Cases that differ only in the algorithm (and
-// in-place) share them; buildCases puts those next to each other, so one cached entry makes
-// the large counts cost a memcpy and a memcmp instead of a double-precision loop per element.
+using verifiable::GuardedBuffer;
+using verifiable::Spec;
+
+bool reduces(C c) { return c == C::kAllReduce || c == C::kReduce || c == C::kReduceScatter; }
+
+// Counts at or above this share their data between two alternating call seeds (the reference
+// loop over every rank's values of a million elements costs more than the call itself); smaller
+// ones get data of their own on every call.
+constexpr size_t kSharedSeedCount = 1 << 16;
+
+// What a call needs besides the algorithm: this rank's input and the expected output, as bytes
+// of the dtype, for one call seed. The large counts keep the last two (their two seeds
+// alternate, and consecutive cases differ only in the algorithm or in-place).
 struct Prepared {
   std::string key;
-  std::vector<std::byte> input, sentinel, expected;
-  std::vector<double> expectedValues;  // for the element-wise check when bytes differ
-  bool checked = true;                 // false: reduce on a non-root rank
+  Spec spec;
+  std::vector<std::byte> input, expected;
+  bool checked = true;  // false: reduce on a non-root rank (its output must stay untouched)
 };
 
-Prepared& prepare(const Case& c, int rank, int n, size_t inElems, size_t outElems) {
-  thread_local Prepared p;
-  const tuttiRedOp_t op = c.coll->hasOp ? c.op : tuttiSum;
-  std::string key = std::to_string(static_cast<int>(c.coll->coll)) + "/" + std::to_string(c.dtype) +
-                    "/" + std::to_string(op) + "/" + std::to_string(c.count) + "/" +
-                    std::to_string(c.root) + "/" + std::to_string(rank) + "/" + std::to_string(n);
-  if (p.key == key) return p;
-  p.key.clear();
-  const size_t es = dtypeSize(c.dtype);
-  p.input.assign(inElems * es, std::byte{0});
-  for (size_t i = 0; i < inElems; ++i)
-    store(p.input.data(), c.dtype, i, inputValue(op, c.dtype, rank, i));
-  p.sentinel.assign(outElems * es, std::byte{0});
-  for (size_t i = 0; i < outElems; ++i) store(p.sentinel.data(), c.dtype, i, 99);
-  p.expectedValues.assign(outElems, 0.0);
-  p.checked = true;
-  auto& want = p.expectedValues;
+// The expected output of this rank, by a plain loop over the ranks' values.
+void expectedOutput(const Case& c, const Spec& s, int rank, int n, std::byte* out) {
+  const size_t es = verifiable::elementSize(c.dtype);
   switch (c.coll->coll) {
     case C::kAllReduce:
-      for (size_t i = 0; i < c.count; ++i) want[i] = reduceRef(op, c.dtype, n, i);
-      break;
     case C::kReduce:
-      p.checked = rank == c.root;
-      if (p.checked)
-        for (size_t i = 0; i < c.count; ++i) want[i] = reduceRef(op, c.dtype, n, i);
+      verifiable::fillReduced(s, out, c.count, 0);
+      break;
+    case C::kReduceScatter:
+      verifiable::fillReduced(s, out, c.count, rank * c.count);
       break;
     case C::kBroadcast:
-      for (size_t i = 0; i < c.count; ++i) want[i] = inputValue(op, c.dtype, c.root, i);
+      verifiable::fill(s, c.root, out, c.count, 0);
       break;
     case C::kAllGather:
       for (int src = 0; src < n; ++src)
-        for (size_t i = 0; i < c.count; ++i)
-          want[src * c.count + i] = inputValue(op, c.dtype, src, i);
-      break;
-    case C::kReduceScatter:
-      for (size_t i = 0; i < c.count; ++i) want[i] = reduceRef(op, c.dtype, n, rank * c.count + i);
+        verifiable::fill(s, src, out + src * c.count * es, c.count, 0);
       break;
     case C::kAllToAll:
       for (int src = 0; src < n; ++src)
-        for (size_t i = 0; i < c.count; ++i)
-          want[src * c.count + i] = inputValue(op, c.dtype, src, rank * c.count + i);
+        verifiable::fill(s, src, out + src * c.count * es, c.count, rank * c.count);
       break;
   }
-  p.expected.assign(outElems * es, std::byte{0});
-  for (size_t i = 0; i < outElems; ++i) store(p.expected.data(), c.dtype, i, want[i]);
-  p.key = std::move(key);
+}
+
+const Prepared& prepare(const Case& c, uint64_t seed, int rank, int n, size_t inElems,
+                        size_t outElems) {
+  thread_local Prepared slots[2];
+  thread_local int next = 0;
+  // Not the algorithm or in-place: the cases that differ only there share data.
+  const std::string key = std::string(c.coll->name) + "/" + std::to_string(c.dtype) + "/" +
+                          std::to_string(c.op) + "/" + std::to_string(c.count) + "/" +
+                          std::to_string(c.root) + "/" + std::to_string(c.inOrder) + "/" +
+                          std::to_string(seed);
+  for (Prepared& p : slots)
+    if (p.key == key) return p;
+  Prepared& p = slots[next];
+  next ^= 1;
+  p.key.clear();
+  const size_t es = verifiable::elementSize(c.dtype);
+  p.spec = {
+      c.dtype,
+      c.inOrder ? verifiable::Kind::kSumInOrder : verifiable::kindOf(reduces(c.coll->coll), c.op),
+      n, seed};
+  p.input.resize(inElems * es);
+  verifiable::fill(p.spec, rank, p.input.data(), inElems, 0);
+  p.checked = !(c.coll->coll == C::kReduce && rank != c.root);
+  p.expected.resize(outElems * es);
+  if (p.checked) expectedOutput(c, p.spec, rank, n, p.expected.data());
+  p.key = key;
   return p;
 }
 
@@ -218,11 +130,20 @@ void copyBytes(void* dst, const void* src, size_t n) {
   if (n > 0) std::memcpy(dst, src, n);
 }
 
+// The byte that fills an output before the call: elements the call should write but does not
+// are caught (as floats it is a tiny non-integer, never an expected value).
+constexpr std::byte kUnwritten{0xA5};
+
+// Calls made by this process's runCase: the call seed, the same on every rank (every rank
+// runs the same cases in the same order).
+thread_local uint64_t callNumber = 0;
+
 }  // namespace
 
 // Runs one case on this rank; returns "" or a description of the first wrong element.
-std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n) {
-  size_t es = dtypeSize(c.dtype);
+std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n, bool* notApplicable) {
+  if (notApplicable) *notApplicable = false;
+  const size_t es = verifiable::elementSize(c.dtype);
   size_t inElems = c.count, outElems = c.count;
   switch (c.coll->coll) {
     case C::kAllGather:
@@ -237,40 +158,41 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n) {
     default:
       break;
   }
-  const Prepared& prep = prepare(c, rank, n, inElems, outElems);
-  // Reused across cases (no allocation, zeroing and first-touch faults per case): every byte
-  // a case reads is written first (input, sentinel).
-  thread_local std::vector<std::byte> inBuf, outBuf;
-  inBuf.resize(std::max(inBuf.size(), std::max<size_t>(inElems, 1) * es + 64));
-  outBuf.resize(std::max(outBuf.size(), std::max<size_t>(outElems, 1) * es + 64));
-  void* in = inBuf.data();
-  void* out = outBuf.data();
-  // Sentinel in the output so untouched elements are caught.
-  copyBytes(out, prep.sentinel.data(), prep.sentinel.size());
-  tuttiRedOp_t op = c.coll->hasOp ? c.op : tuttiSum;
+  const uint64_t call = callNumber++;
+  const uint64_t seed = c.count >= kSharedSeedCount ? verifiable::seedOf({call & 1, c.count})
+                                                    : verifiable::seedOf({call});
+  const Prepared& prep = prepare(c, seed, rank, n, inElems, outElems);
+  // Reused across cases (no allocation, zeroing and first-touch faults per case), guard bytes
+  // right before and after the bytes this case uses. In place, one buffer holds both.
+  thread_local GuardedBuffer inBuf, outBuf;
+  const size_t outBytes = (c.inPlace ? std::max(inElems, outElems) : outElems) * es;
+  outBuf.resize(outBytes);
+  inBuf.resize(c.inPlace ? 0 : inElems * es);
+  std::byte* in = inBuf.data();
+  std::byte* out = outBuf.data();
+  if (outBytes > 0) std::memset(out, static_cast<int>(kUnwritten), outBytes);
+  std::byte* resultAt = out;  // where this rank's result is (in-place reduce-scatter: inside)
   if (c.inPlace) {
     switch (c.coll->coll) {
       case C::kAllGather:
-        in = static_cast<std::byte*>(out) + rank * c.count * es;
-        copyBytes(in, prep.input.data(), c.count * es);
+        in = out + rank * c.count * es;
         break;
       case C::kReduceScatter:
-        copyBytes(in, prep.input.data(), inElems * es);
-        out = static_cast<std::byte*>(in) + rank * c.count * es;
+        in = out;
+        resultAt = out = in + rank * c.count * es;
         break;
       default:
-        copyBytes(out, prep.input.data(), inElems * es);
         in = out;
         break;
     }
-  } else {
-    copyBytes(in, prep.input.data(), inElems * es);
   }
+  copyBytes(in, prep.input.data(), inElems * es);
   std::string algoSpec = std::string(c.coll->name) + ":" + c.algo;
   tuttiResult_t r =
       tuttiCommSetAlgorithm(comm, std::string(c.algo) == "auto" ? nullptr : algoSpec.c_str());
   if (r != tuttiSuccess)
     return std::string("call failed: tuttiCommSetAlgorithm: ") + tuttiGetLastError(comm);
+  const tuttiRedOp_t op = c.coll->hasOp ? c.op : tuttiSum;
   switch (c.coll->coll) {
     case C::kAllReduce:
       r = tuttiAllReduce(in, out, c.count, c.dtype, op, comm, nullptr);
@@ -293,22 +215,26 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n) {
   }
   tuttiCommSetAlgorithm(comm, nullptr);
   if (r == tuttiInvalidArgument &&
-      std::string(tuttiGetLastError(comm)).find("does not apply") != std::string::npos)
+      std::string(tuttiGetLastError(comm)).find("does not apply") != std::string::npos) {
+    if (notApplicable) *notApplicable = true;
     return "";  // algorithm not applicable here (same decision on every rank)
+  }
   if (r != tuttiSuccess)
     return std::string("call failed: ") + tuttiGetErrorString(r) + ": " + tuttiGetLastError(comm);
-  if (!prep.checked) return "";
-  const size_t checkElems = c.coll->coll == C::kReduceScatter ? c.count : outElems;
-  // Bitwise equal to the expected bytes: right. Otherwise compare values (tolerance for avg
-  // on floats; -0 == +0) and name the first wrong element.
-  if (checkElems == 0 || std::memcmp(out, prep.expected.data(), checkElems * es) == 0) return "";
-  for (size_t i = 0; i < checkElems; ++i) {
-    double got = load(out, c.dtype, i), want = prep.expectedValues[i];
-    if (!close(got, want, c.dtype, op))
-      return "element " + std::to_string(i) + ": got " + std::to_string(got) + ", want " +
-             std::to_string(want);
+  if (std::string g = outBuf.checkGuards(); !g.empty()) return "output buffer: " + g;
+  if (std::string g = inBuf.checkGuards(); !g.empty()) return "input buffer: " + g;
+  if (!c.inPlace && inElems > 0 && std::memcmp(in, prep.input.data(), inElems * es) != 0)
+    return "the input buffer was modified (out of place)";
+  if (!prep.checked) {
+    // A non-root rank of reduce: out of place, its output must stay untouched.
+    for (size_t k = 0; !c.inPlace && k < outBytes; ++k)
+      if (out[k] != kUnwritten)
+        return "reduce wrote the output of non-root rank " + std::to_string(rank) + " (byte " +
+               std::to_string(k) + ")";
+    return "";
   }
-  return "";
+  const size_t checkElems = c.coll->coll == C::kReduceScatter ? c.count : outElems;
+  return verifiable::firstMismatch(prep.spec, resultAt, prep.expected.data(), checkElems);
 }
 
 std::vector<Case> buildCases(int n, bool full) {

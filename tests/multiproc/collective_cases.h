@@ -1,13 +1,15 @@
 // The collective correctness cases shared by the multi-process tests (shm/tcp in
-// collectives_test.cc, ibverbs in tests/verbs): which collectives and algorithms exist, the
-// value every rank contributes at every element (small integers, exact in every dtype), the
-// float64 / exact-integer reference and one runner that calls the public API and checks.
+// collectives_test.cc, tcp across namespaces in tests/netns, ibverbs in tests/verbs): which
+// collectives and algorithms exist, and one runner that calls the public API with verifiable
+// data (tests/support/verifiable.h: different on every call, rank and element) and checks the
+// result against a reference loop, the guard bytes around both buffers and the untouched input.
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
+#include "algorithms/algorithm.h"
 #include "tutti/tutti.h"
 
 namespace tutti::test {
@@ -19,9 +21,11 @@ struct CollDesc {
   const char* name;  // TUTTI_ALGO collective name
   std::vector<const char*> algos;
   bool hasOp;
+  algo::Coll algoColl;  // the registry's name for it
 };
 
-// Every collective with every algorithm name (plus "auto"), all-reduce first.
+// Every collective with every algorithm of the registry (algo::registry(), so a new one is
+// tested without a change here) plus "auto", all-reduce first.
 const std::vector<CollDesc>& colls();
 
 struct Case {
@@ -32,12 +36,17 @@ struct Case {
   size_t count;
   bool inPlace;
   int root;
+  // Rank-order data (verifiable::Kind::kSumInOrder, sums that round): only for a communicator
+  // in deterministic mode (TUTTI_DETERMINISTIC=1), op sum, floating types.
+  bool inOrder = false;
 };
 
 std::string describe(const Case& c, int n);
 // Runs one case on this rank; returns "" (right, or the algorithm does not apply here: the
-// same decision on every rank) or a description of the first wrong element / the failure.
-std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n);
+// same decision on every rank, and *notApplicable is set) or a description of the first
+// wrong element / the failure.
+std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n,
+                    bool* notApplicable = nullptr);
 // The matrix: every collective x algorithm x dtype x op x count {0, 1, 7, 1023, 1 Mi+3} x
 // in/out-of-place x roots; the slice (full = false) trims large counts and dtypes.
 std::vector<Case> buildCases(int n, bool full);

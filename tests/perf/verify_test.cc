@@ -1,5 +1,5 @@
-// The perf tests' data patterns are exactly predictable: reducing the inputs in the element
-// type's own arithmetic, in any order, gives the expected values bit for bit.
+// The perf tests' data (tests/support/verifiable.h) is exactly predictable: reducing the inputs
+// in the element type's own arithmetic, in any order, gives the expected values bit for bit.
 #include "driver/verify.h"
 
 #include <gtest/gtest.h>
@@ -50,10 +50,10 @@ void reduceInType(const Pattern& p, const std::vector<int>& order, size_t i, voi
     return;
   }
   std::vector<char> acc(8), v(8);
-  storeValue(p.type, acc.data(), 0, inputValue(p, order[0], i));
+  storeValue(p.type, acc.data(), 0, static_cast<int64_t>(inputValue(p, order[0], i)));
   for (size_t k = 1; k < order.size(); ++k) {
     const int64_t a = loadInt(p.type, acc.data(), 0);
-    const int64_t b = inputValue(p, order[k], i);
+    const auto b = static_cast<int64_t>(inputValue(p, order[k], i));
     int64_t r = p.op == tuttiProd  ? a * b
                 : p.op == tuttiMax ? std::max(a, b)
                 : p.op == tuttiMin ? std::min(a, b)
@@ -93,9 +93,9 @@ TEST(PerfVerify, AvgInputsSumToAMultipleOfN) {
   for (int n : {1, 2, 3, 6, 9}) {
     Pattern p{true, tuttiAvg, tuttiInt32, n, 3};
     for (size_t i = 0; i < 50; ++i) {
-      int64_t sum = 0;
+      double sum = 0;
       for (int r = 0; r < n; ++r) sum += inputValue(p, r, i);
-      EXPECT_EQ(sum % n, 0);
+      EXPECT_EQ(std::fmod(sum, n), 0);
       EXPECT_EQ(sum / n, reducedValue(p, i));
     }
   }

@@ -6,147 +6,10 @@
 
 #include "common/dtype.h"
 #include "common/error.h"
+#include "support/verifiable.h"
 
 namespace tutti::algo::testing {
 namespace {
-
-bool isFloat(tuttiDataType_t t) { return dtypeIsFloat(t); }
-
-// Input value of element idx on rank r, chosen so that sums and products stay exact and
-// finite in every datatype for the rank counts tested (<= 16 ranks for data checks).
-double inputValue(tuttiRedOp_t op, bool intType, int r, size_t idx) {
-  size_t k = (static_cast<size_t>(r) * 7 + idx * 3 + idx / 5) % 9;
-  if (op == tuttiProd) {
-    switch ((r + idx) % 4) {
-      case 0:
-        return 2.0;
-      case 2:
-        return intType ? 1.0 : 0.5;
-      default:
-        return k % 2 ? -1.0 : 1.0;
-    }
-  }
-  return static_cast<double>(k) - 4.0 + (op == tuttiSum ? 0.0 : 0.25 * (idx % 3));
-}
-
-void store(tuttiDataType_t t, std::byte* base, size_t i, double v) {
-  switch (t) {
-    case tuttiInt8: {
-      int8_t x = static_cast<int8_t>(std::lround(std::floor(v)));
-      std::memcpy(base + i, &x, 1);
-      break;
-    }
-    case tuttiUint8: {
-      uint8_t x = static_cast<uint8_t>(static_cast<int>(std::floor(v)));
-      std::memcpy(base + i, &x, 1);
-      break;
-    }
-    case tuttiInt32: {
-      int32_t x = static_cast<int32_t>(std::floor(v));
-      std::memcpy(base + 4 * i, &x, 4);
-      break;
-    }
-    case tuttiUint32: {
-      uint32_t x = static_cast<uint32_t>(static_cast<int64_t>(std::floor(v)));
-      std::memcpy(base + 4 * i, &x, 4);
-      break;
-    }
-    case tuttiInt64: {
-      int64_t x = static_cast<int64_t>(std::floor(v));
-      std::memcpy(base + 8 * i, &x, 8);
-      break;
-    }
-    case tuttiUint64: {
-      uint64_t x = static_cast<uint64_t>(static_cast<int64_t>(std::floor(v)));
-      std::memcpy(base + 8 * i, &x, 8);
-      break;
-    }
-    case tuttiFloat16: {
-      uint16_t x = floatToHalf(static_cast<float>(v));
-      std::memcpy(base + 2 * i, &x, 2);
-      break;
-    }
-    case tuttiBfloat16: {
-      uint16_t x = floatToBf16(static_cast<float>(v));
-      std::memcpy(base + 2 * i, &x, 2);
-      break;
-    }
-    case tuttiFloat32: {
-      float x = static_cast<float>(v);
-      std::memcpy(base + 4 * i, &x, 4);
-      break;
-    }
-    case tuttiFloat64:
-      std::memcpy(base + 8 * i, &v, 8);
-      break;
-    default:
-      break;
-  }
-}
-
-// Loads as double (floats) or as the integer value (exact in int64 for the sizes used).
-double loadF(tuttiDataType_t t, const std::byte* base, size_t i) {
-  switch (t) {
-    case tuttiFloat16: {
-      uint16_t x;
-      std::memcpy(&x, base + 2 * i, 2);
-      return halfToFloat(x);
-    }
-    case tuttiBfloat16: {
-      uint16_t x;
-      std::memcpy(&x, base + 2 * i, 2);
-      return bf16ToFloat(x);
-    }
-    case tuttiFloat32: {
-      float x;
-      std::memcpy(&x, base + 4 * i, 4);
-      return x;
-    }
-    case tuttiFloat64: {
-      double x;
-      std::memcpy(&x, base + 8 * i, 8);
-      return x;
-    }
-    default:
-      return 0;
-  }
-}
-int64_t loadI(tuttiDataType_t t, const std::byte* base, size_t i) {
-  switch (t) {
-    case tuttiInt8: {
-      int8_t x;
-      std::memcpy(&x, base + i, 1);
-      return x;
-    }
-    case tuttiUint8: {
-      uint8_t x;
-      std::memcpy(&x, base + i, 1);
-      return x;
-    }
-    case tuttiInt32: {
-      int32_t x;
-      std::memcpy(&x, base + 4 * i, 4);
-      return x;
-    }
-    case tuttiUint32: {
-      uint32_t x;
-      std::memcpy(&x, base + 4 * i, 4);
-      return x;
-    }
-    case tuttiInt64: {
-      int64_t x;
-      std::memcpy(&x, base + 8 * i, 8);
-      return x;
-    }
-    case tuttiUint64: {
-      uint64_t x;
-      std::memcpy(&x, base + 8 * i, 8);
-      return static_cast<int64_t>(x);
-    }
-    default:
-      return 0;
-  }
-}
 
 struct Layout {
   size_t inElems, outElems;
@@ -223,11 +86,14 @@ Outcome run(const Case& c) {
     res.error = describe(c) + ": build failed: " + e.what();
     return res;
   }
-  // Memory: one block per rank holding both buffers (aliased when in place).
-  std::vector<std::vector<std::byte>> mem(n);
+  // Memory: one block per rank holding both buffers (aliased when in place), with guard bytes
+  // before and after.
+  thread_local uint64_t calls = 0;
+  const verifiable::Spec spec{c.dtype, verifiable::kindOf(isReduction(coll), c.op), n,
+                              verifiable::seedOf({c.seed, calls++})};
+  std::vector<verifiable::GuardedBuffer> mem(n);
   std::vector<exec::SimRankBuffers> bufs(n);
   std::vector<Layout> lay(n);
-  const std::byte kGuard{0x5A};
   for (int r = 0; r < n; ++r) {
     lay[r] = layoutFor(coll, c.count, n, r);
     size_t inB = lay[r].inElems * es, outB = lay[r].outElems * es;
@@ -236,19 +102,19 @@ Outcome run(const Case& c) {
       continue;
     }
     if (c.inPlace) {
-      mem[r].assign(std::max(inB, outB) + 1, kGuard);
+      mem[r].resize(std::max(inB, outB));
       std::byte* base = mem[r].data();
       if (lay[r].inputInsideOutput)
         bufs[r] = {base + lay[r].inOffsetInOut * es, inB, base, outB};
       else
         bufs[r] = {base, inB, base + lay[r].outOffsetInIn * es, outB};
     } else {
-      mem[r].assign(inB + outB + 1, kGuard);
+      mem[r].resize(inB + outB);
       bufs[r] = {mem[r].data(), inB, mem[r].data() + inB, outB};
     }
+    if (mem[r].size() > 0) std::memset(mem[r].data(), 0xA5, mem[r].size());
     // Inputs (non-root broadcast ranks get data too: it must not be read).
-    for (size_t i = 0; i < lay[r].inElems; ++i)
-      store(c.dtype, bufs[r].input, i, inputValue(c.op, !isFloat(c.dtype), r, i));
+    verifiable::fill(spec, r, bufs[r].input, lay[r].inElems);
   }
   std::vector<std::vector<std::byte>> inputsBefore(n);
   for (int r = 0; r < n && c.moveData; ++r)
@@ -273,9 +139,10 @@ Outcome run(const Case& c) {
   auto bad = [&](int r, size_t i, const std::string& what) {
     if (nerr++ < 5) err << "\n  rank " << r << " elem " << i << ": " << what;
   };
-  // Reference.
+  // Reference: a plain loop over the ranks' values (tests/support/verifiable.h).
+  std::vector<std::byte> want;
   for (int r = 0; r < n; ++r) {
-    if (mem[r].back() != kGuard) bad(r, 0, "guard byte after the buffers was overwritten");
+    if (std::string g = mem[r].checkGuards(); !g.empty()) bad(r, 0, g);
     if (!c.inPlace && bufs[r].inputBytes &&
         std::memcmp(inputsBefore[r].data(), bufs[r].input, bufs[r].inputBytes))
       bad(r, 0, "the input buffer was modified (out of place)");
@@ -286,87 +153,34 @@ Outcome run(const Case& c) {
         bad(r, 0, "a non-root output buffer of reduce was written");
       continue;
     }
-    for (size_t i = 0; i < lay[r].outElems; ++i) {
-      // Contributions: which (rank, input element) pairs make output element i.
-      auto srcElem = [&](int j) -> std::pair<int, size_t> {
-        switch (coll) {
-          case Coll::kAllGather:
-            return {static_cast<int>(i / c.count), i % c.count};
-          case Coll::kReduceScatter:
-            return {j, r * c.count + i};
-          case Coll::kBroadcast:
-            return {c.root, i};
-          case Coll::kAllToAll:
-            return {static_cast<int>(i / c.count), r * c.count + i % c.count};
-          default:
-            return {j, i};
-        }
-      };
-      int nsrc = isReduction(coll) ? n : 1;
-      if (isFloat(c.dtype)) {
-        // Contribution as stored (rounded to the datatype).
-        auto stored = [&](std::pair<int, size_t> s) {
-          return loadF(c.dtype, inputsBefore[s.first].data(), s.second);
-        };
-        double ref = stored(srcElem(0)), mag = std::fabs(ref);
-        for (int j = 1; j < nsrc; ++j) {
-          double x = stored(srcElem(j));
-          mag += std::fabs(x);
-          switch (c.op) {
-            case tuttiSum:
-              ref += x;
-              break;
-            case tuttiProd:
-              ref *= x;
-              mag = std::fabs(ref);
-              break;
-            case tuttiMax:
-              ref = std::max(ref, x);
-              break;
-            case tuttiMin:
-              ref = std::min(ref, x);
-              break;
-            default:
-              break;
-          }
-        }
-        double tol = c.dtype == tuttiFloat64   ? 1e-12
-                     : c.dtype == tuttiFloat32 ? 1e-6
-                     : c.dtype == tuttiFloat16 ? 2e-3
-                                               : 1.6e-2;
-        double got = loadF(c.dtype, bufs[r].output, i);
-        if (!(std::fabs(got - ref) <= tol * (mag + 1e-30) * nsrc))
-          bad(r, i, "got " + std::to_string(got) + " expected " + std::to_string(ref));
-      } else {
-        auto stored = [&](std::pair<int, size_t> s) {
-          return loadI(c.dtype, inputsBefore[s.first].data(), s.second);
-        };
-        int64_t ref = stored(srcElem(0));
-        for (int j = 1; j < nsrc; ++j) {
-          int64_t x = stored(srcElem(j));
-          switch (c.op) {
-            case tuttiSum:
-              ref = static_cast<int64_t>(static_cast<uint64_t>(ref) + x);
-              break;
-            case tuttiProd:
-              ref = static_cast<int64_t>(static_cast<uint64_t>(ref) * x);
-              break;
-            case tuttiMax:
-              ref = std::max(ref, x);
-              break;
-            case tuttiMin:
-              ref = std::min(ref, x);
-              break;
-            default:
-              break;
-          }
-        }
-        int64_t got = loadI(c.dtype, bufs[r].output, i);
-        uint64_t mask = es >= 8 ? ~0ull : ((1ull << (8 * es)) - 1);
-        if (((static_cast<uint64_t>(got) ^ static_cast<uint64_t>(ref)) & mask) != 0)
-          bad(r, i, "got " + std::to_string(got) + " expected " + std::to_string(ref));
-      }
+    const size_t outElems = lay[r].outElems;
+    want.resize(outElems * es);
+    switch (coll) {
+      case Coll::kAllGather:
+        for (int src = 0; src < n; ++src)
+          verifiable::fill(spec, src, want.data() + src * c.count * es, c.count);
+        break;
+      case Coll::kAllToAll:
+        for (int src = 0; src < n; ++src)
+          verifiable::fill(spec, src, want.data() + src * c.count * es, c.count, r * c.count);
+        break;
+      case Coll::kBroadcast:
+        verifiable::fill(spec, c.root, want.data(), outElems);
+        break;
+      case Coll::kReduceScatter:
+        verifiable::fillReduced(spec, want.data(), outElems, r * c.count);
+        break;
+      default:
+        verifiable::fillReduced(spec, want.data(), outElems);
+        break;
     }
+    size_t first = 0;
+    size_t wrong = verifiable::countWrong(spec, bufs[r].output, want.data(), outElems, &first);
+    if (wrong > 0)
+      bad(r, first,
+          std::to_string(wrong) + " wrong, first: got " +
+              std::to_string(verifiable::load(c.dtype, bufs[r].output, first)) + " expected " +
+              std::to_string(verifiable::load(c.dtype, want.data(), first)));
   }
   if (nerr) {
     res.error = describe(c) + ": " + std::to_string(nerr) + " wrong:" + err.str();

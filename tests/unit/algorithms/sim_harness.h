@@ -1,5 +1,7 @@
-// Runs one collective through the schedule builders and the in-process simulator with real
-// data, and checks the result against a reference computed in float64 / exact integers.
+// Runs one collective through the schedule builders and the in-process simulator with
+// verifiable data (tests/support/verifiable.h: new values on every run), and checks the exact
+// result against a reference loop, the guard bytes around every rank's buffers and the
+// untouched inputs.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +27,7 @@ struct Case {
   // Shared window per rank (direct algorithms); small so that they run many chunks.
   size_t windowBytes = 1024;
   bool moveData = true;
+  uint64_t seed = 0;  // mixed with a per-process run counter into the call seed
   exec::LinkCostFn cost;
 };
 

@@ -1,0 +1,155 @@
+// The mutation run: every fault of faults.h, injected into every schedule the communicator
+// builds (the test-only hook tuttiTestMutateSchedule, defined here), must make the correctness
+// matrix fail at 3, 4 and 8 ranks over shm and over tcp; without a fault (the control rows)
+// the same cases pass. Prints the table (fault x ranks x transport -> caught) that
+// docs/testing.md shows; TUTTI_MUTATION_TABLE=file also writes it there. A cell "caught (W of
+// C)": W wrong cases on the rank with most, out of C run (a rank stops at a failed call).
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "collective_cases.h"
+#include "comm_test_util.h"
+#include "faults.h"
+#include "harness/fork_harness.h"
+#include "tutti/tutti.h"
+
+namespace {
+tutti::mutation::Fault gFault = tutti::mutation::Fault::kNone;  // set before the ranks fork
+}  // namespace
+
+// The hook the communicator calls on every schedule it builds (weak reference there).
+extern "C" __attribute__((visibility("default"))) void tuttiTestMutateSchedule(
+    tutti::exec::Schedule* schedule, const tutti::algo::CollArgs* args) {
+  tutti::mutation::apply(gFault, *schedule, *args);
+}
+
+namespace tutti::test {
+namespace {
+
+using mutation::FaultInfo;
+
+// The matrix cases of the collectives a fault touches: every algorithm (and the automatic
+// choice), counts 1, 7, 1023, in and out of place, roots 0 and n-1; float32, int32 and
+// bfloat16 with sum and max, or (deterministic mode) float32 and float64 rank-order sums.
+std::vector<Case> casesFor(const FaultInfo& f, int n) {
+  std::vector<Case> cases;
+  for (const CollDesc& cd : colls()) {
+    bool wanted = false;
+    for (algo::Coll c : f.colls) wanted |= std::string(algo::collName(c)) == cd.name;
+    if (!wanted) continue;
+    std::vector<tuttiDataType_t> types = f.deterministic
+                                             ? std::vector{tuttiFloat32, tuttiFloat64}
+                                             : std::vector{tuttiFloat32, tuttiInt32, tuttiBfloat16};
+    std::vector<tuttiRedOp_t> ops = {tuttiSum};
+    if (cd.hasOp && !f.deterministic) ops.push_back(tuttiMax);
+    std::vector<int> roots = {0};
+    if ((cd.coll == C::kBroadcast || cd.coll == C::kReduce) && n > 1) roots.push_back(n - 1);
+    for (tuttiDataType_t t : types)
+      for (tuttiRedOp_t op : ops)
+        for (size_t count : {size_t{1}, size_t{7}, size_t{1023}})
+          for (int root : roots)
+            for (bool inPlace : {false, true}) {
+              if (cd.coll == C::kAllToAll && inPlace) continue;
+              for (const char* algo : cd.algos) {
+                Case c{&cd, algo, t, op, count, inPlace, root};
+                c.inOrder = f.deterministic;
+                cases.push_back(c);
+              }
+            }
+  }
+  return cases;
+}
+
+struct RankOutcome {
+  int cases;
+  int wrong;
+  char first[240];
+};
+
+struct Cell {
+  bool caught = false;
+  int wrong = 0, cases = 0;
+  std::string first, error;
+};
+
+Cell runFault(const FaultInfo& f, int n, bool tcp) {
+  const std::vector<Case> cases = casesFor(f, n);
+  auto* out = static_cast<RankOutcome*>(mmap(
+      nullptr, sizeof(RankOutcome) * n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  std::memset(out, 0, sizeof(RankOutcome) * n);
+  gFault = f.fault;
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        setenv("TUTTI_TIMEOUT", "20", 1);
+        if (tcp) setenv("TUTTI_TRANSPORT", "tcp", 1);
+        if (f.deterministic) setenv("TUTTI_DETERMINISTIC", "1", 1);
+        tuttiComm_t comm = nullptr;
+        TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+        RankOutcome& o = out[rank];
+        for (const Case& c : cases) {
+          std::string err = runCase(comm, c, rank, n);
+          ++o.cases;
+          if (err.empty()) continue;
+          if (o.wrong++ == 0)
+            std::snprintf(o.first, sizeof(o.first), "%s", (describe(c, n) + ": " + err).c_str());
+          if (err.rfind("call failed", 0) == 0) break;  // the communicator is gone
+        }
+        tuttiCommDestroy(comm);  // may fail after a failed call: not what is measured here
+      },
+      120);
+  gFault = mutation::Fault::kNone;
+  Cell cell;
+  for (int r = 0; r < n; ++r) {
+    cell.wrong = std::max(cell.wrong, out[r].wrong);
+    cell.cases = std::max(cell.cases, out[r].cases);
+    if (cell.first.empty() && out[r].wrong > 0)
+      cell.first = "rank " + std::to_string(r) + " " + out[r].first;
+  }
+  cell.caught = cell.wrong > 0;
+  if (!result.allOk()) cell.error = result.describe();
+  munmap(out, sizeof(RankOutcome) * n);
+  return cell;
+}
+
+TEST(Mutation, EveryFaultFailsTheMatrixAt3_4_8RanksOnShmAndTcp) {
+  const int kRanks[] = {3, 4, 8};
+  std::ostringstream table, details;
+  table << "| fault | shm 3 | shm 4 | shm 8 | tcp 3 | tcp 4 | tcp 8 |\n"
+        << "|---|---|---|---|---|---|---|\n";
+  for (const FaultInfo& f : mutation::faults()) {
+    table << "| " << f.name;
+    for (bool tcp : {false, true})
+      for (int n : kRanks) {
+        Cell c = runFault(f, n, tcp);
+        const std::string where = std::string(f.name) + " at " + std::to_string(n) +
+                                  " ranks over " + (tcp ? "tcp" : "shm");
+        EXPECT_EQ(c.error, "") << where;
+        if (f.fault == mutation::Fault::kNone) {
+          EXPECT_FALSE(c.caught) << where << ": " << c.first;
+          table << " | pass (" << c.cases << " cases)";
+        } else {
+          EXPECT_TRUE(c.caught) << where << ": no case failed out of " << c.cases;
+          table << " | " << (c.caught ? "caught" : "MISSED") << " (" << c.wrong << " of " << c.cases
+                << ")";
+          details << where << ": " << (c.first.empty() ? "-" : c.first) << "\n";
+        }
+      }
+    table << " |\n";
+  }
+  std::printf("%s\nfirst wrong case per cell:\n%s", table.str().c_str(), details.str().c_str());
+  if (const char* file = std::getenv("TUTTI_MUTATION_TABLE")) std::ofstream(file) << table.str();
+}
+
+}  // namespace
+}  // namespace tutti::test
