@@ -17,6 +17,7 @@
 #include "algorithms/patterns/patterns.h"
 #include "bootstrap/host_id.h"
 #include "bootstrap/prefix_store.h"
+#include "bootstrap/unique_id.h"
 #include "comm/place_topology.h"
 #include "comm/rank_place.h"
 #include "comm/ring_order.h"
@@ -36,26 +37,31 @@ namespace tutti {
 
 namespace {
 
-// A rank's record: host id, host name, pid and its place (rank_place.h), one per line.
-std::vector<std::byte> encodePeer(const transport::PeerInfo& p, const RankPlace& place) {
-  std::string s =
-      p.hostId + '\n' + p.hostname + '\n' + std::to_string(p.pid) + '\n' + encodePlace(place);
+// A rank's record: host id, host name, pid, its standby store's address (bootstrap/
+// standby.h; empty when it has none) and its place (rank_place.h), one per line.
+std::vector<std::byte> encodePeer(const transport::PeerInfo& p, const std::string& standby,
+                                  const RankPlace& place) {
+  std::string s = p.hostId + '\n' + p.hostname + '\n' + std::to_string(p.pid) + '\n' + standby +
+                  '\n' + encodePlace(place);
   auto bytes = std::as_bytes(std::span<const char>(s.data(), s.size()));
   return {bytes.begin(), bytes.end()};
 }
 
-transport::PeerInfo decodePeer(int rank, const std::vector<std::byte>& v, RankPlace* place) {
+transport::PeerInfo decodePeer(int rank, const std::vector<std::byte>& v, std::string* standby,
+                               RankPlace* place) {
   std::string s(reinterpret_cast<const char*>(v.data()), v.size());
   transport::PeerInfo p;
   p.rank = rank;
   size_t a = s.find('\n');
   size_t b = a == std::string::npos ? a : s.find('\n', a + 1);
   size_t c = b == std::string::npos ? b : s.find('\n', b + 1);
-  if (c == std::string::npos) fail(tuttiInternalError, "malformed peer record from rank ", rank);
+  size_t d = c == std::string::npos ? c : s.find('\n', c + 1);
+  if (d == std::string::npos) fail(tuttiInternalError, "malformed peer record from rank ", rank);
   p.hostId = s.substr(0, a);
   p.hostname = s.substr(a + 1, b - a - 1);
   p.pid = static_cast<pid_t>(std::stol(s.substr(b + 1, c - b - 1)));
-  *place = decodePlace(s.substr(c + 1), rank);
+  *standby = s.substr(c + 1, d - c - 1);
+  *place = decodePlace(s.substr(d + 1), rank);
   return p;
 }
 
@@ -90,6 +96,18 @@ void bindOnce(const std::vector<int>& hostOf, int rank) {
                                     << localRanks << " bound to NUMA node " << b.nodeOsIndex
                                     << ", CPUs " << topo::cpuListString(b.cpus));
   });
+}
+
+// This rank's standby store, on the address it reaches the store from (else the advertised
+// one, as the bootstrap ring). Without one the communicator works, but cannot shrink.
+void openStandby(bootstrap::Store* store, std::unique_ptr<bootstrap::StandbyStore>* out) {
+  try {
+    std::string host = store->localHost();
+    if (host.empty()) host = bootstrap::advertisedAddress().host();
+    *out = std::make_unique<bootstrap::StandbyStore>(host);
+  } catch (const Error& e) {
+    TUTTI_WARN(kInit, "no standby store, tuttiCommShrink will fail: " << e.what());
+  }
 }
 
 }  // namespace
@@ -133,13 +151,18 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
     Deadline deadline(options_.timeoutSec);
 
     transport::PeerInfo me{rank_, bootstrap::localHostId(), localHostname(), getpid()};
-    auto all = bootstrap_->allGather("peers", encodePeer(me, myPlace), deadline);
+    openStandby(store_.get(), &standby_);
+    std::string myStandby = standby_ ? standby_->address().encode() : std::string();
+    auto all = bootstrap_->allGather("peers", encodePeer(me, myStandby, myPlace), deadline);
     peers_.resize(nranks_);
     places_.resize(nranks_);
+    standbyOf_.resize(nranks_);
     std::map<std::string, int> hostIndex;
     hostOf_.resize(nranks_);
     for (int r = 0; r < nranks_; ++r) {
-      peers_[r] = decodePeer(r, all[r], &places_[r]);
+      std::string standby;
+      peers_[r] = decodePeer(r, all[r], &standby, &places_[r]);
+      standbyOf_[r] = bootstrap::StandbyAddress::parse(standby);
       auto it = hostIndex.emplace(peers_[r].hostId, static_cast<int>(hostIndex.size())).first;
       hostOf_[r] = it->second;
     }
@@ -195,11 +218,15 @@ Communicator::~Communicator() {
   if (abortFd_ >= 0) ::close(abortFd_);
 }
 
-void Communicator::abort() {
+void Communicator::revoke() {
   if (aborted_.exchange(true)) return;
   uint64_t one = 1;
   ssize_t rc = ::write(abortFd_, &one, sizeof(one));
   (void)rc;
+}
+
+void Communicator::abort() {
+  revoke();
   if (bootstrap_) bootstrap_->abort();
 }
 
@@ -222,6 +249,12 @@ void Communicator::rethrowCallFailure() {
     if (auto record = failureRecordOf(e.peer())) {
       first = record->first;
       text += "; rank " + std::to_string(e.peer()) + " had failed before: " + record->second;
+    } else if (int dead = firstDeadRankIfAlive(e.peer()); dead >= 0) {
+      // No record (the store may have died with its rank), but the peer is alive: it gave up
+      // after a failure elsewhere. The rank that is gone is found at its standby address.
+      first = dead;
+      text += "; rank " + std::to_string(e.peer()) + " is alive (it gave up after a failure), " +
+              describePeer(dead) + " is not (its standby address refuses connections)";
     }
     text += " (the first rank to fail: " + std::to_string(first) + ")";
     trace_.end(false);
