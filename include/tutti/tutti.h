@@ -161,7 +161,8 @@ TUTTI_API tuttiResult_t tuttiCommSplit(tuttiComm_t comm, int color, int key, tut
  * range or twice in the list, all ranks excluded, or the caller in the list; tuttiRemoteError
  * naming a rank not in the list that has failed; tuttiTimeout naming a live rank that did not
  * call within the timeout. With TUTTI_SHRINK_DEFAULT comm stays as it was (usable when it
- * was healthy). */
+ * was healthy). Needs comm made over tutti's TCP store (a unique id, the environment, a
+ * shrink): tuttiUnsupported for tuttiCommInitRankStore's and TUTTI_STORE_FILE's. */
 #define TUTTI_SHRINK_DEFAULT 0x00
 #define TUTTI_SHRINK_ABORT 0x01
 TUTTI_API tuttiResult_t tuttiCommShrink(tuttiComm_t comm, int* excludeRanksList,

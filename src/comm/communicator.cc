@@ -98,12 +98,14 @@ void bindOnce(const std::vector<int>& hostOf, int rank) {
   });
 }
 
-// This rank's standby store, on the address it reaches the store from (else the advertised
-// one, as the bootstrap ring). Without one the communicator works, but cannot shrink.
+// This rank's standby store, on the address it reaches the store from. Only over tutti's
+// TCP store (a unique id, the environment, a shrink), whose server lives in one rank's
+// process: a caller's store (tuttiCommInitRankStore, which opens no port) or a file store
+// outlives the ranks, and these communicators cannot shrink.
 void openStandby(bootstrap::Store* store, std::unique_ptr<bootstrap::StandbyStore>* out) {
   try {
     std::string host = store->localHost();
-    if (host.empty()) host = bootstrap::advertisedAddress().host();
+    if (host.empty()) return;
     *out = std::make_unique<bootstrap::StandbyStore>(host);
   } catch (const Error& e) {
     TUTTI_WARN(kInit, "no standby store, tuttiCommShrink will fail: " << e.what());
