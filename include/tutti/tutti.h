@@ -148,6 +148,37 @@ TUTTI_API tuttiResult_t tuttiCommInitRankStore(tuttiComm_t* comm, int nranks, in
                                                const tuttiStore_t* store, tuttiConfig_t* config);
 TUTTI_API tuttiResult_t tuttiCommSplit(tuttiComm_t comm, int color, int key, tuttiComm_t* newcomm,
                                        tuttiConfig_t* config);
+/* Shrink (NCCL 2.27's ncclCommShrink): the ranks of comm not in excludeRanksList build a new
+ * communicator without the excluded ones, renumbered in order (the lowest becomes rank 0).
+ * Collective over exactly those ranks, which must pass the same list (else tuttiInvalidUsage
+ * on every one of them); the excluded ranks do not call and are never waited for, dead or
+ * alive. Works on a failed communicator and when the rank serving comm's store (rank 0 of an
+ * init from a unique id or the environment) is among the dead: the ranks meet at a standby
+ * store of the lowest surviving rank, whose address every rank published at init
+ * (docs/reliability.md). config NULL: comm's settings. shrinkFlags: TUTTI_SHRINK_DEFAULT, or
+ * TUTTI_SHRINK_ABORT to abort comm first (calls in progress on other threads return an error;
+ * comm then only accepts tuttiCommDestroy). Errors: tuttiInvalidArgument for a rank out of
+ * range or twice in the list, all ranks excluded, or the caller in the list; tuttiRemoteError
+ * naming a rank not in the list that has failed; tuttiTimeout naming a live rank that did not
+ * call within the timeout. With TUTTI_SHRINK_DEFAULT comm stays as it was (usable when it
+ * was healthy). Needs comm made over tutti's TCP store (a unique id, the environment, a
+ * shrink): tuttiUnsupported for tuttiCommInitRankStore's and TUTTI_STORE_FILE's. */
+#define TUTTI_SHRINK_DEFAULT 0x00
+#define TUTTI_SHRINK_ABORT 0x01
+TUTTI_API tuttiResult_t tuttiCommShrink(tuttiComm_t comm, int* excludeRanksList,
+                                        int excludeRanksCount, tuttiComm_t* newcomm,
+                                        tuttiConfig_t* config, int shrinkFlags);
+/* Agreement on the failed ranks (in the spirit of MPI ULFM's MPI_Comm_agree over the failed
+ * group): collective over the ranks of comm that are alive, on a healthy or a failed comm.
+ * failedRanks (room for comm's size) receives the failed ranks in ascending order and
+ * *failedCount their number. Every rank that returns tuttiSuccess gets the same list: the
+ * lowest live rank collects every rank's call and decides; a rank counts as failed when it
+ * did not take part and its standby address refuses connections or does not answer within
+ * 2 s (a process that died; a host that is gone). A rank that is alive but does not call
+ * within the timeout is a tuttiTimeout naming it. A rank that fails during the call may
+ * leave the others with an error instead of a list. Then pass the list to tuttiCommShrink. */
+TUTTI_API tuttiResult_t tuttiCommAgreeFailedRanks(tuttiComm_t comm, int* failedRanks,
+                                                  int* failedCount);
 /* Non-blocking; may be called from any thread; unblocks any call in progress on comm,
  * which then returns an error. The handle must still be freed with tuttiCommDestroy. */
 TUTTI_API tuttiResult_t tuttiCommAbort(tuttiComm_t comm);

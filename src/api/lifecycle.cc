@@ -1,6 +1,9 @@
-// Communicator lifecycle: unique id, init (blocking or not), from env, MPI, split, abort,
-// destroy, queries.
+// Communicator lifecycle: unique id, init (blocking or not), from env, MPI, split, shrink and
+// the agreement on failed ranks, abort, destroy, queries.
 #include <unistd.h>
+
+#include <span>
+#include <vector>
 
 #include "api_guard.h"
 #include "bootstrap/callback_store.h"
@@ -108,6 +111,18 @@ tuttiResult_t startInit(tuttiComm_t* out, const char* fn, StoreMaker makeStore,
   return tuttiInProgress;
 }
 
+// Shrink and agreement errors go to comm's last error without failing comm (their failures
+// name other ranks; comm's own state is its calls').
+template <typename F>
+tuttiResult_t recoveryCall(tuttiComm_t comm, const char* fn, F&& body) {
+  tuttiResult_t r = guarded(nullptr, fn, std::forward<F>(body));
+  if (r != tuttiSuccess && comm != nullptr) {
+    std::lock_guard<std::mutex> lock(comm->errorMutex);
+    comm->lastError = tutti::api::threadLastError();
+  }
+  return r;
+}
+
 }  // namespace
 
 extern "C" {
@@ -204,6 +219,46 @@ TUTTI_API tuttiResult_t tuttiCommSplit(tuttiComm_t comm, int color, int key, tut
     handle->ownsStore = false;
     handle->impl = std::move(child);
     *newcomm = handle.release();
+    return tuttiSuccess;
+  });
+}
+
+TUTTI_API tuttiResult_t tuttiCommShrink(tuttiComm_t comm, int* excludeRanksList,
+                                        int excludeRanksCount, tuttiComm_t* newcomm,
+                                        tuttiConfig_t* config, int shrinkFlags) {
+  return recoveryCall(comm, "tuttiCommShrink", [&] {
+    TUTTI_CHECK_ARG(newcomm != nullptr, "newcomm is NULL");
+    *newcomm = nullptr;
+    TUTTI_CHECK_ARG(comm != nullptr, "comm is NULL");
+    TUTTI_CHECK_ARG(excludeRanksCount >= 0, "excludeRanksCount ", excludeRanksCount,
+                    " is negative");
+    TUTTI_CHECK_ARG(excludeRanksCount == 0 || excludeRanksList != nullptr,
+                    "excludeRanksList is NULL with excludeRanksCount ", excludeRanksCount);
+    TUTTI_CHECK_ARG((shrinkFlags & ~TUTTI_SHRINK_ABORT) == 0, "shrinkFlags ", shrinkFlags,
+                    " has unknown bits: use TUTTI_SHRINK_DEFAULT or TUTTI_SHRINK_ABORT");
+    auto& parent = tutti::api::initialised(comm);
+    tutti::CommOptions options = config ? optionsFrom(config) : parent.options();
+    std::span<const int> exclude(excludeRanksList, static_cast<size_t>(excludeRanksCount));
+    auto shrunk = parent.shrink(exclude, (shrinkFlags & TUTTI_SHRINK_ABORT) != 0, options);
+    auto handle = std::make_unique<tuttiComm>();
+    handle->store = std::move(shrunk.store);
+    handle->storeServer = std::move(shrunk.server);
+    handle->impl = std::move(shrunk.comm);
+    *newcomm = handle.release();
+    return tuttiSuccess;
+  });
+}
+
+TUTTI_API tuttiResult_t tuttiCommAgreeFailedRanks(tuttiComm_t comm, int* failedRanks,
+                                                  int* failedCount) {
+  return recoveryCall(comm, "tuttiCommAgreeFailedRanks", [&] {
+    TUTTI_CHECK_ARG(comm != nullptr, "comm is NULL");
+    TUTTI_CHECK_ARG(failedRanks != nullptr, "failedRanks is NULL");
+    TUTTI_CHECK_ARG(failedCount != nullptr, "failedCount is NULL");
+    *failedCount = 0;
+    std::vector<int> failed = tutti::api::initialised(comm).agreeFailedRanks();
+    for (size_t i = 0; i < failed.size(); ++i) failedRanks[i] = failed[i];
+    *failedCount = static_cast<int>(failed.size());
     return tuttiSuccess;
   });
 }

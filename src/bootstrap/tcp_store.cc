@@ -140,6 +140,12 @@ void TcpStore::connect(const Deadline& deadline) {
     if (err == 0) break;
     disconnect();
     lastErr = err;
+    // Refused after this client was served before: the server's process has ended (a
+    // restarted server would not hold the keys either), so waiting for it only delays the
+    // error, e.g. a failure record written to the store of a rank that died.
+    if (servedBefore_ && err == ECONNREFUSED)
+      fail(tuttiRemoteError, "TcpStore: the store server at ", address(),
+           " refuses connections (it served this client before: its process has ended)");
     if (!retryableConnectError(err)) {
       throwSystemError("TcpStore: connect to the store server at " + address(), err);
     }
@@ -177,6 +183,7 @@ void TcpStore::connect(const Deadline& deadline) {
     }
     if (ack != proto::kHelloOk)
       fail(tuttiRemoteError, "TcpStore: unexpected handshake answer from ", address());
+    servedBefore_ = true;
   } catch (...) {
     disconnect();
     throw;

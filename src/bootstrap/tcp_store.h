@@ -31,6 +31,12 @@ class TcpStoreServer {
   TcpStoreServer(const SockAddr& bindAddr, const Secret& secret);
   // bindHostPort: "host:port" (port may be 0).
   TcpStoreServer(const std::string& bindHostPort, const Secret& secret);
+  // Serves on a socket bound and listening already (listenSocket), taking ownership of it:
+  // connections the kernel queued before are served too. The fd is closed on failure.
+  TcpStoreServer(int listeningFd, const Secret& secret);
+  // A bound, listening, non-blocking socket (port 0: ephemeral) for the constructor above;
+  // throws tuttiSystemError naming the address.
+  static int listenSocket(const SockAddr& bindAddr);
   // Stops the thread and closes every socket; clients then see the connection closed.
   ~TcpStoreServer();
   TcpStoreServer(const TcpStoreServer&) = delete;
@@ -77,7 +83,8 @@ class TcpStore : public Store {
  public:
   // Connects to the server, retrying with backoff (10 ms doubling to 1 s) until
   // connectDeadline; then tuttiTimeout naming the address. A refused secret throws
-  // tuttiRemoteError.
+  // tuttiRemoteError. A later reconnect (after a lost connection) that is refused throws
+  // tuttiRemoteError at once: the server that served this client has ended.
   TcpStore(const SockAddr& server, const Secret& secret, const Deadline& connectDeadline);
   TcpStore(const std::string& serverHostPort, const Secret& secret,
            const Deadline& connectDeadline);
@@ -135,6 +142,7 @@ class TcpStore : public Store {
   int abortFd_ = -1;
   std::atomic<bool> aborted_{false};
   const AbortSignal* also_ = nullptr;  // of the get in progress (under mu_)
+  bool servedBefore_ = false;  // a handshake succeeded once (under mu_)
 };
 
 }  // namespace tutti::bootstrap

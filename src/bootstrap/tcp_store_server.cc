@@ -137,20 +137,33 @@ struct TcpStoreServer::Impl {
 TcpStoreServer::TcpStoreServer(const std::string& bindHostPort, const Secret& secret)
     : TcpStoreServer(SockAddr::parse(bindHostPort, "TcpStoreServer bind address", true), secret) {}
 
-TcpStoreServer::TcpStoreServer(const SockAddr& bindAddr, const Secret& secret)
-    : impl_(std::make_unique<Impl>()) {
-  impl_->secret = secret;
+namespace {
+// A bound, listening, non-blocking socket on bindAddr (port 0: an ephemeral port).
+int listenOn(const SockAddr& bindAddr, int backlog) {
   int fd = ::socket(bindAddr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) throwSystemError("TcpStoreServer: socket for " + bindAddr.toString());
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (::bind(fd, bindAddr.sa(), bindAddr.len) != 0 || ::listen(fd, 1024) != 0) {
+  if (::bind(fd, bindAddr.sa(), bindAddr.len) != 0 || ::listen(fd, backlog) != 0) {
     int err = errno;
     ::close(fd);
     throwSystemError("TcpStoreServer: cannot listen on " + bindAddr.toString() +
                          (err == EADDRINUSE ? " (the port is taken; pick another one)" : ""),
                      err);
   }
+  return fd;
+}
+}  // namespace
+
+TcpStoreServer::TcpStoreServer(const SockAddr& bindAddr, const Secret& secret)
+    : TcpStoreServer(listenOn(bindAddr, 1024), secret) {}
+
+int TcpStoreServer::listenSocket(const SockAddr& bindAddr) { return listenOn(bindAddr, 1024); }
+
+TcpStoreServer::TcpStoreServer(int listeningFd, const Secret& secret)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->secret = secret;
+  const int fd = listeningFd;
   impl_->listenFd = fd;
   impl_->addr = SockAddr::local(fd);
   impl_->stopFd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

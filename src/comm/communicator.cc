@@ -20,6 +20,7 @@
 #include "algorithms/patterns/patterns.h"
 #include "bootstrap/host_id.h"
 #include "bootstrap/prefix_store.h"
+#include "bootstrap/unique_id.h"
 #include "bootstrap/watched_store.h"
 #include "comm/place_topology.h"
 #include "comm/rank_place.h"
@@ -48,15 +49,18 @@ namespace tutti {
 
 namespace {
 
-// A rank's record: host id, host name, pid and its place (rank_place.h), one per line.
-std::vector<std::byte> encodePeer(const transport::PeerInfo& p, const RankPlace& place) {
+// A rank's record: host id, host name, pid, pid namespace, its standby store's address
+// (bootstrap/standby.h; empty when it has none) and its place (rank_place.h), one per line.
+std::vector<std::byte> encodePeer(const transport::PeerInfo& p, const std::string& standby,
+                                  const RankPlace& place) {
   std::string s = p.hostId + '\n' + p.hostname + '\n' + std::to_string(p.pid) + '\n' +
-                  std::to_string(p.pidNs) + '\n' + encodePlace(place);
+                  std::to_string(p.pidNs) + '\n' + standby + '\n' + encodePlace(place);
   auto bytes = std::as_bytes(std::span<const char>(s.data(), s.size()));
   return {bytes.begin(), bytes.end()};
 }
 
-transport::PeerInfo decodePeer(int rank, const std::vector<std::byte>& v, RankPlace* place) {
+transport::PeerInfo decodePeer(int rank, const std::vector<std::byte>& v, std::string* standby,
+                               RankPlace* place) {
   std::string s(reinterpret_cast<const char*>(v.data()), v.size());
   transport::PeerInfo p;
   p.rank = rank;
@@ -64,12 +68,14 @@ transport::PeerInfo decodePeer(int rank, const std::vector<std::byte>& v, RankPl
   size_t b = a == std::string::npos ? a : s.find('\n', a + 1);
   size_t c = b == std::string::npos ? b : s.find('\n', b + 1);
   size_t d = c == std::string::npos ? c : s.find('\n', c + 1);
-  if (d == std::string::npos) fail(tuttiInternalError, "malformed peer record from rank ", rank);
+  size_t e = d == std::string::npos ? d : s.find('\n', d + 1);
+  if (e == std::string::npos) fail(tuttiInternalError, "malformed peer record from rank ", rank);
   p.hostId = s.substr(0, a);
   p.hostname = s.substr(a + 1, b - a - 1);
   p.pid = static_cast<pid_t>(std::stol(s.substr(b + 1, c - b - 1)));
   p.pidNs = std::stoull(s.substr(c + 1, d - c - 1));
-  *place = decodePlace(s.substr(d + 1), rank);
+  *standby = s.substr(d + 1, e - d - 1);
+  *place = decodePlace(s.substr(e + 1), rank);
   return p;
 }
 
@@ -131,6 +137,20 @@ void bindOnce(const std::vector<int>& hostOf, int rank) {
   });
 }
 
+// This rank's standby store, on the address it reaches the store from. Only over tutti's
+// TCP store (a unique id, the environment, a shrink), whose server lives in one rank's
+// process: a caller's store (tuttiCommInitRankStore, which opens no port) or a file store
+// outlives the ranks, and these communicators cannot shrink.
+void openStandby(bootstrap::Store* store, std::unique_ptr<bootstrap::StandbyStore>* out) {
+  try {
+    std::string host = store->localHost();
+    if (host.empty()) return;
+    *out = std::make_unique<bootstrap::StandbyStore>(host);
+  } catch (const Error& e) {
+    TUTTI_WARN(kInit, "no standby store, tuttiCommShrink will fail: " << e.what());
+  }
+}
+
 }  // namespace
 
 CommOptions commOptionsFromEnv() {
@@ -182,13 +202,18 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
                            pidNamespace()};
     // A rank claimed twice or a disagreement on nranks fails here, naming them.
     bootstrap_->join("host " + me.hostname + ", pid " + std::to_string(me.pid), deadline);
-    auto all = bootstrap_->allGather("peers", encodePeer(me, myPlace), deadline);
+    openStandby(store_.get(), &standby_);
+    std::string myStandby = standby_ ? standby_->address().encode() : std::string();
+    auto all = bootstrap_->allGather("peers", encodePeer(me, myStandby, myPlace), deadline);
     peers_.resize(nranks_);
     places_.resize(nranks_);
+    standbyOf_.resize(nranks_);
     std::map<std::string, int> hostIndex;
     hostOf_.resize(nranks_);
     for (int r = 0; r < nranks_; ++r) {
-      peers_[r] = decodePeer(r, all[r], &places_[r]);
+      std::string standby;
+      peers_[r] = decodePeer(r, all[r], &standby, &places_[r]);
+      standbyOf_[r] = bootstrap::StandbyAddress::parse(standby);
       auto it = hostIndex.emplace(peers_[r].hostId, static_cast<int>(hostIndex.size())).first;
       hostOf_[r] = it->second;
     }
@@ -251,11 +276,15 @@ Communicator::~Communicator() {
   if (abortFd_ >= 0) ::close(abortFd_);
 }
 
-void Communicator::abort() {
+void Communicator::revoke() {
   if (aborted_.exchange(true)) return;
   uint64_t one = 1;
   ssize_t rc = ::write(abortFd_, &one, sizeof(one));
   (void)rc;
+}
+
+void Communicator::abort() {
+  revoke();
   if (bootstrap_) bootstrap_->abort();
 }
 
@@ -278,6 +307,12 @@ void Communicator::rethrowCallFailure() {
     if (auto record = failureRecordOf(e.peer())) {
       first = record->first;
       text += "; rank " + std::to_string(e.peer()) + " had failed before: " + record->second;
+    } else if (int dead = firstDeadRankIfAlive(e.peer()); dead >= 0) {
+      // No record (the store may have died with its rank), but the peer is alive: it gave up
+      // after a failure elsewhere. The rank that is gone is found at its standby address.
+      first = dead;
+      text += "; rank " + std::to_string(e.peer()) + " is alive (it gave up after a failure), " +
+              describePeer(dead) + " is not (its standby address refuses connections)";
     }
     text += " (the first rank to fail: " + std::to_string(first) + ")";
     trace_.end(false);

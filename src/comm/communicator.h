@@ -14,6 +14,7 @@
 
 #include "algorithms/algorithm.h"
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/standby.h"
 #include "bootstrap/store.h"
 #include "comm/call_trace.h"
 #include "comm/rank_place.h"
@@ -84,6 +85,30 @@ class Communicator {
   void runP2p(std::span<const P2pOp> ops);
 
   std::unique_ptr<Communicator> split(int color, int key, CommOptions options);
+
+  // Recovery after failures (comm/recovery.cc; docs/reliability.md). Neither needs the
+  // communicator's store nor the excluded or failed ranks: they meet at the standby store of
+  // their lowest rank (bootstrap/standby.h), which every rank published at init.
+  //
+  // The communicator of the ranks not in `exclude` (renumbered in order), made by exactly
+  // those ranks; its store is the standby store of the lowest of them (`server` holds it on
+  // that rank). abortFirst (TUTTI_SHRINK_ABORT): revoke() this communicator first. Throws
+  // tuttiInvalidArgument on a bad list, tuttiInvalidUsage when the ranks' lists differ,
+  // tuttiRemoteError naming a rank not excluded that has failed.
+  struct Shrunk {
+    std::unique_ptr<Communicator> comm;
+    std::shared_ptr<bootstrap::Store> store;
+    std::shared_ptr<void> server;  // non-null on the new rank 0
+  };
+  Shrunk shrink(std::span<const int> exclude, bool abortFirst, CommOptions options);
+  // The ranks that have failed, ascending, the same list on every rank that returns: the
+  // ranks that did not take part, found dead by their standby address refusing connections
+  // (or not answering). Collective over the ranks alive; a live rank that does not call
+  // within the timeout is a tuttiTimeout naming it.
+  std::vector<int> agreeFailedRanks();
+  // Ends the calls in progress on other threads (they fail) and fails every later call, as
+  // abort() does, without aborting the store (split siblings share it).
+  void revoke();
 
   // Before destruction: tells the store this rank is done with it, and on the rank that
   // serves the store waits (bounded) until every rank is, so no request is cut off.
@@ -168,6 +193,21 @@ class Communicator {
   // During connection and window setup: throws exec::PeerFailure naming a peer whose process
   // is gone (same host and pid namespace: the pid no longer runs or is a zombie).
   void watchPeers() const;
+  // Recovery helpers (comm/recovery.cc).
+  bootstrap::Liveness probeRank(int r, const Deadline& deadline) const;
+  // When `peer` answers at its standby address: the lowest other rank that does not (-1 when
+  // all do, or when peer does not).
+  int firstDeadRankIfAlive(int peer) const;
+  // A client of rank r's standby store (r == rank_: this rank's, serving first); null when
+  // r's address refuses connections or does not answer (r has failed).
+  std::shared_ptr<bootstrap::Store> connectStandby(int r, const Deadline& deadline);
+  // Every member sets <base>/<rank> = mine and reads the others'. A member that has failed
+  // (probeRank) is a tuttiRemoteError naming it, one missing at the deadline a tuttiTimeout.
+  std::map<int, std::string> gatherMembers(bootstrap::Store& store, const std::string& base,
+                                           const std::vector<int>& members, const std::string& mine,
+                                           const Deadline& deadline, const std::string& what);
+  std::vector<int> leadAgreement(bootstrap::Store& store, const std::string& base,
+                                 const Deadline& deadline);
   void execute(const exec::Schedule& schedule, std::span<std::byte* const> buffers);
   void execute(const exec::Schedule& schedule, std::span<const int> peers,
                std::span<std::byte* const> buffers);
@@ -202,6 +242,11 @@ class Communicator {
   std::atomic<bool> aborted_{false};
   int abortFd_ = -1;
   int splitCount_ = 0;
+  int shrinkCount_ = 0;
+  int agreeCount_ = 0;
+  // This rank's standby store (null when it could not listen) and every rank's address.
+  std::unique_ptr<bootstrap::StandbyStore> standby_;
+  std::vector<bootstrap::StandbyAddress> standbyOf_;
   const char* lastAlgorithm_ = "none";
   // Automatic choices by (collective, count, dtype, op, root, TUTTI_ALGO).
   std::map<std::string, const algo::AlgorithmInfo*> choiceCache_;

@@ -1,0 +1,280 @@
+// Recovery after failures: the survivors agree on the failed ranks and shrink the
+// communicator (docs/reliability.md, "Shrinking after a failure"). Neither uses the
+// communicator's store, whose server may have died with its rank, nor waits for failed
+// ranks: the ranks meet at the standby store of the lowest rank taking part
+// (bootstrap/standby.h), and a rank that does not come is probed at its standby address.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include "bootstrap/tcp_store.h"
+#include "comm/communicator.h"
+#include "common/error.h"
+#include "common/log.h"
+
+namespace tutti {
+
+namespace {
+
+constexpr double kProbeSeconds = 2.0;         // a connect that takes longer: no answer
+constexpr double kFirstProbeSeconds = 0.05;   // missing ranks are probed first after this,
+constexpr double kProbePeriodSeconds = 0.5;   // then this often
+constexpr double kHandshakeTrySeconds = 2.0;  // one try at a standby store's handshake
+
+std::string rankList(const std::vector<int>& ranks) {
+  std::string s;
+  for (int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return s.empty() ? "none" : s;
+}
+
+std::vector<int> parseRankList(const std::string& text) {
+  std::vector<int> out;
+  std::istringstream in(text);
+  int r = 0;
+  while (in >> r) out.push_back(r);
+  return out;
+}
+
+std::string encodeRankList(const std::vector<int>& ranks) {
+  std::string s;
+  for (int r : ranks) s += (s.empty() ? "" : " ") + std::to_string(r);
+  return s;
+}
+
+double secondsSince(const Deadline& d) { return d.totalSeconds() - d.secondsLeft(); }
+
+}  // namespace
+
+bootstrap::Liveness Communicator::probeRank(int r, const Deadline& deadline) const {
+  if (r == rank_) return bootstrap::Liveness::kAlive;
+  const auto& a = standbyOf_[r];
+  if (!a.valid()) return bootstrap::Liveness::kAlive;  // cannot tell: assume it is
+  double t = std::max(0.05, std::min(kProbeSeconds, deadline.secondsLeft()));
+  return bootstrap::probe(a.addr, t);
+}
+
+int Communicator::firstDeadRankIfAlive(int peer) const {
+  try {
+    Deadline deadline(kProbeSeconds);
+    if (probeRank(peer, deadline) != bootstrap::Liveness::kAlive) return -1;
+    for (int r = 0; r < nranks_; ++r)
+      if (r != rank_ && r != peer && standbyOf_[r].valid() &&
+          probeRank(r, deadline) != bootstrap::Liveness::kAlive)
+        return r;
+  } catch (const Error&) {
+  }
+  return -1;
+}
+
+std::shared_ptr<bootstrap::Store> Communicator::connectStandby(int r, const Deadline& deadline) {
+  if (!standbyOf_[r].valid())
+    fail(tuttiUnsupported, describePeer(r),
+         " has no standby store: only communicators made over tutti's TCP store (a unique id, "
+         "the environment, a shrink) can shrink or agree (not tuttiCommInitRankStore's, which "
+         "opens no port, nor TUTTI_STORE_FILE's), and a rank that could not listen at init "
+         "has none");
+  if (r == rank_) standby_->serve();
+  for (;;) {
+    if (probeRank(r, deadline) != bootstrap::Liveness::kAlive && r != rank_) return nullptr;
+    if (deadline.expired())
+      fail(tuttiTimeout, describePeer(r), " did not serve its standby store at ",
+           standbyOf_[r].addr.toString(), " within ", deadline.totalSeconds(),
+           " s (alive, but not in this call?)");
+    // The rank may not have reached this call yet: its kernel holds the connection until
+    // it serves; a try that times out is repeated as long as the rank is alive.
+    Deadline attempt(std::min(kHandshakeTrySeconds, std::max(0.0, deadline.secondsLeft())));
+    try {
+      return std::make_shared<bootstrap::TcpStore>(standbyOf_[r].addr, standbyOf_[r].secret,
+                                                   attempt);
+    } catch (const Error& e) {
+      if (e.code() == tuttiInvalidArgument) throw;
+      TUTTI_TRACE(kInit, "rank " << rank_ << ": standby store of rank " << r << ": " << e.what());
+    }
+  }
+}
+
+std::map<int, std::string> Communicator::gatherMembers(
+    bootstrap::Store& store, const std::string& base, const std::vector<int>& members,
+    const std::string& mine, const Deadline& deadline, const std::string& what) {
+  std::map<int, std::string> values;
+  values[rank_] = mine;
+  store.setString(base + "/" + std::to_string(rank_), mine);
+  std::vector<int> pending;
+  for (int r : members)
+    if (r != rank_) pending.push_back(r);
+  double nextProbe = nowSeconds() + kFirstProbeSeconds;
+  while (!pending.empty()) {
+    for (auto it = pending.begin(); it != pending.end();) {
+      std::string key = base + "/" + std::to_string(*it);
+      if (store.check({key})) {
+        values[*it] = store.getString(key, deadline);
+        it = pending.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (pending.empty()) break;
+    if (nowSeconds() >= nextProbe) {
+      for (int r : pending) {
+        bootstrap::Liveness l = probeRank(r, deadline);
+        if (l != bootstrap::Liveness::kAlive)
+          fail(tuttiRemoteError, what, ": ", describePeer(r),
+               " has failed (its standby address: ", bootstrap::livenessName(l),
+               "); pass it in excludeRanksList (tuttiCommAgreeFailedRanks lists the failed ranks)");
+      }
+      nextProbe = nowSeconds() + kProbePeriodSeconds;
+    }
+    if (deadline.expired())
+      fail(tuttiTimeout, what, ": rank(s) ", rankList(pending), " did not take part within ",
+           deadline.totalSeconds(), " s (they are alive: their standby addresses answer)");
+    ::usleep(5000);
+  }
+  return values;
+}
+
+Communicator::Shrunk Communicator::shrink(std::span<const int> exclude, bool abortFirst,
+                                          CommOptions options) {
+  log::setThreadRank(rank_);
+  const char* what = "tuttiCommShrink";
+  std::vector<bool> out(nranks_, false);
+  for (int x : exclude) {
+    TUTTI_CHECK_ARG(x >= 0 && x < nranks_, "excludeRanksList holds rank ", x, ", out of range [0, ",
+                    nranks_, ")");
+    TUTTI_CHECK_ARG(!out[x], "excludeRanksList holds rank ", x, " twice");
+    out[x] = true;
+  }
+  TUTTI_CHECK_ARG(static_cast<int>(exclude.size()) < nranks_, "excludeRanksList excludes all ",
+                  nranks_, " ranks: no communicator is left");
+  TUTTI_CHECK_ARG(!out[rank_], "this rank (", rank_,
+                  ") is in excludeRanksList: excluded ranks do not call tuttiCommShrink");
+  std::vector<int> survivors;
+  for (int r = 0; r < nranks_; ++r)
+    if (!out[r]) survivors.push_back(r);
+  std::vector<int> excluded(exclude.begin(), exclude.end());
+  std::sort(excluded.begin(), excluded.end());
+  if (abortFirst) revoke();
+  const int leader = survivors[0];
+  const int newRank =
+      static_cast<int>(std::find(survivors.begin(), survivors.end(), rank_) - survivors.begin());
+  const std::string prefix = "shrink" + std::to_string(shrinkCount_++);
+  Deadline deadline(options.timeoutSec);
+  Shrunk result;
+  if (leader == rank_) result.server = standby_ ? standby_->serve() : nullptr;
+  result.store = connectStandby(leader, deadline);
+  if (!result.store)
+    fail(tuttiRemoteError, what, ": ", describePeer(leader),
+         ", the new communicator's rank 0, has failed (its standby address refuses connections "
+         "or does not answer); pass it in excludeRanksList");
+  // Every survivor must exclude the same ranks: a difference is an error on every rank.
+  auto lists = gatherMembers(*result.store, prefix + "/exclude", survivors,
+                             encodeRankList(excluded), deadline, what);
+  for (const auto& [r, list] : lists) {
+    if (list == encodeRankList(excluded)) continue;
+    fail(tuttiInvalidUsage, what, ": rank ", rank_, " excludes ranks {", rankList(excluded),
+         "} but rank ", r, " excludes {", rankList(parseRankList(list)),
+         "}: every surviving rank must pass the same excludeRanksList");
+  }
+  TUTTI_INFO(kInit, "rank " << rank_ << ": shrinking to " << survivors.size() << " ranks without {"
+                            << rankList(excluded) << "}, new rank " << newRank
+                            << " (rendezvous at rank " << leader << "'s standby store, "
+                            << secondsSince(deadline) << " s)");
+  result.comm = std::make_unique<Communicator>(
+      result.store, prefix, newRank, static_cast<int>(survivors.size()), std::move(options));
+  return result;
+}
+
+std::vector<int> Communicator::leadAgreement(bootstrap::Store& store, const std::string& base,
+                                             const Deadline& deadline) {
+  // Waits for every rank to post, or to be found dead at its standby address.
+  std::vector<bool> took(nranks_, false), dead(nranks_, false);
+  took[rank_] = true;
+  std::vector<int> pending;
+  for (int r = 0; r < nranks_; ++r)
+    if (r != rank_) pending.push_back(r);
+  auto waitFor = [&](const std::string& sub, bool failAtDeadline) {
+    double nextProbe = nowSeconds() + kFirstProbeSeconds;
+    while (!pending.empty()) {
+      for (auto it = pending.begin(); it != pending.end();) {
+        if (store.check({base + "/" + sub + "/" + std::to_string(*it)})) {
+          took[*it] = true;
+          it = pending.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      if (pending.empty()) return;
+      if (nowSeconds() >= nextProbe) {
+        for (auto it = pending.begin(); it != pending.end();) {
+          if (probeRank(*it, deadline) != bootstrap::Liveness::kAlive) {
+            dead[*it] = true;
+            took[*it] = false;
+            it = pending.erase(it);
+          } else {
+            ++it;
+          }
+        }
+        nextProbe = nowSeconds() + kProbePeriodSeconds;
+      }
+      if (deadline.expired()) {
+        if (!failAtDeadline) return;
+        fail(tuttiTimeout, "tuttiCommAgreeFailedRanks: rank(s) ", rankList(pending),
+             " did not call within ", deadline.totalSeconds(),
+             " s, but are alive (their standby addresses answer)");
+      }
+      ::usleep(5000);
+    }
+  };
+  waitFor("in", true);
+  std::vector<int> failed;
+  for (int r = 0; r < nranks_; ++r)
+    if (!took[r]) failed.push_back(r);
+  store.setString(base + "/out", encodeRankList(failed));
+  // The others read the answer before this rank may go on (and stop serving it).
+  for (int r = 0; r < nranks_; ++r)
+    if (took[r] && r != rank_) pending.push_back(r);
+  waitFor("ack", false);
+  return failed;
+}
+
+std::vector<int> Communicator::agreeFailedRanks() {
+  log::setThreadRank(rank_);
+  Deadline deadline(options_.timeoutSec);
+  const std::string base = "agree" + std::to_string(agreeCount_++);
+  std::vector<bool> dead(nranks_, false);
+  for (;;) {
+    // The lowest rank not known dead leads; every rank finds the same one, as a dead
+    // rank's standby address refuses everyone.
+    int leader = 0;
+    while (dead[leader]) ++leader;
+    std::shared_ptr<bootstrap::Store> store = connectStandby(leader, deadline);
+    if (!store) {
+      dead[leader] = true;
+      continue;
+    }
+    std::vector<int> failed;
+    if (leader == rank_) {
+      failed = leadAgreement(*store, base, deadline);
+    } else {
+      try {
+        store->setString(base + "/in/" + std::to_string(rank_), "");
+        failed = parseRankList(store->getString(base + "/out", deadline));
+        store->setString(base + "/ack/" + std::to_string(rank_), "");
+      } catch (const Error& e) {
+        // The leader went away: when it has failed, the next lowest rank leads.
+        if (e.code() == tuttiTimeout || probeRank(leader, deadline) == bootstrap::Liveness::kAlive)
+          throw;
+        dead[leader] = true;
+        continue;
+      }
+    }
+    TUTTI_INFO(kInit, "rank " << rank_ << ": agreed failed ranks {" << rankList(failed)
+                              << "} (led by rank " << leader << ", " << secondsSince(deadline)
+                              << " s)");
+    return failed;
+  }
+}
+
+}  // namespace tutti

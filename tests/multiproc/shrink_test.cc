@@ -1,0 +1,334 @@
+// Recovery after a failure (issue 19): the survivors of a killed rank get errors naming it,
+// agree on the failed ranks (tuttiCommAgreeFailedRanks), shrink (tuttiCommShrink) and run
+// verified collectives on the smaller communicator. Rank 0's process serves the store here
+// (it makes the unique id, as an application does), so killing rank 0 takes the store with
+// it: the shrink must not need it.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm_test_util.h"
+#include "harness/fork_harness.h"
+#include "tutti/tutti.h"
+
+namespace tutti::test {
+namespace {
+
+// A unique id made by rank 0's process, handed to the other ranks through shared memory
+// mapped before the fork (the test process stays single-threaded).
+class Rank0Id {
+ public:
+  Rank0Id() {
+    void* mem =
+        mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(mem, MAP_FAILED);
+    shared_ = new (mem) Shared{};
+  }
+  ~Rank0Id() { munmap(shared_, sizeof(Shared)); }
+  Rank0Id(const Rank0Id&) = delete;
+  Rank0Id& operator=(const Rank0Id&) = delete;
+  // In rank `rank`'s process: rank 0 makes the id, the others wait for it.
+  bool get(int rank, tuttiUniqueId* id) {
+    if (rank == 0) {
+      tuttiResult_t r = tuttiGetUniqueId(&shared_->id);
+      shared_->state.store(r == tuttiSuccess ? 1 : 2);
+    }
+    for (int i = 0; i < 30000 && shared_->state.load() == 0; ++i) usleep(1000);
+    *id = shared_->id;
+    return shared_->state.load() == 1;
+  }
+
+ private:
+  struct Shared {
+    std::atomic<int> state{0};  // 0 pending, 1 ok, 2 failed
+    tuttiUniqueId id{};
+  };
+  Shared* shared_ = nullptr;
+};
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Element i of the input of the rank that was rank `old` of the parent, in call `call`:
+// distinct per rank, element and call, exact in a double.
+double input(int old, size_t i, int call) {
+  return (old + 1) * 1e6 + static_cast<double>(i % 9973) * 7 + call * 0.5;
+}
+
+// Verified all-reduce, all-gather and broadcast (two roots) on `comm`, whose rank r was
+// rank members[r] of the parent.
+void checkCollectives(tuttiComm_t comm, const std::vector<int>& members) {
+  int n = 0, me = -1;
+  TUTTI_ASSERT_OK(tuttiCommCount(comm, &n), comm);
+  TUTTI_ASSERT_OK(tuttiCommUserRank(comm, &me), comm);
+  ASSERT_EQ(n, static_cast<int>(members.size()));
+  const size_t count = 5003;
+  for (int call = 0; call < 3; ++call) {
+    std::vector<double> in(count), out(count, -1);
+    for (size_t i = 0; i < count; ++i) in[i] = input(members[me], i, call);
+    TUTTI_ASSERT_OK(
+        tuttiAllReduce(in.data(), out.data(), count, tuttiFloat64, tuttiSum, comm, nullptr), comm);
+    size_t wrong = 0;
+    for (size_t i = 0; i < count; ++i) {
+      double want = 0;
+      for (int old : members) want += input(old, i, call);
+      wrong += out[i] != want;
+    }
+    EXPECT_EQ(wrong, 0u) << "all-reduce call " << call;
+
+    std::vector<double> gathered(count * n, -1);
+    TUTTI_ASSERT_OK(tuttiAllGather(in.data(), gathered.data(), count, tuttiFloat64, comm, nullptr),
+                    comm);
+    wrong = 0;
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < count; ++i)
+        wrong += gathered[r * count + i] != input(members[r], i, call);
+    EXPECT_EQ(wrong, 0u) << "all-gather call " << call;
+
+    const int root = (call + 1) % n;
+    std::vector<double> b(count, -1);
+    TUTTI_ASSERT_OK(tuttiBroadcast(in.data(), b.data(), count, tuttiFloat64, root, comm, nullptr),
+                    comm);
+    wrong = 0;
+    for (size_t i = 0; i < count; ++i) wrong += b[i] != input(members[root], i, call);
+    EXPECT_EQ(wrong, 0u) << "broadcast root " << root << " call " << call;
+  }
+}
+
+struct Case {
+  const char* name;
+  const char* transport;  // TUTTI_TRANSPORT ("" = by priority)
+  int victim;
+};
+
+class KilledRank : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    if (*GetParam().transport) setenv("TUTTI_TRANSPORT", GetParam().transport, 1);
+    setenv("TUTTI_TIMEOUT", "20", 1);
+  }
+  void TearDown() override {
+    unsetenv("TUTTI_TRANSPORT");
+    unsetenv("TUTTI_TIMEOUT");
+  }
+};
+
+// 4 ranks all-reduce in a loop; the victim dies before its 4th call, while the others are in
+// it. The survivors' errors name it, they agree on {victim}, shrink (aborting the failed
+// parent) and run verified collectives on 3 ranks.
+TEST_P(KilledRank, SurvivorsAgreeShrinkAndGoOn) {
+  constexpr int n = 4;
+  const int victim = GetParam().victim;
+  Rank0Id ids;
+  auto r = runRanks(n, [&](int rank) {
+    tuttiUniqueId id;
+    ASSERT_TRUE(ids.get(rank, &id));
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+    std::vector<double> buf(20000);
+    tuttiResult_t res = tuttiSuccess;
+    for (int call = 0; call < 100 && res == tuttiSuccess; ++call) {
+      if (rank == victim && call == 3) ::raise(SIGKILL);
+      for (size_t i = 0; i < buf.size(); ++i) buf[i] = input(rank, i, call);
+      res =
+          tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat64, tuttiSum, comm, nullptr);
+    }
+    std::string msg = tuttiGetLastError(comm);
+    ASSERT_EQ(res, tuttiRemoteError) << msg;
+    EXPECT_NE(msg.find("(the first rank to fail: " + std::to_string(victim) + ")"),
+              std::string::npos)
+        << msg;
+
+    auto t0 = std::chrono::steady_clock::now();
+    int failed[n] = {-1, -1, -1, -1}, nfailed = -1;
+    TUTTI_ASSERT_OK(tuttiCommAgreeFailedRanks(comm, failed, &nfailed), comm);
+    ASSERT_EQ(nfailed, 1);
+    EXPECT_EQ(failed[0], victim);
+    double agreeSec = secondsSince(t0);
+
+    t0 = std::chrono::steady_clock::now();
+    tuttiComm_t small = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommShrink(comm, failed, nfailed, &small, nullptr, TUTTI_SHRINK_ABORT),
+                    comm);
+    double shrinkSec = secondsSince(t0);
+    ASSERT_NE(small, nullptr);
+    std::vector<int> members;
+    for (int q = 0; q < n; ++q)
+      if (q != victim) members.push_back(q);
+    int newRank = -1;
+    TUTTI_ASSERT_OK(tuttiCommUserRank(small, &newRank), small);
+    EXPECT_EQ(members[newRank], rank);
+    checkCollectives(small, members);
+    EXPECT_LT(agreeSec, 5.0);
+    EXPECT_LT(shrinkSec, 5.0);
+    std::printf("rank %d: agreement %.3f s, shrink %.3f s\n", rank, agreeSec, shrinkSec);
+    EXPECT_EQ(tuttiCommDestroy(small), tuttiSuccess) << tuttiGetLastError(nullptr);
+    t0 = std::chrono::steady_clock::now();
+    tuttiCommDestroy(comm);  // aborted by the shrink: prompt
+    EXPECT_LT(secondsSince(t0), 1.0);
+  });
+  EXPECT_EQ(r.ranks[victim].signal, SIGKILL) << r.describe();
+  for (int q = 0; q < n; ++q) {
+    if (q != victim) EXPECT_TRUE(r.ranks[q].ok()) << r.describe();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Victims, KilledRank,
+                         ::testing::Values(Case{"shm_rank0", "", 0}, Case{"shm_rank1", "", 1},
+                                           Case{"shm_rank2", "", 2}, Case{"shm_rank3", "", 3},
+                                           Case{"tcp_rank0", "tcp", 0},
+                                           Case{"tcp_rank2", "tcp", 2}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// Nothing failed: ranks 0-2 (or 1-3) exclude a live rank that calls nothing meanwhile, shrink
+// and run verified collectives; the parent stays usable by all four afterwards.
+class ExcludeLive : public ::testing::TestWithParam<int> {};
+
+TEST_P(ExcludeLive, ShrinkWithoutAFailure) {
+  constexpr int n = 4;
+  const int excluded = GetParam();
+  setenv("TUTTI_TIMEOUT", "20", 1);
+  Rank0Id ids;
+  auto r = runRanks(n, [&](int rank) {
+    tuttiUniqueId id;
+    ASSERT_TRUE(ids.get(rank, &id));
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+    int failed[n], nfailed = -1;
+    TUTTI_ASSERT_OK(tuttiCommAgreeFailedRanks(comm, failed, &nfailed), comm);
+    EXPECT_EQ(nfailed, 0);
+    if (rank != excluded) {
+      tuttiComm_t small = nullptr;
+      int list[1] = {excluded};
+      TUTTI_ASSERT_OK(tuttiCommShrink(comm, list, 1, &small, nullptr, TUTTI_SHRINK_DEFAULT), comm);
+      std::vector<int> members;
+      for (int q = 0; q < n; ++q)
+        if (q != excluded) members.push_back(q);
+      checkCollectives(small, members);
+      TUTTI_ASSERT_OK(tuttiCommDestroy(small), nullptr);
+    }
+    // The parent still works for all four.
+    std::vector<double> buf(1000);
+    for (size_t i = 0; i < buf.size(); ++i) buf[i] = input(rank, i, 9);
+    TUTTI_ASSERT_OK(
+        tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat64, tuttiSum, comm, nullptr),
+        comm);
+    size_t wrong = 0;
+    for (size_t i = 0; i < buf.size(); ++i) {
+      double want = 0;
+      for (int q = 0; q < n; ++q) want += input(q, i, 9);
+      wrong += buf[i] != want;
+    }
+    EXPECT_EQ(wrong, 0u);
+    TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+  });
+  unsetenv("TUTTI_TIMEOUT");
+  EXPECT_RANKS_OK(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(Excluded, ExcludeLive, ::testing::Values(0, 3));
+
+void expectInvalid(tuttiResult_t res, tuttiComm_t comm, const std::string& needle) {
+  std::string msg = tuttiGetLastError(comm);
+  EXPECT_EQ(res, tuttiInvalidArgument) << msg;
+  EXPECT_NE(msg.find(needle), std::string::npos) << msg;
+}
+
+// Bad arguments are refused at once with a message naming the problem, and leave the parent
+// healthy; lists that differ between the survivors are an error on every one of them.
+TEST(Shrink, BadArgumentsAndMismatchedLists) {
+  constexpr int n = 4;
+  setenv("TUTTI_TIMEOUT", "20", 1);
+  tuttiUniqueId id = makeId();
+  auto r = runRanks(n, [&](int rank) {
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+    tuttiComm_t small = nullptr;
+    auto t0 = std::chrono::steady_clock::now();
+    int outOfRange[1] = {n};
+    expectInvalid(tuttiCommShrink(comm, outOfRange, 1, &small, nullptr, 0), comm,
+                  "excludeRanksList holds rank 4, out of range [0, 4)");
+    int negative[1] = {-1};
+    expectInvalid(tuttiCommShrink(comm, negative, 1, &small, nullptr, 0), comm,
+                  "holds rank -1, out of range");
+    int all[n] = {0, 1, 2, 3};
+    expectInvalid(tuttiCommShrink(comm, all, n, &small, nullptr, 0), comm, "excludes all 4 ranks");
+    int self[1] = {rank};
+    expectInvalid(tuttiCommShrink(comm, self, 1, &small, nullptr, 0), comm,
+                  "this rank (" + std::to_string(rank) + ") is in excludeRanksList");
+    int twice[2] = {(rank + 1) % n, (rank + 1) % n};
+    expectInvalid(tuttiCommShrink(comm, twice, 2, &small, nullptr, 0), comm, "twice");
+    expectInvalid(tuttiCommShrink(comm, nullptr, 1, &small, nullptr, 0), comm,
+                  "excludeRanksList is NULL");
+    expectInvalid(tuttiCommShrink(comm, nullptr, 0, &small, nullptr, 4), comm, "shrinkFlags 4");
+    expectInvalid(tuttiCommShrink(comm, nullptr, 0, nullptr, nullptr, 0), comm, "newcomm is NULL");
+    EXPECT_EQ(small, nullptr);
+    EXPECT_LT(secondsSince(t0), 1.0);
+    int failed[n], nfailed = 0;
+    expectInvalid(tuttiCommAgreeFailedRanks(comm, nullptr, &nfailed), comm, "failedRanks is NULL");
+    expectInvalid(tuttiCommAgreeFailedRanks(comm, failed, nullptr), comm, "failedCount is NULL");
+    // Not failed by any of that.
+    tuttiResult_t async = tuttiInProgress;
+    TUTTI_ASSERT_OK(tuttiCommGetAsyncError(comm, &async), comm);
+    EXPECT_EQ(async, tuttiSuccess);
+    TUTTI_ASSERT_OK(tuttiBarrier(comm, nullptr), comm);
+
+    // Ranks 0 and 1 exclude {3}, rank 2 excludes {1, 3}; rank 3 calls nothing.
+    if (rank != 3) {
+      int list[2] = {rank == 2 ? 1 : 3, 3};
+      int count = rank == 2 ? 2 : 1;
+      tuttiResult_t res = tuttiCommShrink(comm, list, count, &small, nullptr, 0);
+      std::string msg = tuttiGetLastError(comm);
+      EXPECT_EQ(res, tuttiInvalidUsage) << msg;
+      EXPECT_NE(msg.find("every surviving rank must pass the same excludeRanksList"),
+                std::string::npos)
+          << msg;
+      EXPECT_EQ(small, nullptr);
+    }
+    TUTTI_ASSERT_OK(tuttiBarrier(comm, nullptr), comm);
+    TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+  });
+  unsetenv("TUTTI_TIMEOUT");
+  EXPECT_RANKS_OK(r);
+}
+
+// A rank that died but is not in the list: the shrink fails promptly naming it.
+TEST(Shrink, AFailedRankNotExcludedIsNamed) {
+  constexpr int n = 4;
+  setenv("TUTTI_TIMEOUT", "20", 1);
+  Rank0Id ids;
+  auto r = runRanks(n, [&](int rank) {
+    tuttiUniqueId id;
+    ASSERT_TRUE(ids.get(rank, &id));
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+    TUTTI_ASSERT_OK(tuttiBarrier(comm, nullptr), comm);
+    if (rank == 2) ::raise(SIGKILL);
+    ASSERT_NE(tuttiBarrier(comm, nullptr), tuttiSuccess);
+    auto t0 = std::chrono::steady_clock::now();
+    tuttiComm_t small = nullptr;
+    tuttiResult_t res = tuttiCommShrink(comm, nullptr, 0, &small, nullptr, TUTTI_SHRINK_ABORT);
+    std::string msg = tuttiGetLastError(comm);
+    EXPECT_EQ(res, tuttiRemoteError) << msg;
+    EXPECT_NE(msg.find("rank 2 (host"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("has failed"), std::string::npos) << msg;
+    EXPECT_LT(secondsSince(t0), 5.0) << msg;
+    EXPECT_EQ(small, nullptr);
+    tuttiCommDestroy(comm);
+  });
+  unsetenv("TUTTI_TIMEOUT");
+  EXPECT_EQ(r.ranks[2].signal, SIGKILL) << r.describe();
+  for (int q : {0, 1, 3}) EXPECT_TRUE(r.ranks[q].ok()) << r.describe();
+}
+
+}  // namespace
+}  // namespace tutti::test
