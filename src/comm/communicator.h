@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -206,6 +207,11 @@ class Communicator {
   std::map<int, std::string> gatherMembers(bootstrap::Store& store, const std::string& base,
                                            const std::vector<int>& members, const std::string& mine,
                                            const Deadline& deadline, const std::string& what);
+  // gatherMembers' wait for the pending members' values (failIfOneFailed probes them).
+  void gatherPending(bootstrap::Store& store, const std::string& base,
+                     std::map<int, std::string>& values, std::vector<int>& pending,
+                     const Deadline& deadline, const std::string& what,
+                     const std::function<void()>& failIfOneFailed);
   std::vector<int> leadAgreement(bootstrap::Store& store, const std::string& base,
                                  const Deadline& deadline);
   void execute(const exec::Schedule& schedule, std::span<std::byte* const> buffers);

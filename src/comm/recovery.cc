@@ -101,10 +101,35 @@ std::map<int, std::string> Communicator::gatherMembers(
     const std::string& mine, const Deadline& deadline, const std::string& what) {
   std::map<int, std::string> values;
   values[rank_] = mine;
-  store.setString(base + "/" + std::to_string(rank_), mine);
   std::vector<int> pending;
   for (int r : members)
     if (r != rank_) pending.push_back(r);
+  auto failIfOneFailed = [&] {
+    for (int r : pending) {
+      bootstrap::Liveness l = probeRank(r, deadline);
+      if (l != bootstrap::Liveness::kAlive)
+        fail(tuttiRemoteError, what, ": ", describePeer(r),
+             " has failed (its standby address: ", bootstrap::livenessName(l),
+             "); pass it in excludeRanksList (tuttiCommAgreeFailedRanks lists the failed ranks)");
+    }
+  };
+  try {
+    store.setString(base + "/" + std::to_string(rank_), mine);
+    gatherPending(store, base, values, pending, deadline, what, failIfOneFailed);
+  } catch (const Error& e) {
+    // The meeting store went away (its rank gave up, having found a failed member first):
+    // name that member rather than the store.
+    if (e.code() != tuttiRemoteError || pending.empty()) throw;
+    failIfOneFailed();
+    throw;
+  }
+  return values;
+}
+
+void Communicator::gatherPending(bootstrap::Store& store, const std::string& base,
+                                 std::map<int, std::string>& values, std::vector<int>& pending,
+                                 const Deadline& deadline, const std::string& what,
+                                 const std::function<void()>& failIfOneFailed) {
   double nextProbe = nowSeconds() + kFirstProbeSeconds;
   while (!pending.empty()) {
     for (auto it = pending.begin(); it != pending.end();) {
@@ -118,13 +143,7 @@ std::map<int, std::string> Communicator::gatherMembers(
     }
     if (pending.empty()) break;
     if (nowSeconds() >= nextProbe) {
-      for (int r : pending) {
-        bootstrap::Liveness l = probeRank(r, deadline);
-        if (l != bootstrap::Liveness::kAlive)
-          fail(tuttiRemoteError, what, ": ", describePeer(r),
-               " has failed (its standby address: ", bootstrap::livenessName(l),
-               "); pass it in excludeRanksList (tuttiCommAgreeFailedRanks lists the failed ranks)");
-      }
+      failIfOneFailed();
       nextProbe = nowSeconds() + kProbePeriodSeconds;
     }
     if (deadline.expired())
@@ -132,7 +151,6 @@ std::map<int, std::string> Communicator::gatherMembers(
            deadline.totalSeconds(), " s (they are alive: their standby addresses answer)");
     ::usleep(5000);
   }
-  return values;
 }
 
 Communicator::Shrunk Communicator::shrink(std::span<const int> exclude, bool abortFirst,
