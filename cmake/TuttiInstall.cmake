@@ -4,7 +4,8 @@ install(TARGETS tutti EXPORT tuttiTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(FILES include/tutti/tutti.h include/tutti/tutti.hpp include/tutti/error.hpp include/tutti/export.h
+install(FILES include/tutti/tutti.h include/tutti/tutti.hpp include/tutti/error.hpp
+        include/tutti/datatype.hpp include/tutti/export.h
         ${CMAKE_BINARY_DIR}/generated/tutti/config.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tutti)
 install(EXPORT tuttiTargets NAMESPACE tutti:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/tutti)

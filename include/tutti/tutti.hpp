@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "tutti/datatype.hpp"
 #include "tutti/error.hpp"
 #include "tutti/tutti.h"
 

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "tutti/datatype.hpp"
+
 namespace tutti_perf {
 
 const std::vector<tuttiDataType_t>& allTypes() {
@@ -62,26 +64,9 @@ const char* opName(tuttiRedOp_t op) {
   }
 }
 
-size_t typeSize(tuttiDataType_t t) {
-  switch (t) {
-    case tuttiInt8:
-    case tuttiUint8:
-      return 1;
-    case tuttiFloat16:
-    case tuttiBfloat16:
-      return 2;
-    case tuttiInt32:
-    case tuttiUint32:
-    case tuttiFloat32:
-      return 4;
-    default:
-      return 8;
-  }
-}
+size_t typeSize(tuttiDataType_t t) { return tutti::dataTypeSize(t); }
 
-bool isFloat(tuttiDataType_t t) {
-  return t == tuttiFloat16 || t == tuttiFloat32 || t == tuttiFloat64 || t == tuttiBfloat16;
-}
+bool isFloat(tuttiDataType_t t) { return tutti::isFloatDataType(t); }
 
 bool isSigned(tuttiDataType_t t) {
   return isFloat(t) || t == tuttiInt8 || t == tuttiInt32 || t == tuttiInt64;

@@ -5,36 +5,16 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tutti/datatype.hpp"
 #include "tutti/tutti.h"
 
 namespace tutti {
 
-constexpr size_t dtypeSize(tuttiDataType_t t) {
-  switch (t) {
-    case tuttiInt8:
-    case tuttiUint8:
-      return 1;
-    case tuttiFloat16:
-    case tuttiBfloat16:
-      return 2;
-    case tuttiInt32:
-    case tuttiUint32:
-    case tuttiFloat32:
-      return 4;
-    case tuttiInt64:
-    case tuttiUint64:
-    case tuttiFloat64:
-      return 8;
-    default:
-      return 0;
-  }
-}
+constexpr size_t dtypeSize(tuttiDataType_t t) { return dataTypeSize(t); }
 
 constexpr bool dtypeValid(int t) { return t >= 0 && t < tuttiNumTypes; }
 constexpr bool opValid(int op) { return op >= 0 && op < tuttiNumOps; }
-constexpr bool dtypeIsFloat(tuttiDataType_t t) {
-  return t == tuttiFloat16 || t == tuttiBfloat16 || t == tuttiFloat32 || t == tuttiFloat64;
-}
+constexpr bool dtypeIsFloat(tuttiDataType_t t) { return isFloatDataType(t); }
 
 const char* dtypeName(tuttiDataType_t t);
 const char* opName(tuttiRedOp_t op);

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "tutti/datatype.hpp"
+
 namespace tutti::verifiable {
 namespace {
 
@@ -238,26 +240,9 @@ double reduced(const Spec& s, size_t i) {
   return acc;
 }
 
-size_t elementSize(tuttiDataType_t t) {
-  switch (t) {
-    case tuttiInt8:
-    case tuttiUint8:
-      return 1;
-    case tuttiFloat16:
-    case tuttiBfloat16:
-      return 2;
-    case tuttiInt32:
-    case tuttiUint32:
-    case tuttiFloat32:
-      return 4;
-    default:
-      return 8;
-  }
-}
+size_t elementSize(tuttiDataType_t t) { return dataTypeSize(t); }
 
-bool isFloat(tuttiDataType_t t) {
-  return t == tuttiFloat16 || t == tuttiBfloat16 || t == tuttiFloat32 || t == tuttiFloat64;
-}
+bool isFloat(tuttiDataType_t t) { return isFloatDataType(t); }
 
 const char* typeName(tuttiDataType_t t) {
   switch (t) {

@@ -2,28 +2,13 @@
 
 #include <algorithm>
 
+#include "tutti/datatype.hpp"
+
 namespace tutti::soak {
 
-size_t dtypeBytes(tuttiDataType_t t) {
-  switch (t) {
-    case tuttiInt8:
-    case tuttiUint8:
-      return 1;
-    case tuttiFloat16:
-    case tuttiBfloat16:
-      return 2;
-    case tuttiInt32:
-    case tuttiUint32:
-    case tuttiFloat32:
-      return 4;
-    default:
-      return 8;
-  }
-}
+size_t dtypeBytes(tuttiDataType_t t) { return dataTypeSize(t); }
 
-bool isFloat(tuttiDataType_t t) {
-  return t == tuttiFloat16 || t == tuttiBfloat16 || t == tuttiFloat32 || t == tuttiFloat64;
-}
+bool isFloat(tuttiDataType_t t) { return isFloatDataType(t); }
 
 bool isUnsigned(tuttiDataType_t t) {
   return t == tuttiUint8 || t == tuttiUint32 || t == tuttiUint64;
