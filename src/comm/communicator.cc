@@ -113,6 +113,10 @@ std::string localHostname() {
 // Upper bound of TUTTI_SHM_WINDOW_BYTES (a window per rank, all mapped by every rank).
 constexpr int64_t kMaxWindowBytes = int64_t{1} << 30;
 
+// watchPeers' probes of peers on other hosts: how often, and how long one connect may take.
+constexpr std::chrono::milliseconds kRemoteProbeInterval{250};
+constexpr double kRemoteProbeTimeoutSeconds = 0.5;
+
 // TUTTI_BIND: the first communicator of the process binds it (later ones, possibly over a
 // subset of ranks with other local indices, keep that binding).
 void bindOnce(const std::vector<int>& hostOf, int rank) {
@@ -479,6 +483,23 @@ void Communicator::watchPeers() const {
                                      " died while the ranks set up their connections (its "
                                      "process is gone)");
   }
+  // Peers on other hosts: their pids mean nothing here, but a dead rank's standby socket
+  // refuses connections (bootstrap/standby.h). Only the peers being connected, and not at
+  // every slice of a wait: each probe is a TCP handshake at the peer.
+  auto now = std::chrono::steady_clock::now();
+  if (connectingTo_.empty() || now - lastRemoteProbe_ < kRemoteProbeInterval) return;
+  lastRemoteProbe_ = now;
+  for (int r : connectingTo_) {
+    const transport::PeerInfo& p = peers_[r];
+    if (r == rank_ || (p.hostId == me.hostId && p.pidNs == me.pidNs && p.pidNs != 0)) continue;
+    if (!standbyOf_[r].valid()) continue;
+    // A host that does not answer at all may be slow or partitioned: only a refusal counts.
+    if (bootstrap::probe(standbyOf_[r].addr, kRemoteProbeTimeoutSeconds) ==
+        bootstrap::Liveness::kRefused)
+      throw exec::PeerFailure(r, "rank " + std::to_string(rank_) + ": " + describePeer(r) +
+                                     " died while the ranks set up their connections (its "
+                                     "standby address refuses connections)");
+  }
 }
 
 void Communicator::connect(std::span<const int> peers) {
@@ -490,6 +511,11 @@ void Communicator::connect(std::span<const int> peers) {
   if (!todo.empty()) testDieAt("connect", rank_);
   for (auto& [t, list] : todo) {
     Deadline deadline(options_.timeoutSec);
+    connectingTo_ = list;
+    struct ClearOnExit {
+      std::vector<int>& v;
+      ~ClearOnExit() { v.clear(); }
+    } clear{connectingTo_};
     auto conns = t->connect(list, deadline);
     TUTTI_ASSERT(conns.size() == list.size());
     for (size_t i = 0; i < list.size(); ++i) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -192,7 +193,9 @@ class Communicator {
   void makeTopologyModel();
   void connect(std::span<const int> peers);
   // During connection and window setup: throws exec::PeerFailure naming a peer whose process
-  // is gone (same host and pid namespace: the pid no longer runs or is a zombie).
+  // is gone: on this host (same pid namespace) the pid no longer runs or is a zombie; on
+  // another host, one of the peers being connected (connectingTo_) refuses connections at its
+  // standby address (probed at most every kRemoteProbeSeconds).
   void watchPeers() const;
   // Recovery helpers (comm/recovery.cc).
   bootstrap::Liveness probeRank(int r, const Deadline& deadline) const;
@@ -253,6 +256,10 @@ class Communicator {
   // This rank's standby store (null when it could not listen) and every rank's address.
   std::unique_ptr<bootstrap::StandbyStore> standby_;
   std::vector<bootstrap::StandbyAddress> standbyOf_;
+  // The peers connect() is setting up connections to (watchPeers probes the remote ones), and
+  // when it last probed them.
+  std::vector<int> connectingTo_;
+  mutable std::chrono::steady_clock::time_point lastRemoteProbe_{};
   const char* lastAlgorithm_ = "none";
   // Automatic choices by (collective, count, dtype, op, root, TUTTI_ALGO).
   std::map<std::string, const algo::AlgorithmInfo*> choiceCache_;

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm_test_util.h"
@@ -84,14 +85,17 @@ struct DeathCase {
   const char* algo;       // TUTTI_ALGO
   const char* transport;  // TUTTI_TRANSPORT ("" = by priority)
   const char* window;     // TUTTI_SHM_WINDOW_BYTES ("" = default)
+  // Each rank its own TUTTI_HOSTID: the ranks count as 4 hosts, so a peer's pid says nothing
+  // and the dead rank must be found at its standby address (tcp only).
+  bool hostPerRank = false;
 };
 
 class SetupDeaths : public InitFailures, public ::testing::WithParamInterface<DeathCase> {};
 
 // Init succeeds on 4 ranks; rank 2 kills itself when its first all-reduce reaches the shared
-// window setup or the connection setup. Ranks 0, 1 and 3 must fail that call with
-// tuttiRemoteError naming rank 2 well within TUTTI_TIMEOUT (30 s): before the fix they
-// waited the whole timeout for a key rank 2 never set.
+// window setup or the connection setup (also with the ranks as 4 hosts). Ranks 0, 1 and 3 must fail
+// that call with tuttiRemoteError naming rank 2 well within TUTTI_TIMEOUT (30 s): before the fix
+// they waited the whole timeout for a key rank 2 never set.
 TEST_P(SetupDeaths, DeadRankIsNamedPromptly) {
   const DeathCase& c = GetParam();
   setenv("TUTTI_TEST_DIE_AT", c.dieAt, 1);
@@ -100,6 +104,8 @@ TEST_P(SetupDeaths, DeadRankIsNamedPromptly) {
   if (*c.window) setenv("TUTTI_SHM_WINDOW_BYTES", c.window, 1);
   tuttiUniqueId id = makeId();
   auto r = runRanks(4, [&](int rank) {
+    if (c.hostPerRank)
+      setenv("TUTTI_HOSTID", ("init-failure-host-" + std::to_string(rank)).c_str(), 1);
     tuttiComm_t comm = nullptr;
     TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 4, id, rank), nullptr);
     std::vector<float> buf(4096);
@@ -113,6 +119,10 @@ TEST_P(SetupDeaths, DeadRankIsNamedPromptly) {
     EXPECT_LT(secs, 5.0) << msg;
     EXPECT_NE(msg.find("rank 2 (host"), std::string::npos) << msg;
     EXPECT_NE(msg.find("(the first rank to fail: 2)"), std::string::npos) << msg;
+    // Stay a moment before exiting: a survivor that has not looked yet would find this
+    // process gone too and, with rank 0 (which holds the store and the failure records)
+    // gone, could not tell which death came first.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     tuttiCommAbort(comm);
     tuttiCommDestroy(comm);
   });
@@ -124,7 +134,9 @@ INSTANTIATE_TEST_SUITE_P(
     Phases, SetupDeaths,
     ::testing::Values(DeathCase{"window", "window:2", "allreduce:direct", "", ""},
                       DeathCase{"shm_connect", "connect:2", "allreduce:ring", "shm", "0"},
-                      DeathCase{"tcp_connect", "connect:2", "allreduce:ring", "tcp", "0"}),
+                      DeathCase{"tcp_connect", "connect:2", "allreduce:ring", "tcp", "0"},
+                      DeathCase{"tcp_connect_other_hosts", "connect:2", "allreduce:ring", "tcp",
+                                "0", true}),
     [](const ::testing::TestParamInfo<DeathCase>& i) { return std::string(i.param.name); });
 
 }  // namespace
