@@ -56,6 +56,15 @@ PYBIND11_MODULE(_C, m) {
         tuttiGroup(pg).rawAllreduce(tensor);
       },
       py::call_guard<py::gil_scoped_release>());
+  m.def("queue_stats", [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+    auto s = tuttiGroup(pg).queueStats();
+    py::dict d;
+    d["at_submit"] = s.atSubmit;
+    d["by_waiter"] = s.byWaiter;
+    d["on_worker"] = s.onWorker;
+    d["learnt_sync"] = s.learntSync;
+    return d;
+  });
   m.def(
       "set_algorithm",
       [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg, const std::string& spec) {

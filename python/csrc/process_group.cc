@@ -25,7 +25,7 @@ size_t bytesOf(const at::Tensor& t) { return t.numel() * t.element_size(); }
 // The size given for point-to-point work: never run at submit on the caller's thread (an
 // irecv there would block the caller until the peer sends, and the caller may be the one
 // who has to send first). wait() may still run it when it is next.
-constexpr size_t kNeverAtSubmit = SIZE_MAX;
+constexpr size_t kNeverAtSubmit = WorkQueue::kNeverAtSubmit;
 
 void* ptr(const at::Tensor& t) { return t.numel() == 0 ? nullptr : t.data_ptr(); }
 

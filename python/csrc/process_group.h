@@ -96,6 +96,8 @@ class ProcessGroupTutti : public c10d::ProcessGroup {
   // Forces algorithms (tuttiCommSetAlgorithm) once the queue has drained.
   void setAlgorithm(const std::string& spec);
   std::string lastAlgorithm();
+  // Where this group's operations ran so far (work_queue.h).
+  WorkQueue::Stats queueStats() { return queue_->stats(); }
 
  private:
   using Body = std::function<void()>;

@@ -1,5 +1,7 @@
 #include "work.h"
 
+#include <time.h>
+
 #include <stdexcept>
 
 #include "work_queue.h"
@@ -40,6 +42,7 @@ void TuttiWork::markFuture(std::exception_ptr error) {
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> TuttiWork::getFuture() {
+  if (auto queue = queue_.lock()) queue->noteAsync();  // DDP's hooks: asynchronous use
   std::lock_guard lock(futureMu_);
   if (future_) return future_;
   future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
@@ -54,8 +57,36 @@ c10::intrusive_ptr<c10::ivalue::Future> TuttiWork::getFuture() {
   return future_;
 }
 
+namespace {
+std::chrono::nanoseconds threadCpuTime() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+}  // namespace
+
+void TuttiWork::markSubmitted() {
+  submittedAt_ = std::chrono::steady_clock::now();
+  submitterCpu_ = threadCpuTime();
+  submitter_ = std::this_thread::get_id();
+}
+
+bool TuttiWork::waitedRightAway(std::chrono::microseconds cpuGap,
+                                std::chrono::microseconds wallGap) const {
+  return std::this_thread::get_id() == submitter_ && threadCpuTime() - submitterCpu_ < cpuGap &&
+         std::chrono::steady_clock::now() - submittedAt_ < wallGap;
+}
+
+bool TuttiWork::isCompleted() {
+  if (auto queue = queue_.lock()) queue->noteAsync();
+  return c10d::Work::isCompleted();
+}
+
 bool TuttiWork::wait(std::chrono::milliseconds timeout) {
-  if (auto queue = queue_.lock()) queue->runIfNext(this);
+  if (auto queue = queue_.lock()) {
+    queue->noteWait(this);
+    queue->runIfNext(this);
+  }
   std::unique_lock lock(mutex_);
   if (timeout == kNoTimeout) {
     cv_.wait(lock, [&] { return completed_; });

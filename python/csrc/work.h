@@ -4,9 +4,11 @@
 
 #include <ATen/core/ivalue.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <vector>
 
@@ -23,9 +25,17 @@ class TuttiWork : public c10d::Work {
   void complete(std::exception_ptr error);
 
   bool wait(std::chrono::milliseconds timeout) override;
+  // Polling for completion is asynchronous use (WorkQueue::noteAsync).
+  bool isCompleted() override;
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   size_t bytes() const { return bytes_; }
+  // Called by the submitting thread when submit returns to it.
+  void markSubmitted();
+  // Whether this thread's wait comes right after the submit returned: same thread, under
+  // cpuGap of its CPU time since then (the caller did no work in between; time it spent
+  // descheduled on a busy machine does not count) and under wallGap (nor did it sleep).
+  bool waitedRightAway(std::chrono::microseconds cpuGap, std::chrono::microseconds wallGap) const;
   // The queue that runs this work: wait() runs it on the waiting thread when it is next.
   void setQueue(std::weak_ptr<class WorkQueue> queue) { queue_ = std::move(queue); }
   // Called when wait() times out (the backend aborts its communicator).
@@ -36,6 +46,9 @@ class TuttiWork : public c10d::Work {
   std::function<void()> body_;
   std::weak_ptr<class WorkQueue> queue_;
   size_t bytes_;
+  std::chrono::steady_clock::time_point submittedAt_{};
+  std::chrono::nanoseconds submitterCpu_{0};
+  std::thread::id submitter_;
   void markFuture(std::exception_ptr error);
   std::mutex futureMu_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;  // made on first getFuture()

@@ -18,13 +18,44 @@ WorkQueue::~WorkQueue() {
 void WorkQueue::submit(const c10::intrusive_ptr<TuttiWork>& work) {
   work->setQueue(weak_from_this());
   std::unique_lock lock(mu_);
-  if (work->bytes() <= inlineBytes_ && queue_.empty() && !busy_) {
+  const bool idle = queue_.empty() && !busy_;
+  const bool large = work->bytes() > inlineBytes_;
+  if (large && work->bytes() != kNeverAtSubmit) {
+    // The previous larger operation never waited for, or this one queued behind another:
+    // asynchronous use.
+    if (!lastLargeWaited_ || !idle) syncStreak_ = 0;
+    lastLarge_ = work.get();
+    lastLargeWaited_ = false;
+  }
+  if (idle && (!large || (work->bytes() != kNeverAtSubmit && syncStreak_ >= kSyncStreak))) {
+    ++stats_.atSubmit;
+    if (large) ++stats_.learntSync;
     runHere(lock, work);
+    work->markSubmitted();  // a synchronous caller's wait comes right after submit returns
     return;
   }
+  work->markSubmitted();  // before it is visible to the worker and to waiters
   queue_.push_back(work);
   lock.unlock();
   cv_.notify_all();
+}
+
+void WorkQueue::noteWait(const TuttiWork* work) {
+  const bool early = work->waitedRightAway(kSyncCpuGap, kSyncWallGap);
+  std::lock_guard lock(mu_);
+  if (work != lastLarge_ || lastLargeWaited_) return;
+  lastLargeWaited_ = true;
+  syncStreak_ = early ? syncStreak_ + 1 : 0;
+}
+
+void WorkQueue::noteAsync() {
+  std::lock_guard lock(mu_);
+  syncStreak_ = 0;
+}
+
+WorkQueue::Stats WorkQueue::stats() {
+  std::lock_guard lock(mu_);
+  return stats_;
 }
 
 bool WorkQueue::runIfNext(const TuttiWork* work) {
@@ -32,6 +63,7 @@ bool WorkQueue::runIfNext(const TuttiWork* work) {
   if (busy_ || queue_.empty() || queue_.front().get() != work) return false;
   auto next = std::move(queue_.front());
   queue_.pop_front();
+  ++stats_.byWaiter;
   runHere(lock, next);
   return true;
 }
@@ -57,8 +89,12 @@ void WorkQueue::loop() {
     auto work = std::move(queue_.front());
     queue_.pop_front();
     busy_ = true;
+    ++stats_.onWorker;
     lock.unlock();
     work->run();
+    // The last reference may free tensors, and that can take the GIL: never under mu_ (a
+    // thread holding the GIL may be waiting for mu_, e.g. in getFuture).
+    work.reset();
     lock.lock();
     busy_ = false;
   }

@@ -65,3 +65,9 @@ def test_tuttirun_sets_torch_variables(n):
     assert out.returncode == 0, out.stdout + out.stderr
     ranks = sorted(l.split("ok ")[1].split()[0] for l in out.stdout.splitlines() if "ok " in l)
     assert ranks == [str(r) for r in range(n)], out.stdout
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_sync_runs_on_caller_async_on_worker(n):
+    results = run_ranks(n, "placement_worker.py", timeout=120)
+    assert all(rc == 0 for rc, _, _ in results), describe(results)

@@ -1,0 +1,94 @@
+"""Where the backend runs operations (python/csrc/work_queue.h), checked through
+tutti.torch._C.queue_stats: synchronous use of large all-reduces is learnt and runs on the
+caller's thread; asynchronous use -- work left in flight while the caller sleeps, DDP-style
+futures -- runs on the worker and progresses without a wait. Every result is checked.
+Environment: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT."""
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+import tutti.torch
+from tutti.torch import _C
+
+dist.init_process_group("tutti")
+rank, n = dist.get_rank(), dist.get_world_size()
+pg = dist.group.WORLD
+ELEMS = 1 << 18  # 1 MiB of float32: above the 64 KiB run-at-submit size
+failures = []
+
+
+def expect(ok, what):
+    if not ok:
+        failures.append(what)
+
+
+def data(call):
+    """Distinct per rank, element and call; sums exact in float32."""
+    i = torch.arange(ELEMS, dtype=torch.float64)
+    return ((i * 7 + call * 131 + rank * 1009) % 4093).to(torch.float32)
+
+
+def want(call):
+    i = torch.arange(ELEMS, dtype=torch.float64)
+    return sum(((i * 7 + call * 131 + r * 1009) % 4093) for r in range(n)).to(torch.float32)
+
+
+def delta(before):
+    after = _C.queue_stats(pg)
+    return {k: after[k] - before[k] for k in after}
+
+
+call = 0
+# Synchronous: after the first kSyncStreak (2) calls, every call runs at submit.
+before = _C.queue_stats(pg)
+for _ in range(12):
+    call += 1
+    t = data(call)
+    dist.all_reduce(t)
+    expect(torch.equal(t, want(call)), f"sync call {call}")
+d = delta(before)
+expect(d["learnt_sync"] >= 8, f"sync all-reduces did not run on the caller's thread: {d}")
+
+# Asynchronous with work in between: the worker runs them while the caller sleeps.
+before = _C.queue_stats(pg)
+for k in range(6):
+    call += 1
+    t = data(call)
+    w = dist.all_reduce(t, async_op=True)
+    deadline = time.time() + 10
+    while not w.is_completed() and time.time() < deadline:
+        time.sleep(0.002)
+    expect(w.is_completed(), f"async call {call} made no progress without a wait")
+    w.wait()
+    expect(torch.equal(t, want(call)), f"async call {call}")
+d = delta(before)
+# At most the first one, right after the synchronous phase, may run at submit.
+expect(d["on_worker"] >= 5, f"async all-reduces did not run on the worker: {d}")
+
+# Futures (DDP's hooks ask for one at once): never learnt as synchronous.
+for _ in range(4):  # synchronous first, so that there is something to unlearn
+    call += 1
+    t = data(call)
+    dist.all_reduce(t)
+before = _C.queue_stats(pg)
+futs, calls, tensors = [], [], []
+for k in range(6):
+    call += 1
+    t = data(call)
+    futs.append(dist.all_reduce(t, async_op=True).get_future())
+    calls.append(call)
+    tensors.append(t)
+    time.sleep(0.001)
+for f, c, t in zip(futs, calls, tensors):
+    f.wait()
+    expect(torch.equal(t, want(c)), f"future call {c}")
+d = delta(before)
+expect(d["on_worker"] + d["by_waiter"] >= 5, f"future all-reduces ran at submit: {d}")
+
+dist.destroy_process_group()
+if failures:
+    print(f"rank {rank} FAILED: " + "; ".join(failures))
+    sys.exit(1)
+print(f"rank {rank} OK")
