@@ -59,6 +59,8 @@ def worker(reps):
                 t = torch.tensor([us], dtype=torch.float64)
                 dist.all_reduce(t, op=dist.ReduceOp.MAX, group=groups["gloo"])
                 res.setdefault(f"allreduce {label} {name}", []).append(t.item())
+                if os.environ.get("TORCH_BENCH_DEBUG") and rank == 0:
+                    print(label, name, _C.queue_stats(groups["tutti"]), us, file=sys.stderr)
 
     # Two MLPs with 16.8 MB of float32 gradients each: "dense" spends most of its step in
     # matrix products (this torch's generic BLAS makes it compute-bound here), "bag" is a

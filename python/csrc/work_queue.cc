@@ -31,16 +31,17 @@ void WorkQueue::submit(const c10::intrusive_ptr<TuttiWork>& work) {
     ++stats_.atSubmit;
     if (large) ++stats_.learntSync;
     runHere(lock, work);
-    work->markSubmitted();  // a synchronous caller's wait comes right after submit returns
+    if (large) work->markSubmitted();  // a synchronous caller's wait comes right after this
     return;
   }
-  work->markSubmitted();  // before it is visible to the worker and to waiters
+  if (large) work->markSubmitted();  // before it is visible to the worker and to waiters
   queue_.push_back(work);
   lock.unlock();
   cv_.notify_all();
 }
 
 void WorkQueue::noteWait(const TuttiWork* work) {
+  if (work->bytes() <= inlineBytes_ || work->bytes() == kNeverAtSubmit) return;
   const bool early = work->waitedRightAway(kSyncCpuGap, kSyncWallGap);
   std::lock_guard lock(mu_);
   if (work != lastLarge_ || lastLargeWaited_) return;
