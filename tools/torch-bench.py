@@ -43,7 +43,11 @@ def worker(reps):
             fn()
         return (time.perf_counter() - t) / count * 1e6  # us per call
 
-    for _ in range(reps):
+    # Each repetition times every case in BLOCKS blocks, the cases' blocks interleaved and their
+    # order rotated from one repetition to the next, so that a slow spell of the machine falls
+    # on all cases alike (the overhead columns compare two of them).
+    BLOCKS = 4
+    for rep in range(reps):
         for label, elems in sizes.items():
             x = torch.ones(elems)
             cases = {
@@ -52,15 +56,23 @@ def worker(reps):
                 "tutti raw C": (lambda: _C.raw_allreduce(groups["tutti"], x), iters[label]),
                 "tutti pg.allreduce": (lambda: groups["tutti"].allreduce([x]).wait(), iters[label]),
             }
-            for name, (fn, count) in cases.items():
-                fn()  # warm-up
-                us = timed(fn, count)
+            names = list(cases)
+            names = names[rep % len(names):] + names[:rep % len(names)]
+            total = dict.fromkeys(names, 0.0)
+            for name in names:
+                cases[name][0]()  # warm-up
+            for _ in range(BLOCKS):
+                for name in names:
+                    fn, count = cases[name]
+                    total[name] += timed(fn, max(1, count // BLOCKS)) / BLOCKS
+            for name in names:
                 # the slowest rank's time is the collective's time
-                t = torch.tensor([us], dtype=torch.float64)
+                t = torch.tensor([total[name]], dtype=torch.float64)
                 dist.all_reduce(t, op=dist.ReduceOp.MAX, group=groups["gloo"])
                 res.setdefault(f"allreduce {label} {name}", []).append(t.item())
                 if os.environ.get("TORCH_BENCH_DEBUG") and rank == 0:
-                    print(label, name, _C.queue_stats(groups["tutti"]), us, file=sys.stderr)
+                    print(label, name, _C.queue_stats(groups["tutti"]), total[name],
+                          file=sys.stderr)
 
     # Two MLPs with 16.8 MB of float32 gradients each: "dense" spends most of its step in
     # matrix products (this torch's generic BLAS makes it compute-bound here), "bag" is a
