@@ -1,5 +1,6 @@
 // Facts about tuttiDataType_t for C++ code that handles buffers by datatype (the library,
-// the perf tests, tutti-soak, the tests' verifiable data): one table for all. Header-only.
+// the perf tests, tutti-soak, the tests' verifiable data): one table for all (sizes, names,
+// float or not). Header-only.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +28,35 @@ constexpr size_t dataTypeSize(tuttiDataType_t t) {
       return 8;
     default:
       return 0;
+  }
+}
+
+// The names nccl-tests prints ("int8", "uint8", "int32", "uint32", "int64", "uint64", "half",
+// "float", "double", "bfloat16"); "?" for a value outside the enum.
+constexpr const char* dataTypeName(tuttiDataType_t t) {
+  switch (t) {
+    case tuttiInt8:
+      return "int8";
+    case tuttiUint8:
+      return "uint8";
+    case tuttiInt32:
+      return "int32";
+    case tuttiUint32:
+      return "uint32";
+    case tuttiInt64:
+      return "int64";
+    case tuttiUint64:
+      return "uint64";
+    case tuttiFloat16:
+      return "half";
+    case tuttiFloat32:
+      return "float";
+    case tuttiFloat64:
+      return "double";
+    case tuttiBfloat16:
+      return "bfloat16";
+    default:
+      return "?";
   }
 }
 

@@ -20,6 +20,7 @@
 #include "driver/options.h"
 #include "driver/output.h"
 #include "driver/types.h"
+#include "tutti/datatype.hpp"
 
 extern char** environ;
 
@@ -230,8 +231,8 @@ void printTableHeader(Run& run) {
     snprintf(buf, sizeof(buf), "  %*s", w, "(GB/s)");
     units += buf;
   }
-  PRINT("# %10s  %12s  %8s  %6s  %6s  out-of-place busbw by algorithm (%s:<algo>)\n", "",
-        "", "", "", "", run.b.coll->algoKey);
+  PRINT("# %10s  %12s  %8s  %6s  %6s  out-of-place busbw by algorithm (%s:<algo>)\n", "", "", "",
+        "", "", run.b.coll->algoKey);
   PRINT("# %10s  %12s  %8s  %6s  %6s%s  %7s  %-12s  %6s\n", "size", "count", "type", "redop",
         "root", names.c_str(), "auto", "auto-algo", "#wrong");
   PRINT("# %10s  %12s  %8s  %6s  %6s%s  %7s  %-12s  %6s\n", "(B)", "(elements)", "", "", "",
@@ -271,9 +272,9 @@ void csvRow(Run& run, const Layout& l, tuttiDataType_t type, const char* opStr, 
   if (!run.csv) return;
   const size_t ws = typeSize(type);
   fprintf(run.csv, "%s,%d,%zu,%zu,%s,%s,%d,%s,%s,%s,%s,", run.b.coll->program, run.b.nranks,
-          std::max(l.sendCount, l.recvCount) * ws, l.paramCount, typeName(type), opStr, root,
-          placement, csvEscape(algo.empty() ? "auto" : algo).c_str(), csvEscape(m.algoUsed).c_str(),
-          csvEscape(run.transports).c_str());
+          std::max(l.sendCount, l.recvCount) * ws, l.paramCount, tutti::dataTypeName(type), opStr,
+          root, placement, csvEscape(algo.empty() ? "auto" : algo).c_str(),
+          csvEscape(m.algoUsed).c_str(), csvEscape(run.transports).c_str());
   if (m.ran) {
     fprintf(run.csv, "%.3f,%.6f,%.6f,", m.timeUs, m.algBw, m.busBw);
     if (m.checked) {
@@ -312,7 +313,7 @@ void testSize(Run& run, const Layout& l, tuttiDataType_t type, tuttiRedOp_t op, 
   const size_t ws = typeSize(type);
   const int printedRoot = b.coll->hasRoot ? root : -1;
   PRINT("%12zu  %12zu  %8s  %6s  %6i", std::max(l.sendCount, l.recvCount) * ws, l.paramCount,
-        typeName(type), opStr, printedRoot);
+        tutti::dataTypeName(type), opStr, printedRoot);
   if (run.json.active()) {
     run.json.beginObject();
     run.json.key("size");
@@ -320,7 +321,7 @@ void testSize(Run& run, const Layout& l, tuttiDataType_t type, tuttiRedOp_t op, 
     run.json.key("count");
     run.json.integer(static_cast<int64_t>(l.paramCount));
     run.json.key("type");
-    run.json.str(typeName(type));
+    run.json.str(tutti::dataTypeName(type));
     run.json.key("redop");
     run.json.str(opStr);
     run.json.key("root");

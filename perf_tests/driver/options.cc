@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "driver/types.h"
+#include "tutti/datatype.hpp"
 
 namespace tutti_perf {
 
@@ -201,7 +202,8 @@ int parseOptions(int argc, char** argv, Options* o, bool hasOp, bool hasRoot) {
         } else if (parseType(optarg, &t)) {
           o->type = t;
         } else {
-          printf("invalid type %s, defaulting to %s .. \n", optarg, typeName(tuttiFloat32));
+          printf("invalid type %s, defaulting to %s .. \n", optarg,
+                 tutti::dataTypeName(tuttiFloat32));
           o->type = tuttiFloat32;
         }
         break;

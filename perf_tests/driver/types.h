@@ -16,8 +16,7 @@ namespace tutti_perf {
 const std::vector<tuttiDataType_t>& allTypes();
 const std::vector<tuttiRedOp_t>& allOps();
 
-const char* typeName(tuttiDataType_t t);  // "int8", ..., "half", "float", "double", "bfloat16"
-const char* opName(tuttiRedOp_t op);      // "sum", "prod", "max", "min", "avg"
+const char* opName(tuttiRedOp_t op);  // "sum", "prod", "max", "min", "avg"
 size_t typeSize(tuttiDataType_t t);
 bool isFloat(tuttiDataType_t t);
 bool isSigned(tuttiDataType_t t);  // signed integer or floating point

@@ -16,7 +16,7 @@ constexpr bool dtypeValid(int t) { return t >= 0 && t < tuttiNumTypes; }
 constexpr bool opValid(int op) { return op >= 0 && op < tuttiNumOps; }
 constexpr bool dtypeIsFloat(tuttiDataType_t t) { return isFloatDataType(t); }
 
-const char* dtypeName(tuttiDataType_t t);
+constexpr const char* dtypeName(tuttiDataType_t t) { return dataTypeName(t); }
 const char* opName(tuttiRedOp_t op);
 
 // IEEE half and bfloat16 <-> float32, round to nearest even.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "support/verifiable.h"
+#include "tutti/datatype.hpp"
 
 namespace tutti::test {
 
@@ -44,7 +45,7 @@ static const tuttiRedOp_t kAllOps[] = {tuttiSum, tuttiProd, tuttiMin, tuttiMax, 
 
 std::string describe(const Case& c, int n) {
   return std::string(c.coll->name) + ":" + c.algo + " n=" + std::to_string(n) + " " +
-         verifiable::typeName(c.dtype) + " " +
+         dataTypeName(c.dtype) + " " +
          (c.coll->hasOp ? verifiable::kindName(verifiable::kindOf(true, c.op)) : "-") +
          " count=" + std::to_string(c.count) + (c.inPlace ? " in-place" : " out-of-place") +
          " root=" + std::to_string(c.root) + (c.inOrder ? " rank-order data" : "");

@@ -12,6 +12,7 @@
 #include "driver/options.h"
 #include "driver/output.h"
 #include "driver/types.h"
+#include "tutti/datatype.hpp"
 
 namespace tutti_perf {
 namespace {
@@ -81,7 +82,8 @@ TEST(PerfVerify, ReductionsAreExactInEveryTypeOrderAndRankCount) {
           for (size_t i = 0; i < count; ++i) {
             reduceInType(p, *order, i, got.data());
             EXPECT_EQ(countWrong(p, got.data(), expected.data() + i * typeSize(t), 1), 0)
-                << "n=" << n << " type=" << typeName(t) << " op=" << opName(op) << " i=" << i;
+                << "n=" << n << " type=" << tutti::dataTypeName(t) << " op=" << opName(op)
+                << " i=" << i;
           }
         }
       }
@@ -109,7 +111,7 @@ TEST(PerfVerify, CountWrongSeesASingleBitFlip) {
     fillInput(p, 2, b.data(), 64, 0);
     EXPECT_EQ(countWrong(p, a.data(), b.data(), 64), 0);
     b[typeSize(t) * 10 + typeSize(t) - 1] ^= 0x01;  // high byte of element 10
-    EXPECT_EQ(countWrong(p, a.data(), b.data(), 64), 1) << typeName(t);
+    EXPECT_EQ(countWrong(p, a.data(), b.data(), 64), 1) << tutti::dataTypeName(t);
   }
 }
 

@@ -244,33 +244,6 @@ size_t elementSize(tuttiDataType_t t) { return dataTypeSize(t); }
 
 bool isFloat(tuttiDataType_t t) { return isFloatDataType(t); }
 
-const char* typeName(tuttiDataType_t t) {
-  switch (t) {
-    case tuttiInt8:
-      return "int8";
-    case tuttiUint8:
-      return "uint8";
-    case tuttiInt32:
-      return "int32";
-    case tuttiUint32:
-      return "uint32";
-    case tuttiInt64:
-      return "int64";
-    case tuttiUint64:
-      return "uint64";
-    case tuttiFloat16:
-      return "float16";
-    case tuttiBfloat16:
-      return "bfloat16";
-    case tuttiFloat32:
-      return "float32";
-    case tuttiFloat64:
-      return "float64";
-    default:
-      return "?";
-  }
-}
-
 const char* kindName(Kind k) {
   switch (k) {
     case Kind::kCopy:

@@ -59,7 +59,6 @@ double reduced(const Spec& s, size_t i);
 
 size_t elementSize(tuttiDataType_t t);
 bool isFloat(tuttiDataType_t t);
-const char* typeName(tuttiDataType_t t);
 const char* kindName(Kind k);
 // Exact conversions (v must be representable in t, as every value above is).
 void store(tuttiDataType_t t, void* base, size_t i, double v);

@@ -10,6 +10,8 @@
 #include <set>
 #include <vector>
 
+#include "tutti/datatype.hpp"
+
 namespace tutti::verifiable {
 namespace {
 
@@ -59,7 +61,7 @@ TEST(Verifiable, ValuesAreExactInTheirType) {
         for (int r = 0; r < n; ++r)
           for (size_t i = 0; i < 200; ++i) {
             const double v = value(s, r, i);
-            ASSERT_EQ(inType(t, v), v) << typeName(t) << " " << kindName(k) << " n=" << n;
+            ASSERT_EQ(inType(t, v), v) << dataTypeName(t) << " " << kindName(k) << " n=" << n;
           }
       }
 }
@@ -75,11 +77,11 @@ TEST(Verifiable, EveryOrderGivesTheReference) {
         for (int r = 1; r < n; r += 2) interleaved.push_back(r);
         for (size_t i = 0; i < 500; ++i) {
           const double want = reduced(s, i);
-          ASSERT_EQ(inType(t, want), want) << typeName(t) << " " << kindName(k) << " n=" << n;
+          ASSERT_EQ(inType(t, want), want) << dataTypeName(t) << " " << kindName(k) << " n=" << n;
           if (k == Kind::kCopy) continue;
           for (const auto* order : {&forward, &backward, &interleaved})
             ASSERT_EQ(reduceInType(s, *order, i), want)
-                << typeName(t) << " " << kindName(k) << " n=" << n << " element " << i;
+                << dataTypeName(t) << " " << kindName(k) << " n=" << n << " element " << i;
         }
       }
 }
@@ -99,12 +101,12 @@ TEST(Verifiable, DifferentPerRankElementAndCall) {
         sameCall += value(a, 2, i) == value(b, 2, i);
       }
       // At most 1 in 8 equal, even for 8-bit types at 8 ranks (sum: 31 values).
-      EXPECT_LT(sameRank, count / 8) << typeName(t) << " " << kindName(k);
-      EXPECT_LT(sameShift, count / 8) << typeName(t) << " " << kindName(k);
-      EXPECT_LT(sameCall, count / 8) << typeName(t) << " " << kindName(k);
+      EXPECT_LT(sameRank, count / 8) << dataTypeName(t) << " " << kindName(k);
+      EXPECT_LT(sameShift, count / 8) << dataTypeName(t) << " " << kindName(k);
+      EXPECT_LT(sameCall, count / 8) << dataTypeName(t) << " " << kindName(k);
       std::set<double> distinct;
       for (size_t i = 0; i < count; ++i) distinct.insert(value(a, 5, i));
-      EXPECT_GT(distinct.size(), t == tuttiInt8 ? 25u : 200u) << typeName(t);
+      EXPECT_GT(distinct.size(), t == tuttiInt8 ? 25u : 200u) << dataTypeName(t);
     }
   }
 }
@@ -127,7 +129,8 @@ TEST(Verifiable, ReductionsSeeEveryRank) {
           if (k == Kind::kAvg) acc /= n;
           same += acc == reduced(s, i);
         }
-        EXPECT_LT(same, 512u / 2) << typeName(t) << " " << kindName(k) << " without rank " << drop;
+        EXPECT_LT(same, 512u / 2) << dataTypeName(t) << " " << kindName(k) << " without rank "
+                                  << drop;
       }
     }
 }
@@ -155,10 +158,10 @@ TEST(Verifiable, SumInOrderDependsOnTheOrder) {
         inOrder = a;
         swapped = ((value(s, 0, i) + value(s, 2, i)) + value(s, 1, i)) + value(s, 3, i);
       }
-      ASSERT_EQ(reduced(s, i), inOrder) << typeName(t) << " element " << i;
+      ASSERT_EQ(reduced(s, i), inOrder) << dataTypeName(t) << " element " << i;
       differs += swapped != inOrder;
     }
-    EXPECT_GT(differs, 256u / 8) << typeName(t);
+    EXPECT_GT(differs, 256u / 8) << dataTypeName(t);
   }
 }
 
