@@ -43,4 +43,7 @@ function(tutti_add_test)
   endif()
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
                        SKIP_RETURN_CODE 77)
+  if(TUTTI_TEST_ENVIRONMENT)
+    set_tests_properties(${T_NAME} PROPERTIES ENVIRONMENT "${TUTTI_TEST_ENVIRONMENT}")
+  endif()
 endfunction()

@@ -130,6 +130,13 @@ if(TUTTI_SANITIZE)
   add_link_options(-fsanitize=${_san})
   message(STATUS "tutti: sanitizers ${_san}")
 endif()
+# The environment ctest gives every test (tutti_add_test, the launch tests): under ASan, the
+# leaks that system libraries keep for themselves are suppressed (tests/sanitizers/lsan.supp).
+set(TUTTI_TEST_ENVIRONMENT "")
+if(TUTTI_SANITIZE MATCHES "address")
+  set(TUTTI_TEST_ENVIRONMENT
+      "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/sanitizers/lsan.supp:print_suppressions=0")
+endif()
 
 # libFuzzer build: every object gets coverage instrumentation and ASan+UBSan; the fuzz
 # targets link the fuzzer's main (tests/fuzz/CMakeLists.txt).
