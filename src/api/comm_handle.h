@@ -11,6 +11,7 @@
 #include "bootstrap/store.h"
 #include "call_log.h"
 #include "comm/communicator.h"
+#include "compress/compressed_allreduce.h"
 #include "tutti/tutti.h"
 
 namespace tutti::api {
@@ -46,8 +47,10 @@ struct tuttiComm {
   // it and tuttiCommDestroy releases everything at once without waiting for the other ranks.
   std::atomic<tuttiResult_t> failure{tuttiSuccess};
   std::string failureText;
-  std::string transportsText;           // storage for tuttiCommTransports
-  std::shared_ptr<void> compressState;  // compressed.cc: error feedback, stats
+  std::string transportsText;  // storage for tuttiCommTransports
+  // tuttiAllReduceCompressed's state (made at the first call, under errorMutex); declared
+  // after impl, so it goes (joining its helper thread) before the communicator does.
+  std::unique_ptr<tutti::compress::CompressedAllReduce> compressed;
   // Calls made on this communicator (collectives and sends/receives): the opCount of the COLL
   // and P2P log lines.
   uint64_t opCount = 0;

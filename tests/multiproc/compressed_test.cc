@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -189,6 +190,18 @@ TEST_P(Compressed, QsgdIsIdenticalAndUnbiased) {
   EXPECT_TRUE(result.allOk()) << result.describe();
 }
 
+// Threads of this process now (/proc/self/task). ThreadSanitizer starts a thread of its own
+// in the forked rank when the rank makes its first one.
+#if defined(__SANITIZE_THREAD__)
+constexpr long kSanitizerThreads = 1;
+#else
+constexpr long kSanitizerThreads = 0;
+#endif
+long threadCount() {
+  return std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                       std::filesystem::directory_iterator());
+}
+
 // Large QSGD / none calls without error feedback are pipelined (chunks of whole buckets,
 // all-gathers on a helper thread); the same call with error feedback on a fresh residual
 // (p = g + 0) takes the one-shot path with the same random stream: both results must be
@@ -200,6 +213,7 @@ TEST_P(Compressed, PipelinedEqualsOneShot) {
   auto result = runRanks(
       n,
       [&](int rank) {
+        const long threadsBefore = threadCount();
         tuttiComm_t comm = nullptr;
         TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
         std::vector<float> g = gradient(rank, d), piped(d), oneShot(d);
@@ -218,7 +232,16 @@ TEST_P(Compressed, PipelinedEqualsOneShot) {
           expectIdenticalOnAllRanks(piped, n, comm);
         }
         EXPECT_EQ(stats(comm).wireBytesLastCall, 4 * d);  // none
+        // The pipelined calls' helper thread: the count does not grow from call to call, and
+        // nothing is left once the communicator is destroyed.
+        const long afterFirst = threadCount();
+        for (int i = 0; i < 3; ++i)
+          TUTTI_ASSERT_OK(tuttiAllReduceCompressed(g.data(), piped.data(), d, tuttiFloat32,
+                                                   "qsgd:s=4,b=512", 10, 0, comm, nullptr),
+                          comm);
+        EXPECT_EQ(threadCount(), afterFirst);
         TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+        EXPECT_EQ(threadCount(), threadsBefore + kSanitizerThreads);
       },
       120);
   EXPECT_TRUE(result.allOk()) << result.describe();
