@@ -5,9 +5,8 @@
 // about collectives: it moves no bytes by itself.
 //
 // Phases are 32-bit counters compared modulo 2^32 (a wait for v is satisfied by any value
-// at or "after" v). The executor adds epoch() to the relative phases of a schedule and
-// advances the epoch by the phases the schedule used, so windows can be reused call after
-// call without resetting the counters.
+// at or "after" v). Which values a call's phases mean is the executor's bookkeeping
+// (exec/window_state.h), kept by the window's owner.
 #pragma once
 
 #include <array>
@@ -53,45 +52,6 @@ class Window {
   static constexpr int kTagSlots = 2;
   virtual void setTag(int slot, const Tag& tag) = 0;
   virtual Tag tag(int rank, int slot) const = 0;
-
-  // The executor's bookkeeping, identical on every rank since all run the same window
-  // schedules in the same order.
-  uint32_t epoch() const { return epoch_; }
-  uint64_t calls() const { return calls_; }
-  int tagSlot() const { return static_cast<int>(calls_ % kTagSlots); }
-  // Schedules that fit in half the region (exec::Schedule::windowHalves) run in the two halves
-  // alternately: a rank may overwrite half h once every peer is done with that half's last
-  // call, which is the epoch halfFree(h) -- usually long reached, so a small call needs no
-  // wait for the peers to finish the previous call.
-  int nextHalf() const { return nextHalf_; }
-  uint32_t halfFree(int half) const { return halfFree_[half]; }
-  size_t halfBytes() const { return bytes() / 2 / 64 * 64; }
-  // After a call that used `phases` phases and half `half` (-1: the whole region).
-  // finalPostSkipped: the call did not post its last phase (only the next call's phase-0
-  // waits need it); postSkippedFinal() posts it before a call that does need it.
-  void finishCall(uint32_t phases, int half, bool finalPostSkipped) {
-    epoch_ += phases;
-    ++calls_;
-    skippedFinal_ = finalPostSkipped;
-    if (half < 0) {
-      halfFree_ = {epoch_, epoch_};
-    } else {
-      halfFree_[half] = epoch_;
-      nextHalf_ = 1 - half;
-    }
-  }
-  bool finalPostPending() const { return skippedFinal_; }
-  void postSkippedFinal() {
-    if (skippedFinal_) post(epoch_);
-    skippedFinal_ = false;
-  }
-
- private:
-  uint32_t epoch_ = 0;
-  uint64_t calls_ = 0;
-  int nextHalf_ = 0;
-  std::array<uint32_t, 2> halfFree_{0, 0};
-  bool skippedFinal_ = false;
 };
 
 }  // namespace tutti::transport

@@ -627,6 +627,7 @@ const exec::ExecOptions& Communicator::callOptions() {
   }
   if (aborted_) fail(tuttiInvalidUsage, "communicator was aborted");
   execOptions_.window = window_.get();
+  execOptions_.windowState = &windowState_;
   execOptions_.callTag = callTag_;
   return execOptions_;
 }

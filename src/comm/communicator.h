@@ -284,6 +284,7 @@ class Communicator {
   // The shared window, created at the first collective (every rank makes its first
   // collective call in the same order, so creation is collective too).
   std::unique_ptr<transport::Window> window_;
+  exec::WindowState windowState_;  // the executor's bookkeeping of window_'s calls
   bool windowTried_ = false;
   transport::Window::Tag callTag_{};         // of the collective being executed (0: p2p)
   uint64_t collectiveCalls_ = 0;             // collective calls made (the tags' call numbers)

@@ -421,7 +421,7 @@ void execute(const Schedule& schedule, std::span<std::byte* const> buffers,
   const bool trace = log::enabled(log::Level::kTrace, log::Subsys::kExec);
   const double t0 = trace ? nowSeconds() : 0;
   const detail::WindowNeeds needs = detail::WindowNeeds::of(schedule);
-  WindowUse use = detail::beginWindowCall(options.window, needs);
+  WindowUse use = detail::beginWindowCall(options.window, options.windowState, needs);
   RoundRunner runner(schedule, buffers, connections, options, use);
   try {
     for (const Round& round : schedule.rounds) runner.run(round);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "exec/schedule.h"
+#include "exec/window_state.h"
 #include "transports/transport.h"
 
 namespace tutti::exec {
@@ -58,8 +59,10 @@ struct ExecOptions {
   int abortFd = -1;  // readable when the communicator is aborted (woken from sleep)
   // Describes a peer for error messages ("rank 3 (host h, pid 42)").
   std::function<std::string(int peer)> describePeer;
-  // The communicator's shared window (schedules with Buf::kWindow slices, kPost, kWait).
+  // The communicator's shared window (schedules with Buf::kWindow slices, kPost, kWait) and
+  // the bookkeeping of its calls (set together; both outlive the call).
   transport::Window* window = nullptr;
+  WindowState* windowState = nullptr;
   // Describes this call to peers through the window (checked at phase 1: every rank must make
   // the same collective call) and on every message sent over connections (checked by the
   // transports that frame messages); describeCall turns a tag into words for the error

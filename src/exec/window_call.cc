@@ -32,7 +32,7 @@ size_t reduceChainLength(const std::vector<Op>& ops, size_t first) {
   return n;
 }
 
-WindowUse beginWindowCall(transport::Window* window, const WindowNeeds& needs) {
+WindowUse beginWindowCall(transport::Window* window, WindowState* state, const WindowNeeds& needs) {
   if (needs.bytes > 0 || needs.phases > 0) {
     if (window == nullptr || window->bytes() < needs.bytes)
       fail(tuttiInternalError, "schedule '", needs.algorithm, "' needs a shared window of ",
@@ -41,21 +41,24 @@ WindowUse beginWindowCall(transport::Window* window, const WindowNeeds& needs) {
   }
   WindowUse use;
   use.window = window;
+  use.state = state;
   if (window == nullptr) return use;
-  use.epoch = use.zeroTarget = window->epoch();
-  use.tagSlot = window->tagSlot();
+  TUTTI_ASSERT(state != nullptr);
+  use.epoch = use.zeroTarget = state->epoch();
+  use.tagSlot = state->tagSlot();
   // A schedule that fits in half the region runs in the half not used by the previous call,
   // so its phase-0 waits only wait for the call before that (done, in a steady stream).
-  if (needs.phases > 0 && needs.bytes <= window->halfBytes()) {
-    use.half = window->nextHalf();
-    use.base = static_cast<size_t>(use.half) * window->halfBytes();
-    use.zeroTarget = window->halfFree(use.half);
+  const size_t halfBytes = WindowState::halfBytes(window->bytes());
+  if (needs.phases > 0 && needs.bytes <= halfBytes) {
+    use.half = state->nextHalf();
+    use.base = static_cast<size_t>(use.half) * halfBytes;
+    use.zeroTarget = state->halfFree(use.half);
     // Every rank makes the same half/whole decision for the same call, so when the next
     // call needs the skipped post (a whole-window call waits for it at phase 0) every rank
     // posts it first, below.
     use.skipFinalPost = needs.finalPostOnlyForNextCall;
   } else if (needs.phases > 0) {
-    window->postSkippedFinal();
+    state->postSkippedFinal(*window);
   }
   return use;
 }
@@ -73,7 +76,7 @@ void checkPeerCall(const WindowUse& use, int peer, const ExecOptions& options) {
 
 void endWindowCall(const WindowUse& use, const WindowNeeds& needs) {
   if (use.window == nullptr || needs.phases == 0) return;
-  use.window->finishCall(needs.phases, use.half, use.skipFinalPost);
+  use.state->finishCall(needs.phases, use.half, use.skipFinalPost);
   use.window->flushPosts();  // no peer may sleep on this call's posts after it returns
 }
 

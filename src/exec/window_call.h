@@ -23,6 +23,7 @@ size_t reduceChainLength(const std::vector<Op>& ops, size_t first);
 
 struct WindowUse {
   transport::Window* window = nullptr;
+  WindowState* state = nullptr;
   size_t base = 0;          // offset of the part of each region the call uses
   int half = -1;            // the half it runs in, -1: the whole region
   uint32_t epoch = 0;       // phase p means counter epoch + p ...
@@ -46,11 +47,12 @@ struct WindowNeeds {
 };
 
 // Before the call's first op: checks the window is there and large enough, picks the half.
-WindowUse beginWindowCall(transport::Window* window, const WindowNeeds& needs);
+WindowUse beginWindowCall(transport::Window* window, WindowState* state, const WindowNeeds& needs);
 // At a phase-1 wait for `peer`: its call tag must equal this rank's (options.describeCall
 // set), else tuttiInvalidUsage naming both calls.
 void checkPeerCall(const WindowUse& use, int peer, const ExecOptions& options);
-// After its last op: advances the window's epoch and wakes peers sleeping on its posts.
+// After its last op: advances the window's epoch (state) and wakes peers sleeping on its
+// posts.
 void endWindowCall(const WindowUse& use, const WindowNeeds& needs);
 
 }  // namespace tutti::exec::detail

@@ -58,8 +58,9 @@ WindowProgram::WindowProgram(const Schedule& schedule, transport::Window& window
       elemSize_(dtypeSize(schedule.dtype)) {
   TUTTI_ASSERT(applies(schedule));
   // A schedule that fits in half the region runs in either half (window_call.cc).
-  const bool halves = schedule.windowPhases > 0 && schedule.windowBytes <= window.halfBytes();
-  const size_t regionBytes = halves ? window.halfBytes() : window.bytes();
+  const size_t halfBytes = WindowState::halfBytes(window.bytes());
+  const bool halves = schedule.windowPhases > 0 && schedule.windowBytes <= halfBytes;
+  const size_t regionBytes = halves ? halfBytes : window.bytes();
   for (const Round& round : schedule.rounds) {
     for (const Op& op : round.ops)
       if (op.type == OpType::kWait) steps_.push_back(marker(OpType::kWait, op.peer, op.phase));
@@ -131,7 +132,7 @@ void WindowProgram::run(std::span<std::byte* const> buffers, const ExecOptions& 
   const double t0 = traced ? nowSeconds() : 0;
   const detail::WindowNeeds needs{algorithm_.c_str(), windowBytes_, windowPhases_,
                                   finalPostOnlyForNextCall_};
-  const detail::WindowUse use = detail::beginWindowCall(window_, needs);
+  const detail::WindowUse use = detail::beginWindowCall(window_, options.windowState, needs);
   const reduce::Kernel kernel = reduces_ ? reduce::kernelFor(dtype_, op_) : nullptr;
   const transport::WaitPolicy policy{options.spinUs, options.spinYield, options.timeoutSec};
   const bool checkCalls = static_cast<bool>(options.describeCall);

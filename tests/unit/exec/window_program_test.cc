@@ -29,6 +29,7 @@ constexpr size_t kWindowBytes = 1 << 20;
 struct Rank {
   std::unique_ptr<transport::Transport> transport;
   std::unique_ptr<transport::Window> window;
+  WindowState windowState;  // across every call on the window
 };
 
 Rank makeRank(int rank, int nranks, bootstrap::Store& store) {
@@ -94,6 +95,7 @@ void runColl(algo::Coll coll, int nranks, size_t count) {
     o.timeoutSec = 30;
     o.spinUs = 20;
     o.window = r.window.get();
+    o.windowState = &r.windowState;
     o.callTag = {count, static_cast<uint64_t>(coll) + 1};
     o.describeCall = [](const transport::Window::Tag& t) { return std::to_string(t[0]); };
     std::vector<transport::Connection*> none(nranks, nullptr);
