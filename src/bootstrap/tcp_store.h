@@ -115,7 +115,6 @@ class TcpStore : public Store {
  private:
   // Not connected yet (separateClient): the first request connects.
   TcpStore(const SockAddr& server, const Secret& secret, double opTimeout);
-  void ensureConnected(const Deadline& deadline);
   void connect(const Deadline& deadline);
   void disconnect();
   // Sends req and returns the reply payload reader state; on any failure the connection

@@ -166,12 +166,4 @@ std::shared_ptr<TcpStoreServer> takeServer(const UniqueIdInfo& info) {
   return server;
 }
 
-void forgetUniqueId(const tuttiUniqueId& id) {
-  std::shared_ptr<TcpStoreServer> server;
-  try {
-    server = takeServer(decodeUniqueId(id));
-  } catch (const Error&) {
-  }
-}
-
 }  // namespace tutti::bootstrap

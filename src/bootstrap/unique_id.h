@@ -47,7 +47,5 @@ tuttiUniqueId makeUniqueId();
 // The registered server of this id when it lives in this process (removing it from the
 // registry: the caller owns it now), else nullptr.
 std::shared_ptr<TcpStoreServer> takeServer(const UniqueIdInfo& info);
-// Drops a registered server that will never be used (no-op when absent).
-void forgetUniqueId(const tuttiUniqueId& id);
 
 }  // namespace tutti::bootstrap

@@ -62,10 +62,6 @@ void logForcedChoice(const std::string& spec, algo::Coll coll, const std::string
 
 }  // namespace
 
-double predict(const exec::Schedule& s, const algo::CollArgs& args, const CostModel& m) {
-  return predictRank(s, args, m);
-}
-
 std::vector<Candidate> rankCandidates(const algo::CollArgs& args, const CostModel& m) {
   std::vector<Candidate> out;
   for (const algo::AlgorithmInfo& info : algo::registry()) {

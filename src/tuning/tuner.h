@@ -17,9 +17,6 @@ struct Candidate {
   double predictedSec;
 };
 
-// Predicted time of one rank's schedule alone (predictRank in timed_sim.h).
-double predict(const exec::Schedule& schedule, const algo::CollArgs& args, const CostModel& m);
-
 // Every applicable algorithm for args, cheapest first, timed by timeCollective (exact up to
 // 16 ranks, symmetric beyond). Identical on every rank (does not depend on args.rank).
 std::vector<Candidate> rankCandidates(const algo::CollArgs& args, const CostModel& m);

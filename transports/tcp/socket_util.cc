@@ -101,11 +101,6 @@ Fd makeStreamSocket(int family) {
   return Fd(fd);
 }
 
-void setNonBlocking(int fd) {
-  int flags = TUTTI_SYSCHECK(fcntl(fd, F_GETFL), "tcp: fcntl(F_GETFL)");
-  TUTTI_SYSCHECK(fcntl(fd, F_SETFL, flags | O_NONBLOCK), "tcp: fcntl(F_SETFL, O_NONBLOCK)");
-}
-
 void tuneDataSocket(int fd, int bufBytes) {
   int one = 1;
   TUTTI_SYSCHECK(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one),

@@ -55,7 +55,6 @@ std::string peerAddrOf(int fd);
 
 // Non-blocking stream socket of the given family with CLOEXEC.
 Fd makeStreamSocket(int family);
-void setNonBlocking(int fd);
 // TCP_NODELAY, and the buffer sizes when bytes > 0 (0: kernel autotuning).
 void tuneDataSocket(int fd, int bufBytes);
 

@@ -49,14 +49,6 @@ void Event::record(void* stream) {
   recorded_ = true;
 }
 
-bool Event::query() {
-  if (!recorded_) return true;
-  cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(ev_));
-  if (err == cudaErrorNotReady) return false;
-  check(err, "cudaEventQuery", "CUDA event");
-  return true;
-}
-
 void Event::wait() {
   if (!recorded_) return;
   check(cudaEventSynchronize(static_cast<cudaEvent_t>(ev_)), "cudaEventSynchronize", "CUDA event");
@@ -97,22 +89,6 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
     bytes_ = std::exchange(o.bytes_, 0);
   }
   return *this;
-}
-
-int currentDevice(char* busId, size_t busIdLen) {
-  int dev = -1;
-  if (cudaGetDevice(&dev) != cudaSuccess) {
-    cudaGetLastError();
-    return -1;
-  }
-  if (busId && busIdLen > 0) {
-    busId[0] = '\0';
-    if (cudaDeviceGetPCIBusId(busId, static_cast<int>(busIdLen), dev) != cudaSuccess) {
-      cudaGetLastError();
-      busId[0] = '\0';
-    }
-  }
-  return dev;
 }
 
 }  // namespace tutti::cuda

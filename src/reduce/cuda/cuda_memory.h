@@ -23,7 +23,6 @@ class Event {
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
   void record(void* stream);
-  bool query();  // true when the recorded work has completed (or nothing was recorded)
   void wait();
 
  private:
@@ -67,9 +66,5 @@ class DeviceBuffer {
   std::byte* p_ = nullptr;
   size_t bytes_ = 0;
 };
-
-// The current device of the calling thread and its PCI bus id ("0000:3b:00.0"); -1 and ""
-// when no device is usable (never throws).
-int currentDevice(char* busId = nullptr, size_t busIdLen = 0);
 
 }  // namespace tutti::cuda
