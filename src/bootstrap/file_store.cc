@@ -13,24 +13,13 @@
 
 #include "bootstrap/store_util.h"
 #include "common/error.h"
+#include "common/unique_fd.h"
 
 namespace tutti::bootstrap {
 
 namespace {
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
+using Fd = UniqueFd;
 
 void makeDirs(const std::string& dir) {
   std::string partial;

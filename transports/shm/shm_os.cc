@@ -25,19 +25,6 @@ namespace tutti::transport::shm {
 
 const char* modeName(SegmentMode mode) { return mode == SegmentMode::kMemfd ? "memfd" : "file"; }
 
-Fd& Fd::operator=(Fd&& o) noexcept {
-  if (this != &o) {
-    reset();
-    fd_ = o.release();
-  }
-  return *this;
-}
-
-void Fd::reset() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
 namespace {
 
 std::string roomAdvice(const std::string& dir) {

@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 
+#include "common/unique_fd.h"
+
 namespace tutti::transport::shm {
 
 enum class SegmentMode { kMemfd, kFile };
@@ -18,28 +20,8 @@ enum class SegmentMode { kMemfd, kFile };
 constexpr int64_t kMaxFifoBytes = int64_t{1} << 30;
 const char* modeName(SegmentMode mode);
 
-// An owned file descriptor (closed on destruction; -1 = none).
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-  void reset();
-
- private:
-  int fd_ = -1;
-};
+// An owned file descriptor (common/unique_fd.h).
+using Fd = UniqueFd;
 
 // Fails with a clear message unless the filesystem holding `dir` has `bytes` free.
 // `what` says what the bytes are for (e.g. "3 FIFO segments of 4198400 bytes").

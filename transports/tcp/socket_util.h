@@ -7,31 +7,12 @@
 #include <string>
 #include <utility>
 
+#include "common/unique_fd.h"
+
 namespace tutti::transport::tcp {
 
-// Owns one file descriptor; closes it on destruction.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = std::exchange(o.fd_, -1);
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  void reset();
-
- private:
-  int fd_ = -1;
-};
+// An owned file descriptor (common/unique_fd.h).
+using Fd = UniqueFd;
 
 // A socket address (IPv4 or IPv6) and its text form "a.b.c.d:port" / "[v6]:port".
 struct SockAddr {
