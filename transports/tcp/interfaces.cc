@@ -24,13 +24,13 @@ std::vector<Interface> listInterfaces() {
     ifc.name = it->ifa_name;
     ifc.loopback = (it->ifa_flags & IFF_LOOPBACK) != 0;
     if (family == AF_INET) {
-      std::memcpy(&ifc.addr.ss, it->ifa_addr, sizeof(sockaddr_in));
+      std::memcpy(&ifc.addr.storage, it->ifa_addr, sizeof(sockaddr_in));
       ifc.addr.len = sizeof(sockaddr_in);
       v4.push_back(std::move(ifc));
     } else {
       auto* in6 = reinterpret_cast<const sockaddr_in6*>(it->ifa_addr);
       if (IN6_IS_ADDR_LINKLOCAL(&in6->sin6_addr)) continue;
-      std::memcpy(&ifc.addr.ss, it->ifa_addr, sizeof(sockaddr_in6));
+      std::memcpy(&ifc.addr.storage, it->ifa_addr, sizeof(sockaddr_in6));
       ifc.addr.len = sizeof(sockaddr_in6);
       v6.push_back(std::move(ifc));
     }

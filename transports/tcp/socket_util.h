@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "bootstrap/sock_addr.h"
 #include "common/unique_fd.h"
 
 namespace tutti::transport::tcp {
@@ -14,21 +15,8 @@ namespace tutti::transport::tcp {
 // An owned file descriptor (common/unique_fd.h).
 using Fd = UniqueFd;
 
-// A socket address (IPv4 or IPv6) and its text form "a.b.c.d:port" / "[v6]:port".
-struct SockAddr {
-  sockaddr_storage ss{};
-  socklen_t len = 0;
-  const sockaddr* sa() const { return reinterpret_cast<const sockaddr*>(&ss); }
-  sockaddr* sa() { return reinterpret_cast<sockaddr*>(&ss); }
-  int family() const { return ss.ss_family; }
-  int port() const;
-  void setPort(int port);
-  std::string str() const;   // with port
-  std::string host() const;  // without port
-};
-
-// Parses "a.b.c.d:port" or "[v6]:port"; throws tuttiInvalidArgument naming `what`.
-SockAddr parseSockAddr(const std::string& text, const std::string& what);
+// A socket address (IPv4 or IPv6) with parsing and printing (bootstrap/sock_addr.h).
+using SockAddr = bootstrap::SockAddr;
 
 // Local / remote address of a connected socket ("?" when unknown).
 std::string localAddrOf(int fd);

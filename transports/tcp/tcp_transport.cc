@@ -129,7 +129,7 @@ void TcpTransport::setup(const Context& ctx) {
   const Interface& ifc = chosen.front();
 
   SockAddr addr = ifc.addr;
-  addr.setPort(opts_.port);
+  addr.setPort(static_cast<uint16_t>(opts_.port));
   Fd fd = makeStreamSocket(addr.family());
   if (opts_.port != 0) {
     int one = 1;
@@ -138,18 +138,18 @@ void TcpTransport::setup(const Context& ctx) {
   if (opts_.bufBytes > 0) tuneDataSocket(fd.get(), opts_.bufBytes);  // inherited by accept
   if (::bind(fd.get(), addr.sa(), addr.len) != 0) {
     int err = errno;
-    fail(tuttiSystemError, "tcp: rank ", rank_, " cannot listen on ", ifc.name, " ", addr.str(),
-         ": bind() failed: ", std::string(std::strerror(err)),
+    fail(tuttiSystemError, "tcp: rank ", rank_, " cannot listen on ", ifc.name, " ",
+         addr.toString(), ": bind() failed: ", std::string(std::strerror(err)),
          err == EADDRINUSE ? " (the port is taken; choose another or 0 for any)" : "");
   }
   if (::listen(fd.get(), SOMAXCONN) != 0) {
-    throwSystemError("tcp: rank " + std::to_string(rank_) + " listen() on " + addr.str());
+    throwSystemError("tcp: rank " + std::to_string(rank_) + " listen() on " + addr.toString());
   }
   listen_ = std::move(fd);
   SockAddr bound;
-  bound.len = sizeof bound.ss;
+  bound.len = sizeof bound.storage;
   TUTTI_SYSCHECK(getsockname(listen_.get(), bound.sa(), &bound.len), "tcp: getsockname()");
-  listenAddr_ = bound.str();
+  listenAddr_ = bound.toString();
   ifname_ = ifc.name;
 
   std::random_device rd;
@@ -189,12 +189,12 @@ void TcpTransport::dialFailed(Dial& d, int err) {
       err == EAGAIN || err == EPIPE || err == ECONNABORTED) {
     d.retryAt = nowSeconds() + 0.1;  // the peer may be restarting its listener; retry
     TUTTI_TRACE(kTransport, "tcp: rank " << rank_ << " dial " << d.index << " to " << who(d.peer)
-                                         << " at " << d.addr.str() << ": " << d.lastError
+                                         << " at " << d.addr.toString() << ": " << d.lastError
                                          << "; retrying");
     return;
   }
   fail(tuttiSystemError, "tcp: rank ", rank_, " cannot connect to ", who(d.peer), " at ",
-       d.addr.str(), ": ", d.lastError, " (check TUTTI_SOCKET_IFNAME on both hosts)");
+       d.addr.toString(), ": ", d.lastError, " (check TUTTI_SOCKET_IFNAME on both hosts)");
 }
 
 void TcpTransport::advanceDial(Dial& d) {
@@ -302,7 +302,7 @@ void TcpTransport::timeout(const std::vector<int>& peers, const std::vector<Dial
     } else {
       for (const Dial& d : dials) {
         if (d.peer == p && d.state != Dial::kDone) {
-          why = "dialling " + d.addr.str() + (d.lastError.empty() ? "" : ": " + d.lastError);
+          why = "dialling " + d.addr.toString() + (d.lastError.empty() ? "" : ": " + d.lastError);
           break;
         }
       }
@@ -338,7 +338,7 @@ std::vector<std::unique_ptr<Connection>> TcpTransport::connect(std::span<const i
       fail(tuttiTimeout, "tcp: rank ", rank_, " timed out after ", deadline.totalSeconds(),
            " s waiting for ", who(p), " to publish its address (", e.what(), ")");
     }
-    SockAddr addr = parseSockAddr(text, "tcp address of rank " + std::to_string(p));
+    SockAddr addr = SockAddr::parse(text, "tcp address of rank " + std::to_string(p), true);
     uint64_t nonce = std::stoull(nonceText, nullptr, 16);
     for (int i = 0; i < nsocks_; ++i) {
       Dial d;

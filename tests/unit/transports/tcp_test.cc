@@ -352,7 +352,7 @@ TEST(Tcp, SingleHostJobListensOnLoopbackAndPublishesIt) {
 // ---- interface selection ----
 
 tcp::Interface iface(const std::string& name, const std::string& ip, bool lo = false) {
-  return tcp::Interface{name, tcp::parseSockAddr(ip + ":0", "test"), lo};
+  return tcp::Interface{name, tcp::SockAddr::parse(ip + ":0", "test", true), lo};
 }
 
 std::vector<std::string> names(const std::vector<tcp::Interface>& v) {
