@@ -85,12 +85,12 @@ typedef struct {
   size_t size;
   unsigned int magic;
   unsigned int version;
-  int blocking;           /* 1: init blocks until the communicator is ready (default) */
-  int timeoutMs;          /* deadline of every wait; TUTTI_TIMEOUT (seconds) otherwise */
-  int deterministic;      /* 1: bitwise reproducible reductions (TUTTI_DETERMINISTIC) */
-  const char* algo;       /* e.g. "allreduce:ring;broadcast:tree" (TUTTI_ALGO); NULL: automatic */
-  const char* transport;  /* force one transport: "shm", "tcp", ... (TUTTI_TRANSPORT) */
-  const char* commName;   /* shows in log lines */
+  int blocking;          /* 1: init blocks until the communicator is ready (default) */
+  int timeoutMs;         /* deadline of every wait; TUTTI_TIMEOUT (seconds) otherwise */
+  int deterministic;     /* 1: bitwise reproducible reductions (TUTTI_DETERMINISTIC) */
+  const char* algo;      /* e.g. "allreduce:ring;broadcast:tree" (TUTTI_ALGO); NULL: automatic */
+  const char* transport; /* force one transport: "shm", "tcp", ... (TUTTI_TRANSPORT) */
+  const char* commName;  /* shows in log lines */
 } tuttiConfig_t;
 
 #define TUTTI_CONFIG_INITIALIZER                                                             \
@@ -111,9 +111,8 @@ TUTTI_API tuttiResult_t tuttiGetVersion(int* version);
 TUTTI_API tuttiResult_t tuttiGetUniqueId(tuttiUniqueId* uniqueId);
 TUTTI_API tuttiResult_t tuttiCommInitRank(tuttiComm_t* comm, int nranks, tuttiUniqueId commId,
                                           int rank);
-TUTTI_API tuttiResult_t tuttiCommInitRankConfig(tuttiComm_t* comm, int nranks,
-                                                tuttiUniqueId commId, int rank,
-                                                tuttiConfig_t* config);
+TUTTI_API tuttiResult_t tuttiCommInitRankConfig(tuttiComm_t* comm, int nranks, tuttiUniqueId commId,
+                                                int rank, tuttiConfig_t* config);
 /* Rank, size and rendezvous address from the environment (docs/launching.md), first match:
  * TUTTI_RANK/TUTTI_WORLD_SIZE/TUTTI_ADDR (set by tuttirun); torchrun-style RANK, WORLD_SIZE,
  * MASTER_ADDR, MASTER_PORT (tutti uses MASTER_PORT + 1 or TUTTI_PORT); a PMIx server
@@ -196,8 +195,8 @@ TUTTI_API tuttiResult_t tuttiCommUserRank(const tuttiComm_t comm, int* rank);
 
 /* ---- Collectives ---- */
 TUTTI_API tuttiResult_t tuttiAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                                       tuttiDataType_t datatype, tuttiRedOp_t op,
-                                       tuttiComm_t comm, tuttiStream_t stream);
+                                       tuttiDataType_t datatype, tuttiRedOp_t op, tuttiComm_t comm,
+                                       tuttiStream_t stream);
 TUTTI_API tuttiResult_t tuttiBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                                        tuttiDataType_t datatype, int root, tuttiComm_t comm,
                                        tuttiStream_t stream);
@@ -209,10 +208,9 @@ TUTTI_API tuttiResult_t tuttiAllGather(const void* sendbuff, void* recvbuff, siz
                                        tuttiDataType_t datatype, tuttiComm_t comm,
                                        tuttiStream_t stream);
 /* sendbuff holds nranks*recvcount; each rank gets its reduced block of recvcount. */
-TUTTI_API tuttiResult_t tuttiReduceScatter(const void* sendbuff, void* recvbuff,
-                                           size_t recvcount, tuttiDataType_t datatype,
-                                           tuttiRedOp_t op, tuttiComm_t comm,
-                                           tuttiStream_t stream);
+TUTTI_API tuttiResult_t tuttiReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                           tuttiDataType_t datatype, tuttiRedOp_t op,
+                                           tuttiComm_t comm, tuttiStream_t stream);
 /* count elements to and from each rank (buffers hold nranks*count). */
 TUTTI_API tuttiResult_t tuttiAllToAll(const void* sendbuff, void* recvbuff, size_t count,
                                       tuttiDataType_t datatype, tuttiComm_t comm,
@@ -266,8 +264,8 @@ TUTTI_API tuttiResult_t tuttiScatter(const void* sendbuff, void* recvbuff, size_
  * them in a group. */
 TUTTI_API tuttiResult_t tuttiSend(const void* sendbuff, size_t count, tuttiDataType_t datatype,
                                   int peer, tuttiComm_t comm, tuttiStream_t stream);
-TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t datatype,
-                                  int peer, tuttiComm_t comm, tuttiStream_t stream);
+TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t datatype, int peer,
+                                  tuttiComm_t comm, tuttiStream_t stream);
 
 /* ---- Group calls ----
  * Calls between Start and End (nestable; per thread) are recorded and run at the outermost
@@ -294,6 +292,12 @@ TUTTI_API const char* tuttiCommLastAlgorithm(tuttiComm_t comm);
  * TUTTI_ALGO as read at init, else automatic. Local: each rank must make the same call
  * before its next collective. Not inside a group. */
 TUTTI_API tuttiResult_t tuttiCommSetAlgorithm(tuttiComm_t comm, const char* spec);
+/* The algorithms tutti has for a collective, by the names of TUTTI_ALGO: collective is
+ * "allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall" or
+ * "neighborallreduce"; the result is comma-separated ("naive,ps,ring,..."), static, or NULL
+ * for an unknown collective. Whether one applies depends on the call (rank count, hosts,
+ * size): forced where it does not, a call is refused. The perf tests' `-A all` sweeps it. */
+TUTTI_API const char* tuttiAlgorithms(const char* collective);
 /* Comma-separated transports in use by comm's connections ("shm", "shm,tcp", ...). */
 TUTTI_API const char* tuttiCommTransports(tuttiComm_t comm);
 /* The flight recorder: appends comm's last 64 calls (number, call, algorithm, state, times;
@@ -310,11 +314,10 @@ TUTTI_API tuttiResult_t tuttiCommDumpTrace(tuttiComm_t comm, const char* path);
  * useErrorFeedback != 0 the residual of key is added before compression and updated after.
  * Every rank must pass the same count, datatype, compressor, key and useErrorFeedback.
  * Blocking (host memory); not allowed between tuttiGroupStart and tuttiGroupEnd. */
-TUTTI_API tuttiResult_t tuttiAllReduceCompressed(const void* sendbuff, void* recvbuff,
-                                                 size_t count, tuttiDataType_t datatype,
-                                                 const char* compressor, uint64_t key,
-                                                 int useErrorFeedback, tuttiComm_t comm,
-                                                 tuttiStream_t stream);
+TUTTI_API tuttiResult_t tuttiAllReduceCompressed(const void* sendbuff, void* recvbuff, size_t count,
+                                                 tuttiDataType_t datatype, const char* compressor,
+                                                 uint64_t key, int useErrorFeedback,
+                                                 tuttiComm_t comm, tuttiStream_t stream);
 typedef struct {
   uint64_t wireBytesLastCall;  /* payload bytes this rank sent in the last call (top-k: 8k) */
   uint64_t denseBytesLastCall; /* 4*count of the last call (the uncompressed float32 size) */

@@ -34,17 +34,8 @@ tuttiResult_t run(const void* s, void* r, size_t count, tuttiDataType_t t, tutti
 }  // namespace
 
 int main(int argc, char** argv) {
-  const tutti_perf::Collective coll{"all_gather_perf",
-                                    "allgather",
-                                    false,
-                                    false,
-                                    true,
-                                    {"ring", "rd", "bruck", "direct"},
-                                    layout,
-                                    algFactor,
-                                    busFactor,
-                                    fillInput,
-                                    fillExpected,
-                                    run};
+  const tutti_perf::Collective coll{
+      "all_gather_perf", "allgather", false,     false,        true, layout,
+      algFactor,         busFactor,   fillInput, fillExpected, run};
   return tutti_perf::perfMain(coll, argc, argv);
 }

@@ -28,17 +28,7 @@ tuttiResult_t run(const void* s, void* r, size_t count, tuttiDataType_t t, tutti
 
 int main(int argc, char** argv) {
   const tutti_perf::Collective coll{
-      "all_reduce_perf",
-      "allreduce",
-      true,
-      false,
-      true,
-      {"naive", "ps", "ring", "tree", "dbtree", "butterfly", "rabenseifner", "hier", "direct"},
-      layout,
-      algFactor,
-      busFactor,
-      fillInput,
-      fillExpected,
-      run};
+      "all_reduce_perf", "allreduce", true,      false,        true, layout,
+      algFactor,         busFactor,   fillInput, fillExpected, run};
   return tutti_perf::perfMain(coll, argc, argv);
 }

@@ -48,7 +48,7 @@ tuttiResult_t run(const void* s, void* r, size_t count, tuttiDataType_t t, tutti
 
 int main(int argc, char** argv) {
   const tutti_perf::Collective coll{
-      "alltoallv_perf", "alltoallv", false,     false,     true,         {},
-      layout,           algFactor,   busFactor, fillInput, fillExpected, run};
+      "alltoallv_perf", "alltoallv", false,     false,        true, layout,
+      algFactor,        busFactor,   fillInput, fillExpected, run};
   return tutti_perf::perfMain(coll, argc, argv);
 }

@@ -28,7 +28,7 @@ tuttiResult_t run(const void* s, void* r, size_t count, tuttiDataType_t t, tutti
 
 int main(int argc, char** argv) {
   const tutti_perf::Collective coll{
-      "broadcast_perf", "broadcast", false,     true,      true,         {"chain", "binomial"},
-      layout,           algFactor,   busFactor, fillInput, fillExpected, run};
+      "broadcast_perf", "broadcast", false,     true,         true, layout,
+      algFactor,        busFactor,   fillInput, fillExpected, run};
   return tutti_perf::perfMain(coll, argc, argv);
 }

@@ -36,7 +36,6 @@ int main(int argc, char** argv) {
                                     true,
                                     false,
                                     true,
-                                    {"ring", "rhalving", "direct"},
                                     layout,
                                     algFactor,
                                     busFactor,

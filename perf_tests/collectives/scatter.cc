@@ -33,8 +33,8 @@ tuttiResult_t run(const void* s, void* r, size_t count, tuttiDataType_t t, tutti
 }  // namespace
 
 int main(int argc, char** argv) {
-  const tutti_perf::Collective coll{"scatter_perf", "scatter", false,        true,
-                                    true,           {},        layout,       algFactor,
-                                    busFactor,      fillInput, fillExpected, run};
+  const tutti_perf::Collective coll{"scatter_perf", "scatter",    false,     true,
+                                    true,           layout,       algFactor, busFactor,
+                                    fillInput,      fillExpected, run};
   return tutti_perf::perfMain(coll, argc, argv);
 }

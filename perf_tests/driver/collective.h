@@ -21,11 +21,11 @@ struct Layout {
 
 struct Collective {
   const char* program;  // "all_reduce_perf"
-  const char* algoKey;  // the TUTTI_ALGO key: "allreduce", "allgather", ...
+  const char* algoKey;  // the TUTTI_ALGO key: "allreduce", "allgather", ... (-A all sweeps
+                        // tuttiAlgorithms(algoKey))
   bool hasOp;           // reduction: -o applies, redop column shows the op
   bool hasRoot;         // rooted: -r applies, root column shows the root
   bool inPlaceChecked;  // false: in-place results are not checked (#wrong N/A), as nccl-tests
-  std::vector<const char*> algorithms;  // built-in list for -A all
   Layout (*layout)(size_t count, int nranks);
   // algbw = paramCount * typeSize * algFactor(n) / time;  busbw = algbw * busFactor(n).
   double (*algFactor)(int nranks);

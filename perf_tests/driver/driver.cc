@@ -448,7 +448,9 @@ int perfMain(const Collective& coll, int argc, char** argv) {
     if (!o.algoList.empty()) {
       run.sweep = o.algoList;
     } else {
-      for (const char* a : coll.algorithms) run.sweep.emplace_back(a);
+      // Every algorithm the library has for it (none for gather, scatter, the V variants
+      // and send/recv, which have one way each).
+      if (const char* list = tuttiAlgorithms(coll.algoKey)) run.sweep = splitComma(list);
     }
   } else if (o.algo.find(',') != std::string::npos) {
     run.sweep = splitComma(o.algo);

@@ -1,7 +1,10 @@
 // Collective entry points: argument checks, then the communicator (or the open group).
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <string>
 
+#include "algorithms/algorithm.h"
 #include "api_guard.h"
 #include "comm_handle.h"
 #include "common/dtype.h"
@@ -154,6 +157,21 @@ TUTTI_API tuttiResult_t tuttiBarrier(tuttiComm_t comm, tuttiStream_t stream) {
 TUTTI_API const char* tuttiCommLastAlgorithm(tuttiComm_t comm) {
   if (comm == nullptr || comm->impl == nullptr) return "none";
   return comm->impl->lastAlgorithm();
+}
+
+TUTTI_API const char* tuttiAlgorithms(const char* collective) {
+  if (collective == nullptr) return nullptr;
+  // Built once: the registry is fixed at compile time.
+  static const std::map<std::string, std::string> lists = [] {
+    std::map<std::string, std::string> m;
+    for (const tutti::algo::AlgorithmInfo& info : tutti::algo::registry()) {
+      std::string& list = m[tutti::algo::collName(info.coll)];
+      list += (list.empty() ? "" : ",") + std::string(info.name);
+    }
+    return m;
+  }();
+  auto it = lists.find(collective);
+  return it == lists.end() ? nullptr : it->second.c_str();
 }
 
 TUTTI_API tuttiResult_t tuttiCommSetAlgorithm(tuttiComm_t comm, const char* spec) {

@@ -511,6 +511,26 @@ TEST(CommApi, SetAlgorithmForcesChecksAndRestores) {
     TUTTI_ASSERT_OK(tuttiGroupEnd(), nullptr);
     allReduce();  // a rejected spec changed nothing
     EXPECT_STREQ(tuttiCommLastAlgorithm(comm), "tree");
+    // tuttiAlgorithms: every all-reduce it lists can be forced by name; one that applies at 3
+    // ranks on one host (all but hier) then runs.
+    const char* list = tuttiAlgorithms("allreduce");
+    ASSERT_NE(list, nullptr);
+    std::string names = list;
+    int forced = 0;
+    for (size_t at = 0; at <= names.size();) {
+      size_t comma = std::min(names.find(',', at), names.size());
+      std::string name = names.substr(at, comma - at);
+      at = comma + 1;
+      TUTTI_ASSERT_OK(tuttiCommSetAlgorithm(comm, ("allreduce:" + name).c_str()), comm);
+      if (name == "hier") continue;  // needs more than one host
+      allReduce();
+      EXPECT_EQ(tuttiCommLastAlgorithm(comm), name);
+      ++forced;
+    }
+    EXPECT_GE(forced, 8) << list;
+    EXPECT_EQ(tuttiAlgorithms("bogus"), nullptr);
+    EXPECT_EQ(tuttiAlgorithms(nullptr), nullptr);
+    EXPECT_NE(std::string(tuttiAlgorithms("broadcast")).find("binomial"), std::string::npos);
     TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
     unsetenv("TUTTI_ALGO");
   });
