@@ -43,7 +43,17 @@ function(tutti_add_test)
   endif()
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
                        SKIP_RETURN_CODE 77)
-  if(TUTTI_TEST_ENVIRONMENT)
-    set_tests_properties(${T_NAME} PROPERTIES ENVIRONMENT "${TUTTI_TEST_ENVIRONMENT}")
+endfunction()
+
+# Gives every test of the calling directory TUTTI_TEST_ENVIRONMENT (cmake/TuttiOptions.cmake),
+# appended to what the test sets itself. A test directory's CMakeLists.txt runs it at its end:
+#   cmake_language(DEFER CALL tutti_apply_test_environment)
+function(tutti_apply_test_environment)
+  if(NOT TUTTI_TEST_ENVIRONMENT)
+    return()
   endif()
+  get_property(_tests DIRECTORY PROPERTY TESTS)
+  foreach(_t IN LISTS _tests)
+    set_property(TEST ${_t} APPEND PROPERTY ENVIRONMENT "${TUTTI_TEST_ENVIRONMENT}")
+  endforeach()
 endfunction()

@@ -1,4 +1,6 @@
 // hwloc loaders: live discovery and XML v1/v2 import, both through libhwloc, into the model.
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -350,10 +352,23 @@ Topology loadHwlocXml(std::string_view content, std::string_view name) {
   return t;
 }
 
+// hwloc's PCI plugin (Debian builds it as a module) loads libpciaccess, whose global state
+// outlives hwloc_topology_destroy, which unloads the plugin: with the library gone, that state
+// is unreachable memory to LeakSanitizer, and a suppression cannot name the module. Kept
+// loaded once the first probe brought it in (a no-op when hwloc has PCI built in).
+static void keepPciaccessLoaded() {
+  static const bool once = [] {
+    dlopen("libpciaccess.so.0", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    return true;
+  }();
+  (void)once;
+}
+
 Topology probeHwloc(const std::string& dumpPath) {
   TopoHandle h;
   keepIo(h.t);
   if (hwloc_topology_load(h.t) != 0) throwSystemError("hwloc_topology_load (live discovery)");
+  keepPciaccessLoaded();
   if (!dumpPath.empty()) {
     if (hwloc_topology_export_xml(h.t, dumpPath.c_str(), 0) != 0) {
       throwSystemError("hwloc_topology_export_xml to " + dumpPath + " (TUTTI_TOPO_DUMP_FILE)");
