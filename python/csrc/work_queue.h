@@ -8,11 +8,11 @@
 //   runs it itself;
 // - synchronous use is learnt: when the last kSyncStreak larger operations were each waited
 //   for right after their submit returned (dist.all_reduce without async_op: the same thread,
-//   having spent almost no CPU time in between), the next one that
-//   finds the queue empty and the worker idle runs at submit too, whatever its size. Any sign
-//   of asynchronous use -- a future asked for (DDP's hooks), completion polled, a wait that
-//   comes later, an operation submitted while another is pending or never waited -- ends it; the
-//   price of a wrong guess is one operation that does not overlap.
+//   having spent almost no CPU time in between), the next one that finds the queue empty and
+//   the worker idle runs at submit too, whatever its size. Any sign of asynchronous use -- a
+//   future asked for (DDP's hooks), completion polled, a wait that comes later, an operation
+//   submitted while another is pending or never waited -- ends it; the price of a wrong guess
+//   is one operation that does not overlap.
 // Point-to-point work (kNeverAtSubmit) never runs at submit: the caller may be the one who
 // has to post the matching operation first.
 #pragma once
