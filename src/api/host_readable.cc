@@ -8,8 +8,9 @@
 // process_vm_readv of one byte on this process (~3 us on a VM). The readable mappings of
 // /proc/self/maps are loaded at the first miss and answer from then on; an address outside
 // all of them (a new mapping) is probed, and after kMissesBeforeMaps such misses the maps are
-// loaded again. (Loading after the 16th miss instead, a perf sweep that rotates buffer
-// offsets stalled 0.3-0.8 ms in the middle of its first sizes.)
+// loaded again. So buffers that move within known mappings are answered from the maps, and a
+// program that keeps making new mappings pays a probe per new buffer and a reload of the maps
+// every kMissesBeforeMaps of them.
 #include <sys/uio.h>
 #include <unistd.h>
 

@@ -14,7 +14,7 @@ struct LinkCost {
 };
 
 struct CostModel {
-  LinkCost intraHost{3e-6, 1.0 / 8.0e9};   // shm: pipelined FIFO pair, ~8 GB/s (11.7 fitted here)
+  LinkCost intraHost{3e-6, 1.0 / 8.0e9};   // shm: pipelined FIFO pair, ~8 GB/s
   LinkCost interHost{40e-6, 1.0 / 1.0e9};  // tcp: ~1 GB/s
   double gammaPerByte = 1.0 / 10.0e9;      // local reduction, AVX2 in cache (a copy: half)
   // A round that only waits on the shared window (direct algorithms: a store and a futex,

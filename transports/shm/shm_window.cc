@@ -23,8 +23,8 @@ constexpr long kSleepSliceNs = 10'000'000;  // re-check peer / abort / deadline 
 
 static_assert(sizeof(WindowCtrl) <= kWindowCtrlBytes);
 
-// Pause-spinning before the policy's polling: 2000 polls (~40 us here, a pause costs ~20 ns
-// on this EPYC, ~40 ns on Skylake+) when every rank has a core, a handful when ranks outnumber
+// Pause-spinning before the policy's polling: 2000 polls (tens of microseconds: a pause costs
+// 10-40 ns depending on the CPU) when every rank has a core, a handful when ranks outnumber
 // cores: the peer we wait for may be queued behind us on this core, and every pause is time
 // it cannot run.
 constexpr int kPurePolls = 2000;
