@@ -475,14 +475,17 @@ transport::Transport* Communicator::transportFor(int peer) {
 
 void Communicator::watchPeers() const {
   const transport::PeerInfo& me = peers_[rank_];
-  for (int r = 0; r < nranks_; ++r) {
-    const transport::PeerInfo& p = peers_[r];
-    if (r == rank_ || p.hostId != me.hostId || p.pidNs != me.pidNs || p.pidNs == 0) continue;
-    if (processGone(p.pid))
-      throw exec::PeerFailure(r, "rank " + std::to_string(rank_) + ": " + describePeer(r) +
-                                     " died while the ranks set up their connections (its "
-                                     "process is gone)");
-  }
+  // A peer whose pid means something here: same host and pid namespace.
+  auto pidVisible = [&](const transport::PeerInfo& p) {
+    return p.hostId == me.hostId && p.pidNs == me.pidNs && p.pidNs != 0;
+  };
+  auto died = [&](int r, const char* how) {
+    return exec::PeerFailure(r, "rank " + std::to_string(rank_) + ": " + describePeer(r) +
+                                    " died while the ranks set up their connections (" + how + ")");
+  };
+  for (int r = 0; r < nranks_; ++r)
+    if (r != rank_ && pidVisible(peers_[r]) && processGone(peers_[r].pid))
+      throw died(r, "its process is gone");
   // Peers on other hosts: their pids mean nothing here, but a dead rank's standby socket
   // refuses connections (bootstrap/standby.h). Only the peers being connected, and not at
   // every slice of a wait: each probe is a TCP handshake at the peer.
@@ -490,15 +493,10 @@ void Communicator::watchPeers() const {
   if (connectingTo_.empty() || now - lastRemoteProbe_ < kRemoteProbeInterval) return;
   lastRemoteProbe_ = now;
   for (int r : connectingTo_) {
-    const transport::PeerInfo& p = peers_[r];
-    if (r == rank_ || (p.hostId == me.hostId && p.pidNs == me.pidNs && p.pidNs != 0)) continue;
-    if (!standbyOf_[r].valid()) continue;
+    if (pidVisible(peers_[r])) continue;
     // A host that does not answer at all may be slow or partitioned: only a refusal counts.
-    if (bootstrap::probe(standbyOf_[r].addr, kRemoteProbeTimeoutSeconds) ==
-        bootstrap::Liveness::kRefused)
-      throw exec::PeerFailure(r, "rank " + std::to_string(rank_) + ": " + describePeer(r) +
-                                     " died while the ranks set up their connections (its "
-                                     "standby address refuses connections)");
+    if (probeRank(r, Deadline(kRemoteProbeTimeoutSeconds)) == bootstrap::Liveness::kRefused)
+      throw died(r, "its standby address refuses connections");
   }
 }
 

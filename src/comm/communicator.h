@@ -195,7 +195,7 @@ class Communicator {
   // During connection and window setup: throws exec::PeerFailure naming a peer whose process
   // is gone: on this host (same pid namespace) the pid no longer runs or is a zombie; on
   // another host, one of the peers being connected (connectingTo_) refuses connections at its
-  // standby address (probed at most every kRemoteProbeSeconds).
+  // standby address (probed at most every kRemoteProbeInterval).
   void watchPeers() const;
   // Recovery helpers (comm/recovery.cc).
   bootstrap::Liveness probeRank(int r, const Deadline& deadline) const;

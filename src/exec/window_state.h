@@ -19,7 +19,6 @@ namespace tutti::exec {
 class WindowState {
  public:
   uint32_t epoch() const { return epoch_; }
-  uint64_t calls() const { return calls_; }
   // The window's tag slot of the next call (calls alternate between the slots).
   int tagSlot() const { return static_cast<int>(calls_ % transport::Window::kTagSlots); }
   // Schedules that fit in half the region (exec::Schedule::windowHalves) run in the two halves
@@ -43,7 +42,6 @@ class WindowState {
       nextHalf_ = 1 - half;
     }
   }
-  bool finalPostPending() const { return skippedFinal_; }
   void postSkippedFinal(transport::Window& window) {
     if (skippedFinal_) window.post(epoch_);
     skippedFinal_ = false;

@@ -357,11 +357,8 @@ Topology loadHwlocXml(std::string_view content, std::string_view name) {
 // is unreachable memory to LeakSanitizer, and a suppression cannot name the module. Kept
 // loaded once the first probe brought it in (a no-op when hwloc has PCI built in).
 static void keepPciaccessLoaded() {
-  static const bool once = [] {
-    dlopen("libpciaccess.so.0", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-    return true;
-  }();
-  (void)once;
+  static void* const pinned = dlopen("libpciaccess.so.0", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  (void)pinned;
 }
 
 Topology probeHwloc(const std::string& dumpPath) {
