@@ -15,33 +15,38 @@ WorkQueue::~WorkQueue() {
   worker_.join();
 }
 
+bool WorkQueue::learnable(const TuttiWork& work) const {
+  return work.bytes() > inlineBytes_ && work.bytes() != kNeverAtSubmit;
+}
+
 void WorkQueue::submit(const c10::intrusive_ptr<TuttiWork>& work) {
   work->setQueue(weak_from_this());
   std::unique_lock lock(mu_);
   const bool idle = queue_.empty() && !busy_;
-  const bool large = work->bytes() > inlineBytes_;
-  if (large && work->bytes() != kNeverAtSubmit) {
+  const bool small = work->bytes() <= inlineBytes_;
+  const bool learn = learnable(*work);
+  if (learn) {
     // The previous larger operation never waited for, or this one queued behind another:
     // asynchronous use.
     if (!lastLargeWaited_ || !idle) syncStreak_ = 0;
     lastLarge_ = work.get();
     lastLargeWaited_ = false;
   }
-  if (idle && (!large || (work->bytes() != kNeverAtSubmit && syncStreak_ >= kSyncStreak))) {
+  if (idle && (small || (learn && syncStreak_ >= kSyncStreak))) {
     ++stats_.atSubmit;
-    if (large) ++stats_.learntSync;
+    if (learn) ++stats_.learntSync;
     runHere(lock, work);
-    if (large) work->markSubmitted();  // a synchronous caller's wait comes right after this
+    if (learn) work->markSubmitted();  // a synchronous caller's wait comes right after this
     return;
   }
-  if (large) work->markSubmitted();  // before it is visible to the worker and to waiters
+  if (learn) work->markSubmitted();  // before it is visible to the worker and to waiters
   queue_.push_back(work);
   lock.unlock();
   cv_.notify_all();
 }
 
 void WorkQueue::noteWait(const TuttiWork* work) {
-  if (work->bytes() <= inlineBytes_ || work->bytes() == kNeverAtSubmit) return;
+  if (!learnable(*work)) return;
   const bool early = work->waitedRightAway(kSyncCpuGap, kSyncWallGap);
   std::lock_guard lock(mu_);
   if (work != lastLarge_ || lastLargeWaited_) return;

@@ -62,6 +62,8 @@ class WorkQueue : public std::enable_shared_from_this<WorkQueue> {
 
  private:
   void loop();
+  // Feeds the synchronous-use detector: above inlineBytes and allowed to run at submit.
+  bool learnable(const TuttiWork& work) const;
   // Runs work on this thread as the one running operation (lock held on entry, released on
   // return), then wakes the worker if work was queued meanwhile.
   void runHere(std::unique_lock<std::mutex>& lock, const c10::intrusive_ptr<TuttiWork>& work);
