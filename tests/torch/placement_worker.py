@@ -1,7 +1,8 @@
 """Where the backend runs operations (python/csrc/work_queue.h), checked through
 tutti.torch._C.queue_stats: synchronous use of large all-reduces is learnt and runs on the
 caller's thread; asynchronous use -- work left in flight while the caller sleeps, DDP-style
-futures -- runs on the worker and progresses without a wait. Every result is checked.
+futures -- runs on the worker and progresses without a wait. Every result is checked
+against the verifiable data of verifiable.py.
 Environment: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT."""
 import sys
 import time
@@ -11,6 +12,7 @@ import torch.distributed as dist
 
 import tutti.torch
 from tutti.torch import _C
+from verifiable import exact_equal, reduced, values
 
 dist.init_process_group("tutti")
 rank, n = dist.get_rank(), dist.get_world_size()
@@ -25,14 +27,11 @@ def expect(ok, what):
 
 
 def data(call):
-    """Distinct per rank, element and call; sums exact in float32."""
-    i = torch.arange(ELEMS, dtype=torch.float64)
-    return ((i * 7 + call * 131 + rank * 1009) % 4093).to(torch.float32)
+    return values(rank, call, ELEMS, torch.float32)
 
 
 def want(call):
-    i = torch.arange(ELEMS, dtype=torch.float64)
-    return sum(((i * 7 + call * 131 + r * 1009) % 4093) for r in range(n)).to(torch.float32)
+    return reduced(n, call, ELEMS, torch.float32, "sum")
 
 
 def delta(before):
@@ -47,7 +46,7 @@ for _ in range(12):
     call += 1
     t = data(call)
     dist.all_reduce(t)
-    expect(torch.equal(t, want(call)), f"sync call {call}")
+    expect(exact_equal(t, want(call)), f"sync call {call}")
 d = delta(before)
 expect(d["learnt_sync"] >= 8, f"sync all-reduces did not run on the caller's thread: {d}")
 
@@ -62,7 +61,7 @@ for k in range(6):
         time.sleep(0.002)
     expect(w.is_completed(), f"async call {call} made no progress without a wait")
     w.wait()
-    expect(torch.equal(t, want(call)), f"async call {call}")
+    expect(exact_equal(t, want(call)), f"async call {call}")
 d = delta(before)
 # At most the first one, right after the synchronous phase, may run at submit.
 expect(d["on_worker"] >= 5, f"async all-reduces did not run on the worker: {d}")
@@ -83,7 +82,7 @@ for k in range(6):
     time.sleep(0.001)
 for f, c, t in zip(futs, calls, tensors):
     f.wait()
-    expect(torch.equal(t, want(c)), f"future call {c}")
+    expect(exact_equal(t, want(c)), f"future call {c}")
 d = delta(before)
 expect(d["on_worker"] + d["by_waiter"] >= 5, f"future all-reduces ran at submit: {d}")
 
