@@ -133,11 +133,17 @@ void Bootstrap::join(const std::string& self, const Deadline& deadline) {
 std::vector<std::vector<std::byte>> Bootstrap::allGather(const std::string& tag,
                                                          std::span<const std::byte> mine,
                                                          const Deadline& deadline, bool eraseNow) {
+  return gather("allGather", tag, mine, deadline, eraseNow);
+}
+
+std::vector<std::vector<std::byte>> Bootstrap::gather(const char* what, const std::string& tag,
+                                                      std::span<const std::byte> mine,
+                                                      const Deadline& deadline, bool eraseNow) {
   const uint64_t seq = seq_++;
   std::string b = base(tag, seq);
   if (nranks_ == 1) return {std::vector<std::byte>(mine.begin(), mine.end())};
-  auto all =
-      useRing_ ? ringAllGather(tag, b, mine, deadline) : storeAllGather(tag, b, mine, deadline);
+  auto all = useRing_ ? ringAllGather(what, tag, b, mine, deadline)
+                      : storeAllGather(what, tag, b, mine, deadline);
   // Rank 0 has every rank's entry of this call: every rank has started it, so has finished
   // the earlier calls, whose keys nobody reads again (a communicator that only splits would
   // otherwise keep each split's keys until it is destroyed).
@@ -146,7 +152,8 @@ std::vector<std::vector<std::byte>> Bootstrap::allGather(const std::string& tag,
   return all;
 }
 
-std::vector<std::vector<std::byte>> Bootstrap::storeAllGather(const std::string& tag,
+std::vector<std::vector<std::byte>> Bootstrap::storeAllGather(const char* what,
+                                                              const std::string& tag,
                                                               const std::string& b,
                                                               std::span<const std::byte> mine,
                                                               const Deadline& deadline) {
@@ -159,13 +166,14 @@ std::vector<std::vector<std::byte>> Bootstrap::storeAllGather(const std::string&
       all[r] = store_->get(b + "/" + std::to_string(r), deadline);
     } catch (const Error& e) {
       if (e.code() != tuttiTimeout) throw;
-      throwMissing("allGather", tag, b, deadline);
+      throwMissing(what, tag, b, deadline);
     }
   }
   return all;
 }
 
-std::vector<std::vector<std::byte>> Bootstrap::ringAllGather(const std::string& tag,
+std::vector<std::vector<std::byte>> Bootstrap::ringAllGather(const char* what,
+                                                             const std::string& tag,
                                                              const std::string& b,
                                                              std::span<const std::byte> mine,
                                                              const Deadline& deadline) {
@@ -176,34 +184,71 @@ std::vector<std::vector<std::byte>> Bootstrap::ringAllGather(const std::string& 
     if (aborted_) fail(tuttiRemoteError, "bootstrap ", prefix_, ": aborted");
     if (!ring_) {
       ring_ = std::make_unique<BootstrapRing>("bootstrap " + prefix_, rank_, nranks_);
+      installWatch();
       fresh = true;
     }
     ring = ring_.get();
   }
   try {
-    if (fresh) {
+    if (fresh && adopted_) {
+      store_->set(b + "/" + std::to_string(rank_), {});  // arrival, for a timeout's message
+      ring->connect(std::move(*adopted_), adoptedNext_, deadline);
+      adopted_.reset();
+    } else if (fresh) {
       // The first all-gather publishes the ring addresses as its arrival keys.
-      std::string host = store_->localHost();
-      if (host.empty()) host = advertisedAddress().host();
       ring->connect(*store_, b + "/" + std::to_string(rank_),
-                    b + "/" + std::to_string((rank_ + 1) % nranks_), host, deadline);
+                    b + "/" + std::to_string((rank_ + 1) % nranks_), ringHost(), deadline);
     } else {
       store_->set(b + "/" + std::to_string(rank_), {});  // arrival, for a timeout's message
     }
-    return ring->allGather(mine, deadline, "allGather '" + tag + "'");
+    return ring->allGather(mine, deadline, std::string(what) + " '" + tag + "'");
   } catch (const Error& e) {
+    if (watchThrew_) throw;  // the watch's own verdict (e.g. a rank's process is gone)
     if (e.code() == tuttiRemoteError && !missing(b).empty()) {
       // A neighbour gave up because some rank never came: report those ranks at the
       // deadline, as every other rank will.
       ring->sleepUntil(deadline);
-      throwMissing("allGather", tag, b, deadline);
+      throwMissing(what, tag, b, deadline);
     }
     if (e.code() != tuttiTimeout) throw;
-    throwMissing("allGather", tag, b, deadline);
+    throwMissing(what, tag, b, deadline);
   }
 }
 
+std::string Bootstrap::ringHost() const {
+  std::string host = store_->localHost();
+  return host.empty() ? advertisedAddress().host() : host;
+}
+
+void Bootstrap::setWatch(std::function<void()> watch) {
+  std::lock_guard lock(ringMu_);
+  watch_ = std::move(watch);
+  installWatch();
+}
+
+void Bootstrap::installWatch() {
+  if (!ring_ || !watch_) return;
+  ring_->setWatch([this] {
+    try {
+      watch_();
+    } catch (...) {
+      watchThrew_ = true;
+      throw;
+    }
+  });
+}
+
+void Bootstrap::adoptRing(RingListener listener, std::string nextAddress) {
+  TUTTI_CHECK_ARG(useRing_ && seq_ == 0, "Bootstrap::adoptRing: before any call, with the ring");
+  adopted_ = std::make_unique<RingListener>(std::move(listener));
+  adoptedNext_ = std::move(nextAddress);
+}
+
 void Bootstrap::barrier(const std::string& tag, const Deadline& deadline) {
+  if (useRing_ || nranks_ == 1) {
+    gather("barrier", tag, {}, deadline, false);  // ends once every rank has started it
+    return;
+  }
   std::string b = base(tag, seq_++);
   store_->set(b + "/" + std::to_string(rank_), {});
   if (store_->add(b + "/count", 1) == nranks_) store_->set(b + "/done", {});

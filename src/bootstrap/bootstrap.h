@@ -2,13 +2,15 @@
 // deadline. Keys are "<prefix>/<seq>/<tag>/..." where seq counts this object's calls, so a
 // tag may repeat. A deadline that passes throws tuttiTimeout naming the missing ranks:
 //   "bootstrap comm0: rank(s) 3, 5 of 8 did not arrive at allGather 'peers' within 5.0 s"
-// All-gathers go around a BootstrapRing (ring.h) set up at the first one: each rank then
-// makes one store request per all-gather (its arrival key, for that message) instead of
-// nranks - 1 GETs; TUTTI_BOOTSTRAP_RING=0 keeps them in the store. Keys no longer needed
+// All-gathers and barriers go around a BootstrapRing (ring.h) set up at the first one: each
+// rank then makes one store request per call (its arrival key, for that message) instead of
+// nranks - 1 GETs (all-gather) or 3 (barrier); TUTTI_BOOTSTRAP_RING=0 keeps them in the
+// store. A split child's ring is set up without the store (adoptRing). Keys no longer needed
 // are erased by rank 0: those of earlier calls when an all-gather or barrier completes, all
 // at leave().
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -40,8 +42,17 @@ class Bootstrap {
   std::vector<std::vector<std::byte>> allGather(const std::string& tag,
                                                 std::span<const std::byte> mine,
                                                 const Deadline& deadline, bool eraseNow = false);
-  // Returns once every rank has called barrier (O(nranks) store requests in total).
+  // Returns once every rank has called barrier: an empty all-gather around the ring (one
+  // store request per rank), else through the store (three per rank).
   void barrier(const std::string& tag, const Deadline& deadline);
+  // The ring's listener, made before the ranks knew their neighbours, and the next rank's
+  // RingListener::address() (a split passes both through its parent's all-gather): the ring
+  // connects at the first all-gather without asking the store. Before any call; with the ring.
+  void adoptRing(RingListener listener, std::string nextAddress);
+  // Called at least every 100 ms while a ring call waits; an exception it throws ends the
+  // call unchanged (e.g. the communicator's check that names a rank whose process is gone).
+  // Between calls, from the thread that makes them.
+  void setWatch(std::function<void()> watch);
   // The last use of the store: ranks > 0 announce they are done with it and return at once
   // (their announcement is acknowledged by the store); rank 0 returns once all have, after
   // which it may stop the TcpStoreServer without failing anyone's pending request.
@@ -49,6 +60,9 @@ class Bootstrap {
   // Fails every current and future wait (the underlying store and the ring are aborted).
   void abort();
   bool usesRing() const { return useRing_; }
+  // Where this rank's ring listens: the address it reaches the store from, else the
+  // advertised one (TUTTI_BOOTSTRAP_IFNAME).
+  std::string ringHost() const;
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
@@ -57,12 +71,19 @@ class Bootstrap {
  private:
   std::string base(const std::string& tag, uint64_t seq) const;
   std::string seqPrefix(uint64_t seq) const;
-  std::vector<std::vector<std::byte>> storeAllGather(const std::string& tag, const std::string& b,
+  // `what` names the call in errors: "allGather" or "barrier".
+  std::vector<std::vector<std::byte>> gather(const char* what, const std::string& tag,
+                                             std::span<const std::byte> mine,
+                                             const Deadline& deadline, bool eraseNow);
+  std::vector<std::vector<std::byte>> storeAllGather(const char* what, const std::string& tag,
+                                                     const std::string& b,
                                                      std::span<const std::byte> mine,
                                                      const Deadline& deadline);
-  std::vector<std::vector<std::byte>> ringAllGather(const std::string& tag, const std::string& b,
+  std::vector<std::vector<std::byte>> ringAllGather(const char* what, const std::string& tag,
+                                                    const std::string& b,
                                                     std::span<const std::byte> mine,
                                                     const Deadline& deadline);
+  void installWatch();  // on ring_, wrapped to note that the watch threw
   // Rank 0: erases the keys of calls [erasedSeq_, upTo).
   void eraseBefore(uint64_t upTo);
   // Ranks whose key base/<r> does not exist now.
@@ -80,6 +101,10 @@ class Bootstrap {
   std::mutex ringMu_;  // guards ring_ creation against abort() from another thread
   std::unique_ptr<BootstrapRing> ring_;
   bool aborted_ = false;
+  std::unique_ptr<RingListener> adopted_;  // adoptRing's, until the ring connects
+  std::string adoptedNext_;
+  std::function<void()> watch_;
+  bool watchThrew_ = false;
 };
 
 }  // namespace tutti::bootstrap

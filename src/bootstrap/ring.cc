@@ -23,6 +23,8 @@ constexpr size_t kTokenBytes = 32;  // hex of a 16-byte secret
 constexpr size_t kHelloBytes = sizeof(kMagic) + 4 + kTokenBytes;
 constexpr uint64_t kMaxFrameBytes = 1ull << 30;
 constexpr double kHelloSeconds = 10.0;
+constexpr int kWatchMs = 100;
+constexpr auto kWatchInterval = std::chrono::milliseconds(kWatchMs);
 
 std::string secondsText(double s) {
   char buf[32];
@@ -67,22 +69,35 @@ void BootstrapRing::abort() {
 void BootstrapRing::sleepUntil(const Deadline& deadline) {
   for (;;) {
     if (aborted_.load()) fail(tuttiRemoteError, name_, ": aborted");
-    int left = deadline.msLeft();
-    if (left == 0) return;
+    watch();
+    if (deadline.msLeft() == 0) return;
     pollfd pfd{abortFd_, POLLIN, 0};
-    ::poll(&pfd, 1, left);
+    ::poll(&pfd, 1, pollMs(deadline));
   }
+}
+
+void BootstrapRing::watch() {
+  if (!watch_) return;
+  auto now = Clock::now();
+  if (now - lastWatch_ < kWatchInterval) return;
+  lastWatch_ = now;
+  watch_();
+}
+
+int BootstrapRing::pollMs(const Deadline& d) const {
+  int left = d.msLeft();
+  return watch_ ? std::min(left, kWatchMs) : left;
 }
 
 void BootstrapRing::waitFd(int fd, short events, const Deadline& d, const std::string& what) {
   for (;;) {
     if (aborted_.load()) fail(tuttiRemoteError, name_, ": ", what, ": aborted");
+    watch();
     pollfd fds[2] = {{fd, events, 0}, {abortFd_, POLLIN, 0}};
-    int left = d.msLeft();
-    if (left == 0)
+    if (d.msLeft() == 0)
       fail(tuttiTimeout, name_, ": ", what, ": no progress within ", secondsText(d.totalSeconds()),
            " s");
-    int n = ::poll(fds, 2, left);
+    int n = ::poll(fds, 2, pollMs(d));
     if (n < 0 && errno != EINTR) throwSystemError(name_ + ": poll (" + what + ")");
     if (n > 0 && fds[1].revents) continue;  // aborted: reported at the loop's top
     if (n > 0 && fds[0].revents) return;
@@ -122,26 +137,30 @@ void BootstrapRing::recvAll(int fd, void* p, size_t n, const Deadline& d, const 
   }
 }
 
+RingListener::RingListener(const std::string& bindHost) {
+  SockAddr bind =
+      SockAddr::resolve(bindHost.empty() ? "127.0.0.1" : bindHost, 0, "bootstrap ring address");
+  fd_.reset(::socket(bind.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd_.valid()) throwSystemError("socket for the bootstrap ring");
+  if (::bind(fd_.get(), bind.sa(), bind.len) != 0 || ::listen(fd_.get(), 16) != 0)
+    throwSystemError("cannot listen for the bootstrap ring on " + bind.toString());
+  token_ = secretToHex(randomSecret());
+  address_ = SockAddr::local(fd_.get()).toString() + "|" + token_;
+}
+
 void BootstrapRing::connect(Store& store, const std::string& myKey, const std::string& nextKey,
                             const std::string& bindHost, const Deadline& deadline) {
   broken_ = true;  // until it succeeds
-  SockAddr bind =
-      SockAddr::resolve(bindHost.empty() ? "127.0.0.1" : bindHost, 0, "bootstrap ring address");
-  int listenFd = ::socket(bind.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (listenFd < 0) throwSystemError(name_ + ": socket for the bootstrap ring");
-  struct Closer {
-    int& fd;
-    ~Closer() { closeFd(fd); }
-  } closeListen{listenFd};
-  if (::bind(listenFd, bind.sa(), bind.len) != 0 || ::listen(listenFd, 16) != 0)
-    throwSystemError(name_ + ": cannot listen for the bootstrap ring on " + bind.toString());
-  std::string token = secretToHex(randomSecret());
-  std::string mine = SockAddr::local(listenFd).toString() + "|" + token;
-  store.setString(myKey, mine);
+  RingListener listener(bindHost);
+  store.setString(myKey, listener.address());
+  std::string next = store.getString(nextKey, deadline);
+  connect(std::move(listener), next, deadline);
+}
 
+void BootstrapRing::connect(RingListener listener, const std::string& theirs,
+                            const Deadline& deadline) {
+  broken_ = true;  // until it succeeds
   int next = (rank_ + 1) % nranks_;
-  int prev = (rank_ + nranks_ - 1) % nranks_;
-  std::string theirs = store.getString(nextKey, deadline);
   size_t bar = theirs.find('|');
   if (bar == std::string::npos || theirs.size() - bar - 1 != kTokenBytes)
     fail(tuttiInternalError, name_, ": rank ", next, "'s ring address '", theirs, "' is malformed");
@@ -151,14 +170,17 @@ void BootstrapRing::connect(Store& store, const std::string& myKey, const std::s
   next_ = ::socket(nextAddr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (next_ < 0) throwSystemError(name_ + ": socket for the bootstrap ring");
   std::string what = "connect to rank " + std::to_string(next) + " at " + nextAddr.toString();
-  if (::connect(next_, nextAddr.sa(), nextAddr.len) != 0) {
-    if (errno != EINPROGRESS && errno != EINTR) throwSystemError(name_ + ": " + what);
+  int err = ::connect(next_, nextAddr.sa(), nextAddr.len) == 0 ? 0 : errno;
+  if (err == EINPROGRESS || err == EINTR) {
     waitFd(next_, POLLOUT, deadline, what);
-    int err = 0;
     socklen_t len = sizeof(err);
     ::getsockopt(next_, SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err != 0) throwSystemError(name_ + ": " + what, err);
   }
+  // It listened before its address was published: a refusal means it is gone.
+  if (err == ECONNREFUSED)
+    fail(tuttiRemoteError, name_, ": rank ", rank_, ": ", what, ": refused (rank ", next,
+         ", next on the bootstrap ring, exited or failed)");
+  if (err != 0) throwSystemError(name_ + ": " + what, err);
   int one = 1;
   ::setsockopt(next_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   uint8_t hello[kHelloBytes];
@@ -167,9 +189,8 @@ void BootstrapRing::connect(Store& store, const std::string& myKey, const std::s
   std::memcpy(hello + sizeof(kMagic) + 4, theirs.data() + bar + 1, kTokenBytes);
   sendAll(next_, hello, sizeof(hello), deadline, what);
 
-  prev_ = acceptPrev(listenFd, token, deadline);
+  prev_ = acceptPrev(listener.fd_.get(), listener.token_, deadline);
   ::setsockopt(prev_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  (void)prev;
   broken_ = false;
 }
 
@@ -248,15 +269,15 @@ std::vector<std::vector<std::byte>> BootstrapRing::allGather(std::span<const std
       if (!e.empty()) std::memcpy(out.data() + 8, e.data(), e.size());
       outPos = 0;
     }
+    watch();
     pollfd fds[3] = {{abortFd_, POLLIN, 0},
                      {out.empty() ? -1 : next_, POLLOUT, 0},
                      {received < steps ? prev_ : -1, POLLIN, 0}};
-    int left = deadline.msLeft();
-    if (left == 0)
+    if (deadline.msLeft() == 0)
       fail(tuttiTimeout, name_, ": rank ", rank_, ": ", what,
            ": the bootstrap ring stalled at step ", std::min(sent, received) + 1, " of ", steps,
            " (", secondsText(deadline.totalSeconds()), " s)");
-    int n = ::poll(fds, 3, left);
+    int n = ::poll(fds, 3, pollMs(deadline));
     if (n < 0) {
       if (errno == EINTR) continue;
       throwSystemError(name_ + ": poll (" + what + ")");

@@ -175,7 +175,7 @@ size_t Communicator::traceCapacityFromEnv() {
 }
 
 Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string prefix, int rank,
-                           int nranks, CommOptions options)
+                           int nranks, CommOptions options, std::unique_ptr<SplitSeed> seed)
     : baseStore_(std::move(store)),
       prefix_(std::move(prefix)),
       rank_(rank),
@@ -199,25 +199,40 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
   if (abortFd_ < 0) throwSystemError("eventfd for communicator abort");
   try {
     store_ = std::make_shared<bootstrap::PrefixStore>(baseStore_, prefix_ + "/");
-    bootstrap_ = std::make_unique<bootstrap::Bootstrap>(store_, rank_, nranks_, "bs");
+    bootstrap_ = std::make_unique<bootstrap::Bootstrap>(store_, rank_, nranks_, "bs",
+                                                        seed ? (seed->ring != nullptr) : -1);
     Deadline deadline(options_.timeoutSec);
 
-    transport::PeerInfo me{rank_, bootstrap::localHostId(), localHostname(), getpid(),
-                           pidNamespace()};
-    // A rank claimed twice or a disagreement on nranks fails here, naming them.
-    bootstrap_->join("host " + me.hostname + ", pid " + std::to_string(me.pid), deadline);
-    openStandby(store_.get(), &standby_);
-    std::string myStandby = standby_ ? standby_->address().encode() : std::string();
-    auto all = bootstrap_->allGather("peers", encodePeer(me, myStandby, myPlace), deadline);
-    peers_.resize(nranks_);
-    places_.resize(nranks_);
-    standbyOf_.resize(nranks_);
+    if (seed) {
+      TUTTI_ASSERT(static_cast<int>(seed->peers.size()) == nranks_);
+      peers_ = std::move(seed->peers);
+      places_ = std::move(seed->places);
+      standbyOf_ = std::move(seed->standbyOf);
+      standby_ = std::move(seed->myStandby);
+      if (seed->ring) bootstrap_->adoptRing(std::move(*seed->ring), seed->nextRing);
+      testDieAt("split", rank_);
+    } else {
+      transport::PeerInfo me{rank_, bootstrap::localHostId(), localHostname(), getpid(),
+                             pidNamespace()};
+      // A rank claimed twice or a disagreement on nranks fails here, naming them.
+      bootstrap_->join("host " + me.hostname + ", pid " + std::to_string(me.pid), deadline);
+      openStandby(store_.get(), &standby_);
+      std::string myStandby = standby_ ? standby_->address().encode() : std::string();
+      auto all = bootstrap_->allGather("peers", encodePeer(me, myStandby, myPlace), deadline);
+      peers_.resize(nranks_);
+      places_.resize(nranks_);
+      standbyOf_.resize(nranks_);
+      for (int r = 0; r < nranks_; ++r) {
+        std::string standby;
+        peers_[r] = decodePeer(r, all[r], &standby, &places_[r]);
+        standbyOf_[r] = bootstrap::StandbyAddress::parse(standby);
+      }
+    }
+    // Bootstrap waits on the ring check the peers as the store's do.
+    bootstrap_->setWatch([this] { watchPeers(); });
     std::map<std::string, int> hostIndex;
     hostOf_.resize(nranks_);
     for (int r = 0; r < nranks_; ++r) {
-      std::string standby;
-      peers_[r] = decodePeer(r, all[r], &standby, &places_[r]);
-      standbyOf_[r] = bootstrap::StandbyAddress::parse(standby);
       auto it = hostIndex.emplace(peers_[r].hostId, static_cast<int>(hostIndex.size())).first;
       hostOf_[r] = it->second;
     }
@@ -253,13 +268,17 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
     execOptions_.describePeer = [this](int p) { return describePeer(p); };
     transports_ = makeTransports(options_.transport);
     watchedStore_ = std::make_shared<bootstrap::WatchedStore>(store_, [this] { watchPeers(); });
-    transport::Context ctx{rank_,
-                           nranks_,
-                           peers_,
-                           watchedStore_.get(),
-                           &aborted_,
-                           myPlace.nearNics,
-                           [this] { watchPeers(); }};
+    transport::Context ctx{
+        rank_,
+        nranks_,
+        peers_,
+        watchedStore_.get(),
+        &aborted_,
+        myPlace.nearNics,
+        [this] { watchPeers(); },
+        [this](const std::string& tag, std::span<const std::byte> mine, const Deadline& deadline) {
+          return bootstrap_->allGather(tag, mine, deadline);
+        }};
     for (auto& t : transports_) t->setup(ctx);
     connections_.resize(nranks_);
     connectionPtrs_.assign(nranks_, nullptr);
@@ -966,7 +985,18 @@ void Communicator::runP2p(std::span<const P2pOp> ops) {
 std::unique_ptr<Communicator> Communicator::split(int color, int key, CommOptions options) {
   int seq = splitCount_++;
   std::string tag = "split" + std::to_string(seq);
+  // A member makes the child's standby store and ring listener now and passes their addresses
+  // through the split's all-gather: the child then needs no roll call, no exchange of peer
+  // records and no store request to connect its ring (SplitSeed).
+  auto seed = std::make_unique<SplitSeed>();
   std::string mine = std::to_string(color) + " " + std::to_string(key);
+  if (color != TUTTI_SPLIT_NOCOLOR) {
+    openStandby(store_.get(), &seed->myStandby);
+    if (bootstrap_->usesRing())
+      seed->ring = std::make_unique<bootstrap::RingListener>(bootstrap_->ringHost());
+    mine += "\n" + (seed->ring ? seed->ring->address() : std::string()) + "\n" +
+            (seed->myStandby ? seed->myStandby->address().encode() : std::string());
+  }
   auto bytes = std::as_bytes(std::span<const char>(mine.data(), mine.size()));
   Deadline deadline(options_.timeoutSec);
   // Its keys go at once: a parent may split many times and make no other bootstrap call.
@@ -974,27 +1004,46 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, CommOption
   if (color == TUTTI_SPLIT_NOCOLOR) return nullptr;
   struct Member {
     int key, rank;
+    std::string ring, standby;
   };
   std::vector<Member> members;
   for (int r = 0; r < nranks_; ++r) {
     std::string s(reinterpret_cast<const char*>(all[r].data()), all[r].size());
     int c = 0, k = 0;
     if (sscanf(s.c_str(), "%d %d", &c, &k) != 2) fail(tuttiInternalError, "bad split record");
-    if (c == color) members.push_back({k, r});
+    if (c != color) continue;
+    size_t nl1 = s.find('\n');
+    size_t nl2 = nl1 == std::string::npos ? nl1 : s.find('\n', nl1 + 1);
+    if (nl2 == std::string::npos)
+      fail(tuttiInternalError, "bad split record from ", describePeer(r));
+    members.push_back({k, r, s.substr(nl1 + 1, nl2 - nl1 - 1), s.substr(nl2 + 1)});
   }
   std::stable_sort(members.begin(), members.end(), [](const Member& a, const Member& b) {
     return a.key != b.key ? a.key < b.key : a.rank < b.rank;
   });
+  const int n = static_cast<int>(members.size());
   int newRank = 0;
-  for (size_t i = 0; i < members.size(); ++i)
-    if (members[i].rank == rank_) newRank = static_cast<int>(i);
+  for (int i = 0; i < n; ++i) {
+    const Member& m = members[i];
+    if (m.rank == rank_) newRank = i;
+    seed->peers.push_back(peers_[m.rank]);
+    seed->peers.back().rank = i;
+    seed->places.push_back(places_[m.rank]);
+    seed->standbyOf.push_back(bootstrap::StandbyAddress::parse(m.standby));
+  }
+  if (seed->ring) {
+    seed->nextRing = members[(newRank + 1) % n].ring;
+    if (seed->nextRing.empty())
+      fail(tuttiInternalError, "split: ", describePeer(members[(newRank + 1) % n].rank),
+           " sent no bootstrap ring address");
+  }
   std::string childPrefix = prefix_ + "/" + tag + "c" + std::to_string(color);
   // Its own client of the store where the store needs one (a TCP connection): the parent and
   // the child may wait on the store at the same time (threads, groups).
   std::shared_ptr<bootstrap::Store> childStore = baseStore_->separateClient();
   if (childStore == nullptr) childStore = baseStore_;
-  return std::make_unique<Communicator>(childStore, childPrefix, newRank,
-                                        static_cast<int>(members.size()), std::move(options));
+  return std::make_unique<Communicator>(childStore, childPrefix, newRank, n, std::move(options),
+                                        std::move(seed));
 }
 
 }  // namespace tutti

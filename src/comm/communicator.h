@@ -51,11 +51,26 @@ struct P2pOp {
   size_t bytes;
 };
 
+// What a split child takes from its parent instead of a rendezvous of its own
+// (Communicator::split): its members' peer records, and what each member made before the
+// parent's split all-gather and passed through it: its standby store and the listening half
+// of the child's bootstrap ring.
+struct SplitSeed {
+  std::vector<transport::PeerInfo> peers;  // by child rank (rank fields renumbered)
+  std::vector<RankPlace> places;
+  std::vector<bootstrap::StandbyAddress> standbyOf;
+  std::unique_ptr<bootstrap::StandbyStore> myStandby;
+  std::unique_ptr<bootstrap::RingListener> ring;  // null: the child's bootstrap uses the store
+  std::string nextRing;                           // the next member's RingListener::address()
+};
+
 class Communicator {
  public:
-  // Collective over all ranks: exchanges peer information and sets up the transports.
+  // Collective over all ranks: exchanges peer information and sets up the transports. A split
+  // child (seed) skips the roll call and the exchange of peer records, which its parent has
+  // done, and connects its bootstrap ring without the store.
   Communicator(std::shared_ptr<bootstrap::Store> store, std::string prefix, int rank, int nranks,
-               CommOptions options);
+               CommOptions options, std::unique_ptr<SplitSeed> seed = nullptr);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;

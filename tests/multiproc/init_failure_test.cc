@@ -79,6 +79,34 @@ TEST_F(InitFailures, MismatchedNranksIsNamedOnEveryRank) {
   EXPECT_RANKS_OK(r);
 }
 
+// A split child needs no rendezvous of its own at rank 0's store (its members' records come
+// from the parent), so a member that dies while the child sets up must be found by the
+// child's bootstrap ring: rank 2 dies after the parent's split all-gather, before the
+// child's setup barrier; ranks 0, 1 and 3 get tuttiRemoteError naming it, well within the
+// timeout.
+TEST_F(InitFailures, RankDyingInASplitChildIsNamedPromptly) {
+  setenv("TUTTI_TEST_DIE_AT", "split:2", 1);
+  tuttiUniqueId id = makeId();
+  auto r = runRanks(4, [&](int rank) {
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 4, id, rank), nullptr);
+    tuttiComm_t child = nullptr;
+    auto t0 = std::chrono::steady_clock::now();
+    tuttiResult_t res = tuttiCommSplit(comm, 0, rank, &child, nullptr);
+    double secs = secondsSince(t0);
+    std::string msg = tuttiGetLastError(comm);
+    EXPECT_EQ(res, tuttiRemoteError) << msg;
+    EXPECT_EQ(child, nullptr);
+    EXPECT_LT(secs, 5.0) << msg;
+    EXPECT_NE(msg.find("rank 2"), std::string::npos) << msg;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // as in SetupDeaths
+    tuttiCommAbort(comm);
+    tuttiCommDestroy(comm);
+  });
+  EXPECT_EQ(r.ranks[2].signal, SIGKILL) << r.describe();
+  EXPECT_TRUE(r.ranks[0].ok() && r.ranks[1].ok() && r.ranks[3].ok()) << r.describe();
+}
+
 struct DeathCase {
   const char* name;
   const char* dieAt;      // TUTTI_TEST_DIE_AT

@@ -114,5 +114,72 @@ TEST(StoreGrowth, SplitsCreatedAndDestroyedLeaveNoKeys) {
             });
 }
 
+// A split child takes its members' peer records from the parent and connects its bootstrap
+// ring through addresses passed in the split's own all-gather: no roll call, no exchange of
+// peer records, no store request for the ring. Rank 0's store serves a split child (split,
+// init, an all-reduce, leave) fewer requests than a communicator made afresh over the same
+// ranks, and no more per rank at 6 ranks than at 3 (the requests of each do not depend on n).
+struct Requests {
+  uint64_t fresh = 0, split = 0;
+};
+
+Requests measure(int n) {
+  void* mem =
+      mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  EXPECT_NE(mem, MAP_FAILED);
+  auto* shared = new (mem) Shared{};
+  shared->secret = bootstrap::randomSecret();
+  auto* out = static_cast<Requests*>(
+      mmap(nullptr, sizeof(Requests), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  auto r = runRanks(n, [&](int rank) {
+    std::unique_ptr<bootstrap::TcpStoreServer> server;
+    if (rank == 0) {
+      server = std::make_unique<bootstrap::TcpStoreServer>("127.0.0.1:0", shared->secret);
+      shared->port.store(server->sockAddr().port());
+    }
+    while (shared->port.load() == 0) usleep(1000);
+    auto store = std::make_shared<bootstrap::TcpStore>(
+        "127.0.0.1:" + std::to_string(shared->port.load()), shared->secret, Deadline(30));
+    Communicator world(store, "world", rank, n, options());
+    checkAllReduce(world);  // the world's connections, before counting
+    world.barrier();
+    uint64_t before = rank == 0 ? server->stats().requests : 0;
+    {
+      Communicator c(store, "fresh", rank, n, options());
+      checkAllReduce(c);
+      c.leave();
+    }
+    world.barrier();
+    uint64_t mid = rank == 0 ? server->stats().requests : 0;
+    {
+      auto child = world.split(0, rank, options());
+      checkAllReduce(*child);
+      child->leave();
+    }
+    world.barrier();
+    if (rank == 0) {
+      out->fresh = mid - before;
+      out->split = server->stats().requests - mid;
+    }
+    world.leave();
+  });
+  EXPECT_TRUE(r.allOk()) << r.describe();
+  Requests got = *out;
+  munmap(out, sizeof(Requests));
+  munmap(mem, sizeof(Shared));
+  return got;
+}
+
+TEST(StoreGrowth, SplitChildAsksTheStoreLessThanAFreshCommunicator) {
+  Requests three = measure(3);
+  Requests six = measure(6);
+  std::printf("store requests per rank: fresh %.1f (3 ranks), %.1f (6); split child %.1f, %.1f\n",
+              three.fresh / 3.0, six.fresh / 6.0, three.split / 3.0, six.split / 6.0);
+  EXPECT_LT(three.split, three.fresh);
+  EXPECT_LT(six.split, six.fresh);
+  // Constant per rank (rank 0's leave reads one key of each other rank: within 1 per rank).
+  EXPECT_LE(six.split / 6.0, three.split / 3.0 + 1.0);
+}
+
 }  // namespace
 }  // namespace tutti::test

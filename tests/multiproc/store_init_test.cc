@@ -125,7 +125,8 @@ TEST(StoreInit, CollectivesAndSplitWithoutAPort) {
           tuttiStore_t store = storeOf(s);
           tuttiComm_t comm = nullptr;
           TUTTI_ASSERT_OK(tuttiCommInitRankStore(&comm, n, rank, &store, nullptr), nullptr);
-          EXPECT_GT(s.calls, 0) << "the rendezvous did not use the caller's store";
+          // One rank needs no rendezvous (no barrier, no all-gather) and asks nothing.
+          if (n > 1) EXPECT_GT(s.calls, 0) << "the rendezvous did not use the caller's store";
           EXPECT_EQ(listeningSockets(), 0) << "the rendezvous opened a listening port";
           for (int call = 0; call < 3; ++call) {
             std::vector<double> v(1000 + call);

@@ -1,10 +1,12 @@
 // bootstrap-scale: what communicator init costs at the bootstrap's store as the job grows.
 //
-//   bootstrap-scale [--ranks 8,32,64,128,256] [--modes ring,store] [--reps 1]
+//   bootstrap-scale [--ranks 8,32,64,128,256] [--modes store,ring,ring+split] [--reps 1]
 //
 // For each rank count and mode (TUTTI_BOOTSTRAP_RING=1 / 0) it starts a TcpStoreServer in
 // this process, forks that many processes on this machine, each of which calls
-// tuttiCommInitRank with a unique id naming that server and then tuttiCommDestroy, and
+// tuttiCommInitRank with a unique id naming that server and then tuttiCommDestroy (with
+// "+split": between the two, a tuttiCommSplit into two colors by rank parity and a 256-float
+// all-reduce on the child, checked, then the child's destroy), and
 // prints one line: the job's init time (first fork to the last rank's init returning), the
 // median rank's init call, the requests the store served (total, per rank, GETs), the most
 // keys and bytes it held, and the keys left after every rank destroyed its communicator.
@@ -55,7 +57,29 @@ struct Row {
   int failed;
 };
 
-Row runJob(int n, bool ring) {
+// The child's all-reduce: rank r contributes r * 1000 + i at element i (exact in float).
+tuttiResult_t splitAndReduce(tuttiComm_t comm, int rank) {
+  tuttiComm_t child = nullptr;
+  tuttiResult_t res = tuttiCommSplit(comm, rank % 2, rank, &child, nullptr);
+  if (res != tuttiSuccess) return res;
+  int size = 0;
+  tuttiCommCount(child, &size);
+  std::vector<float> v(256);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(rank * 1000 + i);
+  res = tuttiAllReduce(v.data(), v.data(), v.size(), tuttiFloat32, tuttiSum, child, nullptr);
+  // Members: ranks of this parity, r = rank % 2 + 2k for k < size.
+  double rankSum = 0;
+  for (int k = 0; k < size; ++k) rankSum += rank % 2 + 2 * k;
+  for (size_t i = 0; res == tuttiSuccess && i < v.size(); ++i)
+    if (v[i] != static_cast<float>(rankSum * 1000 + size * static_cast<double>(i))) {
+      std::fprintf(stderr, "rank %d: child all-reduce element %zu is %g\n", rank, i, v[i]);
+      res = tuttiInternalError;
+    }
+  tuttiResult_t d = tuttiCommDestroy(child);
+  return res != tuttiSuccess ? res : d;
+}
+
+Row runJob(int n, bool ring, bool split) {
   using namespace tutti::bootstrap;
   Secret secret = randomSecret();
   TcpStoreServer server("127.0.0.1:0", secret);
@@ -81,6 +105,7 @@ Row runJob(int n, bool ring) {
       tuttiComm_t comm = nullptr;
       tuttiResult_t res = tuttiCommInitRank(&comm, n, id, r);
       sh->done[r] = now();
+      if (res == tuttiSuccess && split) res = splitAndReduce(comm, r);
       if (res == tuttiSuccess) res = tuttiCommDestroy(comm);
       if (res != tuttiSuccess) std::fprintf(stderr, "rank %d: %s\n", r, tuttiGetLastError(comm));
       sh->status[r] = res;
@@ -134,7 +159,7 @@ int main(int argc, char** argv) {
       reps = std::atoi(argv[++i]);
     } else {
       std::fprintf(stderr,
-                   "usage: bootstrap-scale [--ranks 8,32,..] [--modes ring,store] "
+                   "usage: bootstrap-scale [--ranks 8,32,..] [--modes store,ring,ring+split] "
                    "[--reps N]\n");
       return 2;
     }
@@ -153,7 +178,11 @@ int main(int argc, char** argv) {
   for (int n : ranks) {
     for (const auto& m : modes) {
       for (int rep = 0; rep < reps; ++rep) {
-        Row r = runJob(n, m == "ring");
+        if (m != "store" && m != "ring" && m != "store+split" && m != "ring+split") {
+          std::fprintf(stderr, "bootstrap-scale: unknown mode %s\n", m.c_str());
+          return 2;
+        }
+        Row r = runJob(n, m.rfind("ring", 0) == 0, m.find("+split") != std::string::npos);
         const auto& s = r.stats;
         std::printf("| %s | %d | %.2f | %.2f | %llu | %.1f | %llu | %llu | %.1f | %llu |%s\n",
                     m.c_str(), n, r.initS, r.medianRankS, (unsigned long long)s.requests,

@@ -165,11 +165,28 @@ class ShmWindow final : public Window {
 
 std::string key(int rank) { return "win/" + std::to_string(rank); }
 
+// Every rank's `mine` (text), by rank: through ctx.allGather, else through the store
+// (nranks - 1 GETs per rank).
+std::vector<std::string> gatherText(const Context& ctx, const std::string& tag,
+                                    const std::string& mine, const Deadline& deadline) {
+  std::vector<std::string> all(ctx.nranks);
+  if (ctx.allGather) {
+    auto entries = ctx.allGather(tag, std::as_bytes(std::span(mine.data(), mine.size())), deadline);
+    for (int r = 0; r < ctx.nranks; ++r)
+      all[r].assign(reinterpret_cast<const char*>(entries[r].data()), entries[r].size());
+    return all;
+  }
+  ctx.store->setString(key(ctx.rank) + "/" + tag, mine);
+  for (int r = 0; r < ctx.nranks; ++r)
+    all[r] = r == ctx.rank ? mine : ctx.store->getString(key(r) + "/" + tag, deadline);
+  return all;
+}
+
 }  // namespace
 
 std::unique_ptr<Window> createShmWindow(const Context& ctx, const WindowConfig& cfg,
                                         const Deadline& deadline) {
-  TUTTI_CHECK_ARG(ctx.store != nullptr, "shm window: no store");
+  TUTTI_CHECK_ARG(ctx.store != nullptr || ctx.allGather, "shm window: no store");
   const PeerInfo& self = ctx.peers[ctx.rank];
   for (const PeerInfo& p : ctx.peers)
     if (self.hostId.empty() || p.hostId != self.hostId) return nullptr;  // same on every rank
@@ -186,15 +203,14 @@ std::unique_ptr<Window> createShmWindow(const Context& ctx, const WindowConfig& 
     c->magic = kWindowMagic;
     c->bytes = region;
     c->rank = ctx.rank;
-    ctx.store->setString(key(ctx.rank), segs[ctx.rank].path());
   } catch (const Error& e) {
     problem = e.what();
-    ctx.store->setString(key(ctx.rank), "fail " + problem);
   }
+  auto paths = gatherText(ctx, "segment",
+                          problem.empty() ? segs[ctx.rank].path() : "fail " + problem, deadline);
   for (int r = 0; r < ctx.nranks; ++r) {
-    if (r == ctx.rank) continue;
-    std::string path = ctx.store->getString(key(r), deadline);
-    if (!problem.empty()) continue;
+    if (r == ctx.rank || !problem.empty()) continue;
+    const std::string& path = paths[r];
     if (path.rfind("fail ", 0) == 0) {
       problem = "rank " + std::to_string(r) + ": " + path.substr(5);
       continue;
@@ -209,12 +225,9 @@ std::unique_ptr<Window> createShmWindow(const Context& ctx, const WindowConfig& 
     }
   }
   // Everyone mapped everyone (or failed) before the creators close their fds / names.
-  ctx.store->setString(key(ctx.rank) + "/mapped", problem.empty() ? "ok" : "fail " + problem);
-  for (int r = 0; r < ctx.nranks; ++r) {
-    std::string st = r == ctx.rank ? (problem.empty() ? "ok" : "fail " + problem)
-                                   : ctx.store->getString(key(r) + "/mapped", deadline);
+  auto states = gatherText(ctx, "mapped", problem.empty() ? "ok" : "fail " + problem, deadline);
+  for (const std::string& st : states)
     if (st != "ok" && problem.empty()) problem = st.substr(std::min<size_t>(st.size(), 5));
-  }
   if (!segs[ctx.rank].path().empty()) segs[ctx.rank].release();
   if (!problem.empty()) {
     TUTTI_INFO(kTransport, "shm window of " << region << " bytes per rank unavailable (" << problem
