@@ -1,5 +1,6 @@
 #include "bootstrap/bootstrap.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
@@ -8,6 +9,10 @@
 #include "common/error.h"
 
 namespace tutti::bootstrap {
+
+namespace {
+constexpr auto kWatchGrace = std::chrono::seconds(1);
+}  // namespace
 
 Bootstrap::Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::string prefix,
                      int useRing)
@@ -184,11 +189,11 @@ std::vector<std::vector<std::byte>> Bootstrap::ringAllGather(const char* what,
     if (aborted_) fail(tuttiRemoteError, "bootstrap ", prefix_, ": aborted");
     if (!ring_) {
       ring_ = std::make_unique<BootstrapRing>("bootstrap " + prefix_, rank_, nranks_);
-      installWatch();
       fresh = true;
     }
     ring = ring_.get();
   }
+  ring->setWatch(watchFor(b));
   try {
     if (fresh && adopted_) {
       store_->set(b + "/" + std::to_string(rank_), {});  // arrival, for a timeout's message
@@ -220,22 +225,35 @@ std::string Bootstrap::ringHost() const {
   return host.empty() ? advertisedAddress().host() : host;
 }
 
-void Bootstrap::setWatch(std::function<void()> watch) {
-  std::lock_guard lock(ringMu_);
-  watch_ = std::move(watch);
-  installWatch();
+void Bootstrap::setWatch(std::function<std::vector<int>()> gone, std::function<void(int)> dead) {
+  gone_ = std::move(gone);
+  dead_ = std::move(dead);
 }
 
-void Bootstrap::installWatch() {
-  if (!ring_ || !watch_) return;
-  ring_->setWatch([this] {
+std::function<void()> Bootstrap::watchFor(const std::string& b) {
+  if (!gone_ || !dead_) return {};
+  // Not in the first second of a call: most calls end by then, and ranks that finished the
+  // job's last call exit, so checks would find them gone (and arrived) at every wait.
+  auto start = std::chrono::steady_clock::now();
+  auto arrived = std::make_shared<std::vector<bool>>(nranks_, false);
+  return [this, b, start, arrived] {
+    if (std::chrono::steady_clock::now() - start < kWatchGrace) return;
     try {
-      watch_();
+      for (int r : gone_()) {
+        if (r == rank_ || (*arrived)[r]) continue;
+        try {
+          // An arrival key stays until every rank has finished this call.
+          (*arrived)[r] = store_->check({b + "/" + std::to_string(r)});
+        } catch (const Error&) {
+          // The store is unreachable (its process may be the one gone): not arrived.
+        }
+        if (!(*arrived)[r]) dead_(r);
+      }
     } catch (...) {
       watchThrew_ = true;
       throw;
     }
-  });
+  };
 }
 
 void Bootstrap::adoptRing(RingListener listener, std::string nextAddress) {

@@ -49,10 +49,14 @@ class Bootstrap {
   // RingListener::address() (a split passes both through its parent's all-gather): the ring
   // connects at the first all-gather without asking the store. Before any call; with the ring.
   void adoptRing(RingListener listener, std::string nextAddress);
-  // Called at least every 100 ms while a ring call waits; an exception it throws ends the
-  // call unchanged (e.g. the communicator's check that names a rank whose process is gone).
-  // Between calls, from the thread that makes them.
-  void setWatch(std::function<void()> watch);
+  // A check for ranks that can no longer come, while a ring call waits (from its first second
+  // on, at least every 100 ms): `gone` lists ranks whose process is gone (a cheap check of the
+  // caller's); each one that has not arrived at the call (its arrival key is absent: one store
+  // check per gone rank and call) goes to `dead`, which throws (e.g. an error naming it), and
+  // that exception ends the call unchanged. A gone rank that has arrived may have finished the
+  // call and exited, as ranks do after their last call: it is not reported. Between calls,
+  // from their thread.
+  void setWatch(std::function<std::vector<int>()> gone, std::function<void(int)> dead);
   // The last use of the store: ranks > 0 announce they are done with it and return at once
   // (their announcement is acknowledged by the store); rank 0 returns once all have, after
   // which it may stop the TcpStoreServer without failing anyone's pending request.
@@ -83,7 +87,8 @@ class Bootstrap {
                                                     const std::string& b,
                                                     std::span<const std::byte> mine,
                                                     const Deadline& deadline);
-  void installWatch();  // on ring_, wrapped to note that the watch threw
+  // The ring's watch for the call whose keys are under b (setWatch).
+  std::function<void()> watchFor(const std::string& b);
   // Rank 0: erases the keys of calls [erasedSeq_, upTo).
   void eraseBefore(uint64_t upTo);
   // Ranks whose key base/<r> does not exist now.
@@ -103,7 +108,8 @@ class Bootstrap {
   bool aborted_ = false;
   std::unique_ptr<RingListener> adopted_;  // adoptRing's, until the ring connects
   std::string adoptedNext_;
-  std::function<void()> watch_;
+  std::function<std::vector<int>()> gone_;
+  std::function<void(int)> dead_;
   bool watchThrew_ = false;
 };
 

@@ -59,7 +59,7 @@ class BootstrapRing {
   // learnt elsewhere: no store request.
   void connect(RingListener listener, const std::string& nextAddress, const Deadline& deadline);
   // Called at least every 100 ms while a connect or an all-gather waits (it may throw, to end
-  // the wait: e.g. a check that names a rank whose process is gone). Before connect.
+  // the wait: e.g. a check that names a rank whose process is gone). Between calls.
   void setWatch(std::function<void()> watch) { watch_ = std::move(watch); }
   // Every rank's contribution, indexed by rank; `what` names the call in errors. After a
   // failed connect or all-gather every later one throws tuttiRemoteError at once.

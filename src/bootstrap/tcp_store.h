@@ -141,7 +141,7 @@ class TcpStore : public Store {
   int abortFd_ = -1;
   std::atomic<bool> aborted_{false};
   const AbortSignal* also_ = nullptr;  // of the get in progress (under mu_)
-  bool servedBefore_ = false;  // a handshake succeeded once (under mu_)
+  bool servedBefore_ = false;          // a handshake succeeded once (under mu_)
 };
 
 }  // namespace tutti::bootstrap

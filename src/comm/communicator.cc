@@ -228,8 +228,9 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
         standbyOf_[r] = bootstrap::StandbyAddress::parse(standby);
       }
     }
-    // Bootstrap waits on the ring check the peers as the store's do.
-    bootstrap_->setWatch([this] { watchPeers(); });
+    // Bootstrap waits on the ring name a rank on this host that died before it arrived.
+    bootstrap_->setWatch([this] { return goneLocalRanks(); },
+                         [this](int r) { throw diedError(r, "its process is gone"); });
     std::map<std::string, int> hostIndex;
     hostOf_.resize(nranks_);
     for (int r = 0; r < nranks_; ++r) {
@@ -492,19 +493,26 @@ transport::Transport* Communicator::transportFor(int peer) {
                                    : " (TUTTI_TRANSPORT=" + options_.transport + ")"));
 }
 
-void Communicator::watchPeers() const {
+bool Communicator::pidVisible(int r) const {
   const transport::PeerInfo& me = peers_[rank_];
-  // A peer whose pid means something here: same host and pid namespace.
-  auto pidVisible = [&](const transport::PeerInfo& p) {
-    return p.hostId == me.hostId && p.pidNs == me.pidNs && p.pidNs != 0;
-  };
-  auto died = [&](int r, const char* how) {
-    return exec::PeerFailure(r, "rank " + std::to_string(rank_) + ": " + describePeer(r) +
-                                    " died while the ranks set up their connections (" + how + ")");
-  };
+  const transport::PeerInfo& p = peers_[r];
+  return p.hostId == me.hostId && p.pidNs == me.pidNs && p.pidNs != 0;
+}
+
+std::vector<int> Communicator::goneLocalRanks() const {
+  std::vector<int> gone;
   for (int r = 0; r < nranks_; ++r)
-    if (r != rank_ && pidVisible(peers_[r]) && processGone(peers_[r].pid))
-      throw died(r, "its process is gone");
+    if (r != rank_ && pidVisible(r) && processGone(peers_[r].pid)) gone.push_back(r);
+  return gone;
+}
+
+exec::PeerFailure Communicator::diedError(int r, const char* how) const {
+  return exec::PeerFailure(r, "rank " + std::to_string(rank_) + ": " + describePeer(r) +
+                                  " died while the ranks set up their connections (" + how + ")");
+}
+
+void Communicator::watchPeers() const {
+  for (int r : goneLocalRanks()) throw diedError(r, "its process is gone");
   // Peers on other hosts: their pids mean nothing here, but a dead rank's standby socket
   // refuses connections (bootstrap/standby.h). Only the peers being connected, and not at
   // every slice of a wait: each probe is a TCP handshake at the peer.
@@ -512,10 +520,10 @@ void Communicator::watchPeers() const {
   if (connectingTo_.empty() || now - lastRemoteProbe_ < kRemoteProbeInterval) return;
   lastRemoteProbe_ = now;
   for (int r : connectingTo_) {
-    if (pidVisible(peers_[r])) continue;
+    if (pidVisible(r)) continue;
     // A host that does not answer at all may be slow or partitioned: only a refusal counts.
     if (probeRank(r, Deadline(kRemoteProbeTimeoutSeconds)) == bootstrap::Liveness::kRefused)
-      throw died(r, "its standby address refuses connections");
+      throw diedError(r, "its standby address refuses connections");
   }
 }
 

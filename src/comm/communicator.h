@@ -212,6 +212,11 @@ class Communicator {
   // another host, one of the peers being connected (connectingTo_) refuses connections at its
   // standby address (probed at most every kRemoteProbeInterval).
   void watchPeers() const;
+  // Whether rank r's pid means something here (same host and pid namespace).
+  bool pidVisible(int r) const;
+  // The ranks on this host whose process is gone.
+  std::vector<int> goneLocalRanks() const;
+  exec::PeerFailure diedError(int r, const char* how) const;
   // Recovery helpers (comm/recovery.cc).
   bootstrap::Liveness probeRank(int r, const Deadline& deadline) const;
   // When `peer` answers at its standby address: the lowest other rank that does not (-1 when
