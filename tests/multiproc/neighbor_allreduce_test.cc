@@ -1,117 +1,25 @@
 // tuttiNeighborAllReduce over real processes at 1-9 ranks, shm and tcp forced: every built-in
 // graph, every step of its period and one more, float32/float64/float16/bfloat16, in place and
-// not, against the reference of harness/mixing_reference.h (W built in the test, applied to
-// all ranks' inputs, which are distinct per rank, element and call), compared bit for bit.
+// not, against the reference of harness/mixing_data.h (W built in the test, applied to all
+// ranks' inputs, verifiable data distinct per rank, element and call), compared bit for bit.
 // Also: grouped calls (the dynamic graph advances per call in issue order), the one-peer
 // exponential graph's exact average after log2(n) calls, a weighted directed user graph, the
 // hierarchical variant on one host (exact average), and argument errors.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
-#include <cmath>
-#include <cstring>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "comm_test_util.h"
-#include "common/dtype.h"
 #include "harness/fork_harness.h"
-#include "harness/mixing_reference.h"
+#include "harness/mixing_data.h"
 #include "tutti/tutti.h"
 
 namespace tutti::test {
 namespace {
 
-double valueOf(int rank, size_t e, uint64_t call) {
-  uint64_t h = (rank + 11) * 0x9e3779b97f4a7c15ull ^ (e + 5) * 0xbf58476d1ce4e5b9ull ^
-               (call + 17) * 0x94d049bb133111ebull;
-  h ^= h >> 31;
-  h *= 0x94d049bb133111ebull;
-  h ^= h >> 29;
-  return static_cast<double>(static_cast<int>(h % 2001) - 1000) / 64.0;
-}
-
-size_t sizeOf(tuttiDataType_t t) { return t == tuttiFloat64 ? 8 : t == tuttiFloat32 ? 4 : 2; }
-
-void store(std::byte* p, size_t e, tuttiDataType_t t, double v) {
-  if (t == tuttiFloat64) {
-    std::memcpy(p + 8 * e, &v, 8);
-  } else if (t == tuttiFloat32) {
-    float f = static_cast<float>(v);
-    std::memcpy(p + 4 * e, &f, 4);
-  } else {
-    uint16_t h =
-        t == tuttiFloat16 ? floatToHalf(static_cast<float>(v)) : floatToBf16(static_cast<float>(v));
-    std::memcpy(p + 2 * e, &h, 2);
-  }
-}
-double load(const std::byte* p, size_t e, tuttiDataType_t t) {
-  if (t == tuttiFloat64) {
-    double d;
-    std::memcpy(&d, p + 8 * e, 8);
-    return d;
-  }
-  if (t == tuttiFloat32) {
-    float f;
-    std::memcpy(&f, p + 4 * e, 4);
-    return f;
-  }
-  uint16_t h;
-  std::memcpy(&h, p + 2 * e, 2);
-  return t == tuttiFloat16 ? halfToFloat(h) : bf16ToFloat(h);
-}
-
-// Rank `rank`'s input of call `call` (every rank can make every rank's input).
-std::vector<std::byte> inputOf(int rank, uint64_t call, size_t count, tuttiDataType_t t) {
-  std::vector<std::byte> v(count * sizeOf(t));
-  for (size_t e = 0; e < count; ++e) store(v.data(), e, t, valueOf(rank, e, call));
-  return v;
-}
-
-// The expected bytes of rank `rank` for call `call` over W.
-std::vector<std::byte> expected(const std::vector<double>& w, int n, int rank, uint64_t call,
-                                size_t count, tuttiDataType_t t) {
-  std::vector<std::vector<std::byte>> in(n);
-  for (int j = 0; j < n; ++j) in[j] = inputOf(j, call, count, t);
-  std::vector<std::byte> out(count * sizeOf(t));
-  for (size_t e = 0; e < count; ++e) {
-    double v;
-    if (t == tuttiFloat64) {
-      std::vector<double> x(n);
-      for (int j = 0; j < n; ++j) x[j] = load(in[j].data(), e, t);
-      v = refMixElement<double>(w, n, rank, x);
-    } else {
-      std::vector<float> x(n);
-      for (int j = 0; j < n; ++j) x[j] = static_cast<float>(load(in[j].data(), e, t));
-      v = refMixElement<float>(w, n, rank, x);
-    }
-    store(out.data(), e, t, v);
-  }
-  return out;
-}
-
-std::string firstDiff(const std::vector<std::byte>& got, const std::vector<std::byte>& want,
-                      tuttiDataType_t t) {
-  const size_t es = sizeOf(t);
-  for (size_t e = 0; e < got.size() / es; ++e)
-    if (std::memcmp(got.data() + e * es, want.data() + e * es, es) != 0)
-      return "element " + std::to_string(e) + " of " + std::to_string(got.size() / es) + " is " +
-             std::to_string(load(got.data(), e, t)) + ", expected " +
-             std::to_string(load(want.data(), e, t));
-  return "";
-}
-
-struct GraphCase {
-  tuttiGraphKind_t kind;
-  RefGraph ref;
-};
-const GraphCase kGraphs[] = {{tuttiGraphRing, RefGraph::kRing},
-                             {tuttiGraphTorus2D, RefGraph::kTorus},
-                             {tuttiGraphGrid2D, RefGraph::kGrid},
-                             {tuttiGraphHypercube, RefGraph::kHypercube},
-                             {tuttiGraphExponential, RefGraph::kExponential},
-                             {tuttiGraphOnePeerExponential, RefGraph::kOnePeer}};
 constexpr tuttiDataType_t kTypes[] = {tuttiFloat32, tuttiFloat64, tuttiFloat16, tuttiBfloat16};
 
 class Neighbor : public ::testing::TestWithParam<std::tuple<const char*, int>> {
@@ -131,8 +39,8 @@ TEST_P(Neighbor, EveryBuiltinGraphMatchesReference) {
         tuttiComm_t comm = nullptr;
         TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
         uint64_t call = 0;  // distinct inputs across the whole run
-        for (const GraphCase& gc : kGraphs) {
-          if (gc.kind == tuttiGraphHypercube && (n & (n - 1)) != 0) continue;
+        for (const MixGraph& gc : kMixGraphs) {
+          if (!mixGraphApplies(gc, n)) continue;
           tuttiGraph_t g = nullptr;
           TUTTI_ASSERT_OK(tuttiGraphCreate(comm, gc.kind, 0, 0, &g), comm);
           const int period = gc.kind == tuttiGraphOnePeerExponential ? refPeriod(n) : 1;
@@ -140,14 +48,14 @@ TEST_P(Neighbor, EveryBuiltinGraphMatchesReference) {
             const tuttiDataType_t t = kTypes[call % 4];
             const size_t count = call % 5 == 3 ? 70001 : 1 + (call * 37 + n) % 300;
             const bool inPlace = call % 2 == 1;
-            std::vector<std::byte> in = inputOf(rank, call, count, t);
+            std::vector<std::byte> in = mixInput(rank, call, count, t);
             std::vector<std::byte> out(in.size(), std::byte{0x5a});
             void* recv = inPlace ? in.data() : out.data();
             TUTTI_ASSERT_OK(tuttiNeighborAllReduce(in.data(), recv, count, t, g, comm, nullptr),
                             comm);
             const std::vector<double> w = refMatrix(gc.ref, n, step);
             std::string diff =
-                firstDiff(inPlace ? in : out, expected(w, n, rank, call, count, t), t);
+                mixFirstDiff(inPlace ? in : out, mixExpected(w, n, rank, call, count, t), t);
             ASSERT_EQ(diff, "") << "graph kind " << gc.kind << " step " << step << " rank " << rank
                                 << " of " << n << " type " << t << (inPlace ? " in place" : "");
             EXPECT_STREQ(tuttiCommLastAlgorithm(comm), "neighbor");
@@ -175,7 +83,7 @@ TEST_P(Neighbor, GroupedCallsAdvanceTheDynamicGraph) {
     const size_t count = 513;
     std::vector<std::vector<std::byte>> in, out;
     for (int k = 0; k < 3; ++k) {
-      in.push_back(inputOf(rank, 100 + k, count, tuttiFloat32));
+      in.push_back(mixInput(rank, 100 + k, count, tuttiFloat32));
       out.emplace_back(in.back().size());
     }
     TUTTI_ASSERT_OK(tuttiGroupStart(), comm);
@@ -187,8 +95,9 @@ TEST_P(Neighbor, GroupedCallsAdvanceTheDynamicGraph) {
     TUTTI_ASSERT_OK(tuttiGroupEnd(), comm);
     for (int k = 0; k < 3; ++k) {
       std::vector<double> w = refMatrix(RefGraph::kOnePeer, n, k);
-      ASSERT_EQ(firstDiff(out[k], expected(w, n, rank, 100 + k, count, tuttiFloat32), tuttiFloat32),
-                "")
+      ASSERT_EQ(
+          mixFirstDiff(out[k], mixExpected(w, n, rank, 100 + k, count, tuttiFloat32), tuttiFloat32),
+          "")
           << "grouped call " << k << " rank " << rank;
     }
     TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
@@ -205,7 +114,7 @@ INSTANTIATE_TEST_SUITE_P(Transports, Neighbor,
                          });
 
 // log2(n) consecutive in-place calls of the one-peer exponential graph leave the exact average
-// on every rank (dyadic inputs: every step is exact in float64).
+// on every rank (inputs of bfloat16 precision held in float64: every step is exact).
 TEST(NeighborExact, OnePeerExponentialReachesTheAverage) {
   for (int n : {2, 4, 8}) {
     tuttiUniqueId id = makeId();
@@ -216,18 +125,18 @@ TEST(NeighborExact, OnePeerExponentialReachesTheAverage) {
       TUTTI_ASSERT_OK(tuttiGraphCreate(comm, tuttiGraphOnePeerExponential, 0, 0, &g), comm);
       const size_t count = 1000;
       std::vector<double> x(count);
-      for (size_t e = 0; e < count; ++e) x[e] = valueOf(rank, e, 7);
+      for (size_t e = 0; e < count; ++e) x[e] = mixValue(rank, e, 7, tuttiBfloat16);
       int steps = 0;
       for (int m = 1; m < n; m *= 2) ++steps;
       for (int s = 0; s < steps; ++s) {
         if (s + 1 == steps && n >= 4) {  // one call short: not yet the average everywhere
           double mean0 = 0;
-          for (int j = 0; j < n; ++j) mean0 += valueOf(j, 0, 7);
+          for (int j = 0; j < n; ++j) mean0 += mixValue(j, 0, 7, tuttiBfloat16);
           mean0 /= n;
           bool all = true;
           for (size_t e = 0; e < count; ++e) {
             double mean = 0;
-            for (int j = 0; j < n; ++j) mean += valueOf(j, e, 7);
+            for (int j = 0; j < n; ++j) mean += mixValue(j, e, 7, tuttiBfloat16);
             all = all && x[e] == mean / n;
           }
           EXPECT_FALSE(all) << "already averaged after " << s << " calls";
@@ -238,7 +147,7 @@ TEST(NeighborExact, OnePeerExponentialReachesTheAverage) {
       }
       for (size_t e = 0; e < count; ++e) {
         double sum = 0;
-        for (int j = 0; j < n; ++j) sum += valueOf(j, e, 7);
+        for (int j = 0; j < n; ++j) sum += mixValue(j, e, 7, tuttiBfloat16);
         ASSERT_EQ(x[e], sum / n) << "element " << e << " rank " << rank << " of " << n;
       }
       TUTTI_ASSERT_OK(tuttiGraphDestroy(g), nullptr);
@@ -270,11 +179,12 @@ TEST(NeighborUser, WeightedDirectedAndMetropolisHastings) {
         W[i * n + (i + n - 1) % n] = 0.25;
         W[i * n + (i + n - 2) % n] = 0.125;
       }
-      std::vector<std::byte> in = inputOf(rank, 200, count, tuttiFloat32), out(in.size());
+      std::vector<std::byte> in = mixInput(rank, 200, count, tuttiFloat32), out(in.size());
       TUTTI_ASSERT_OK(
           tuttiNeighborAllReduce(in.data(), out.data(), count, tuttiFloat32, g, comm, nullptr),
           comm);
-      EXPECT_EQ(firstDiff(out, expected(W, n, rank, 200, count, tuttiFloat32), tuttiFloat32), "");
+      EXPECT_EQ(mixFirstDiff(out, mixExpected(W, n, rank, 200, count, tuttiFloat32), tuttiFloat32),
+                "");
       TUTTI_ASSERT_OK(tuttiGraphDestroy(g), nullptr);
     }
     {
@@ -294,24 +204,25 @@ TEST(NeighborUser, WeightedDirectedAndMetropolisHastings) {
           if (j >= 0 && j < n) W[i * n + j] = 1.0 / 3, sum += 1.0 / 3;
         W[i * n + i] = 1.0 - sum;
       }
-      std::vector<std::byte> in = inputOf(rank, 201, count, tuttiFloat64);
+      std::vector<std::byte> in = mixInput(rank, 201, count, tuttiFloat64);
       TUTTI_ASSERT_OK(
           tuttiNeighborAllReduce(in.data(), in.data(), count, tuttiFloat64, g, comm, nullptr),
           comm);
-      EXPECT_EQ(firstDiff(in, expected(W, n, rank, 201, count, tuttiFloat64), tuttiFloat64), "");
+      EXPECT_EQ(mixFirstDiff(in, mixExpected(W, n, rank, 201, count, tuttiFloat64), tuttiFloat64),
+                "");
       TUTTI_ASSERT_OK(tuttiGraphDestroy(g), nullptr);
     }
     {
       tuttiGraph_t g = nullptr;
       TUTTI_ASSERT_OK(tuttiGraphCreate(comm, tuttiGraphOnePeerExponential, 0, 1, &g), comm);
       std::vector<double> x(count);
-      for (size_t e = 0; e < count; ++e) x[e] = valueOf(rank, e, 202);
+      for (size_t e = 0; e < count; ++e) x[e] = mixValue(rank, e, 202, tuttiBfloat16);
       TUTTI_ASSERT_OK(
           tuttiNeighborAllReduce(x.data(), x.data(), count, tuttiFloat64, g, comm, nullptr), comm);
       EXPECT_STREQ(tuttiCommLastAlgorithm(comm), "neighbor_hier");
       for (size_t e = 0; e < count; ++e) {
         double sum = 0;
-        for (int j = 0; j < n; ++j) sum += valueOf(j, e, 202);
+        for (int j = 0; j < n; ++j) sum += mixValue(j, e, 202, tuttiBfloat16);
         ASSERT_NEAR(x[e], sum / n, 1e-12) << "element " << e;
       }
       TUTTI_ASSERT_OK(tuttiGraphDestroy(g), nullptr);
