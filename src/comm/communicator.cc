@@ -22,7 +22,9 @@
 #include "bootstrap/prefix_store.h"
 #include "bootstrap/unique_id.h"
 #include "bootstrap/watched_store.h"
+#include "comm/connection_set.h"
 #include "comm/place_topology.h"
+#include "comm/planner.h"
 #include "comm/rank_place.h"
 #include "comm/ring_order.h"
 #include "comm/transport_registry.h"
@@ -36,14 +38,6 @@
 #include "topology/load.h"
 #include "tuning/topology_model.h"
 #include "tuning/tuner.h"
-
-// Test-only fault injection (tests/mutation): a mutation test program defines this function to
-// alter every schedule the communicator builds, and shows that the correctness matrix then
-// fails. Neither the library nor any other program defines it, so the weak reference is null
-// and the call below never happens (default visibility: a hidden weak reference would be
-// settled, as null, when libtutti.so is linked).
-extern "C" __attribute__((weak, visibility("default"))) void tuttiTestMutateSchedule(
-    tutti::exec::Schedule* schedule, const tutti::algo::CollArgs* args);
 
 namespace tutti {
 
@@ -245,7 +239,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
       if (identity) ringOrder_.clear();
     }
     logPlacement();
-    makeTopologyModel();
+    planner_ = std::make_unique<Planner>(makeTopologyModel());
     bindOnce(hostOf_, rank_);
     long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
     oversubscribed_ = std::count(hostOf_.begin(), hostOf_.end(), hostOf_[rank_]) > cores;
@@ -267,7 +261,9 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
     execOptions_.aborted = &aborted_;
     execOptions_.abortFd = abortFd_;
     execOptions_.describePeer = [this](int p) { return describePeer(p); };
-    transports_ = makeTransports(options_.transport);
+    links_ = std::make_unique<ConnectionSet>(rank_, nranks_, makeTransports(options_.transport),
+                                             options_.transport,
+                                             [this](int p) { return describePeer(p); });
     watchedStore_ = std::make_shared<bootstrap::WatchedStore>(store_, [this] { watchPeers(); });
     transport::Context ctx{
         rank_,
@@ -280,9 +276,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
         [this](const std::string& tag, std::span<const std::byte> mine, const Deadline& deadline) {
           return bootstrap_->allGather(tag, mine, deadline);
         }};
-    for (auto& t : transports_) t->setup(ctx);
-    connections_.resize(nranks_);
-    connectionPtrs_.assign(nranks_, nullptr);
+    links_->setup(ctx);
     // Everyone has set up its transports (listening sockets published) before anyone
     // connects.
     bootstrap_->barrier("setup", deadline);
@@ -295,8 +289,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
 }
 
 Communicator::~Communicator() {
-  connections_.clear();
-  transports_.clear();
+  links_.reset();
   if (abortFd_ >= 0) ::close(abortFd_);
 }
 
@@ -455,9 +448,7 @@ void Communicator::failWith(tuttiResult_t code, const std::string& text, int fir
   // The peers may still wait on this rank in this call or the next: closing the connections
   // turns their waits into errors naming this rank instead of a timeout, or a success with
   // data from another call.
-  connectionPtrs_.assign(connectionPtrs_.size(), nullptr);
-  connections_.clear();
-  connections_.resize(nranks_);
+  if (links_) links_->closeAll();
 }
 
 std::string Communicator::failureText() const {
@@ -485,14 +476,6 @@ std::string Communicator::describePeer(int peer) const {
   return os.str();
 }
 
-transport::Transport* Communicator::transportFor(int peer) {
-  for (auto& t : transports_)
-    if (t->canConnect(peers_[rank_], peers_[peer])) return t.get();
-  fail(tuttiUnsupported, "no transport can connect rank ", rank_, " to ", describePeer(peer),
-       (options_.transport.empty() ? std::string()
-                                   : " (TUTTI_TRANSPORT=" + options_.transport + ")"));
-}
-
 bool Communicator::pidVisible(int r) const {
   const transport::PeerInfo& me = peers_[rank_];
   const transport::PeerInfo& p = peers_[r];
@@ -517,9 +500,10 @@ void Communicator::watchPeers() const {
   // refuses connections (bootstrap/standby.h). Only the peers being connected, and not at
   // every slice of a wait: each probe is a TCP handshake at the peer.
   auto now = std::chrono::steady_clock::now();
-  if (connectingTo_.empty() || now - lastRemoteProbe_ < kRemoteProbeInterval) return;
+  std::span<const int> connecting = links_ ? links_->connecting() : std::span<const int>();
+  if (connecting.empty() || now - lastRemoteProbe_ < kRemoteProbeInterval) return;
   lastRemoteProbe_ = now;
-  for (int r : connectingTo_) {
+  for (int r : connecting) {
     if (pidVisible(r)) continue;
     // A host that does not answer at all may be slow or partitioned: only a refusal counts.
     if (probeRank(r, Deadline(kRemoteProbeTimeoutSeconds)) == bootstrap::Liveness::kRefused)
@@ -528,38 +512,12 @@ void Communicator::watchPeers() const {
 }
 
 void Communicator::connect(std::span<const int> peers) {
-  std::map<transport::Transport*, std::vector<int>> todo;
-  for (int p : peers) {
-    if (p == rank_ || connections_[p]) continue;
-    todo[transportFor(p)].push_back(p);
-  }
-  if (!todo.empty()) testDieAt("connect", rank_);
-  for (auto& [t, list] : todo) {
-    Deadline deadline(options_.timeoutSec);
-    connectingTo_ = list;
-    struct ClearOnExit {
-      std::vector<int>& v;
-      ~ClearOnExit() { v.clear(); }
-    } clear{connectingTo_};
-    auto conns = t->connect(list, deadline);
-    TUTTI_ASSERT(conns.size() == list.size());
-    for (size_t i = 0; i < list.size(); ++i) {
-      TUTTI_INFO(kTransport,
-                 "rank " << rank_ << " -> " << describePeer(list[i]) << " via " << t->name());
-      connectionPtrs_[list[i]] = conns[i].get();
-      connections_[list[i]] = std::move(conns[i]);
-    }
-  }
+  if (!links_->needsConnection(peers)) return;
+  testDieAt("connect", rank_);
+  links_->connect(peers, options_.timeoutSec);
 }
 
-std::string Communicator::transportsInUse() const {
-  std::set<std::string> names;
-  for (const auto& c : connections_)
-    if (c) names.insert(c->transportName());
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ",") + n;
-  return out.empty() ? "none" : out;
-}
+std::string Communicator::transportsInUse() const { return links_->inUse(); }
 
 void Communicator::execute(const exec::Schedule& schedule, std::span<std::byte* const> buffers) {
   std::vector<int> peers = exec::peersOf(schedule);
@@ -570,31 +528,32 @@ void Communicator::execute(const exec::Schedule& schedule, std::span<const int> 
                            std::span<std::byte* const> buffers) {
   const exec::ExecOptions& options = callOptions();
   if (!peers.empty()) connect(peers);
-  exec::execute(schedule, buffers, connectionPtrs_, options);
+  exec::execute(schedule, buffers, links_->table(), options);
 }
 
-void Communicator::makeTopologyModel() {
+std::unique_ptr<tuning::CostModel> Communicator::makeTopologyModel() const {
   const topo::Topology* t = localTopology();
-  if (t == nullptr) return;
+  if (t == nullptr) return nullptr;
   std::vector<topo::DeviceRef> devs(nranks_);
   for (int r = 0; r < nranks_; ++r) {
     auto d = deviceOfPlace(places_[r], hostOf_[r]);
     // Every rank decides alike: all places are GPUs, or all NUMA nodes, of one topology (the
     // same file or probe on every host).
-    if (!d || places_[r].origin != places_[rank_].origin) return;
-    if (d->kind != topo::DevKind::kGpu && d->kind != topo::DevKind::kCpu) return;
-    if (r > 0 && d->kind != devs[0].kind) return;
+    if (!d || places_[r].origin != places_[rank_].origin) return nullptr;
+    if (d->kind != topo::DevKind::kGpu && d->kind != topo::DevKind::kCpu) return nullptr;
+    if (r > 0 && d->kind != devs[0].kind) return nullptr;
     devs[r] = *d;
   }
   // CPU ranks on one NUMA node of a host without NICs: the fitted model is the whole story.
   if (devs[0].kind == topo::DevKind::kCpu && t->numaNodes.size() < 2 &&
       (t->nics.empty() || hostCount() < 2))
-    return;
-  if (devs[0].kind == topo::DevKind::kGpu && t->gpus.empty()) return;
-  topoModel_ = std::make_unique<tuning::CostModel>();
+    return nullptr;
+  if (devs[0].kind == topo::DevKind::kGpu && t->gpus.empty()) return nullptr;
+  auto model = std::make_unique<tuning::CostModel>();
   std::string desc = tuning::applyTopology(
-      *topoModel_, *t, [devs](int r) { return devs[r]; }, nranks_);
+      *model, *t, [devs](int r) { return devs[r]; }, nranks_);
   TUTTI_INFO(kTuning, "cost model from the topology " << places_[rank_].origin << ": " << desc);
+  return model;
 }
 
 void Communicator::logPlacement() const {
@@ -670,82 +629,12 @@ algo::CollArgs Communicator::baseArgs(algo::Coll coll, size_t count, tuttiDataTy
   return a;
 }
 
-const Communicator::CallPlan& Communicator::planFor(const algo::CollArgs& args) {
-  // The forced algorithms are the communicator's (config, TUTTI_ALGO at init, or
-  // tuttiCommSetAlgorithm): no environment lookup per call (getenv scans the whole
-  // environment, ~500 instructions, a tenth of a small call).
-  std::string_view spec = options_.algo;
-  LastPlan& l = last_;
-  if (l.valid && l.coll == args.coll && l.count == args.count && l.dtype == args.dtype &&
-      l.op == args.op && l.root == args.root && l.windowBytes == args.windowBytes && l.spec == spec)
-    return l.plan;
-  l.valid = false;
-  l.spec.assign(spec);
-  const algo::AlgorithmInfo& info = chooseAlgorithm(args, l.spec);
-  const Planned& planned = scheduleFor(info, args);
-  l.coll = args.coll;
-  l.count = args.count;
-  l.dtype = args.dtype;
-  l.op = args.op;
-  l.root = args.root;
-  l.windowBytes = args.windowBytes;
-  l.plan = {&info, &planned};
-  l.valid = true;
-  return l.plan;
-}
-
 void Communicator::setAlgorithm(const std::string& spec) {
   std::string unknown = tuning::unknownAlgorithmItem(spec);
   TUTTI_CHECK_ARG(unknown.empty(), "algorithm spec '", spec, "': no algorithm matches '", unknown,
                   "' (tutti-info lists them)");
   const std::string& next = spec.empty() ? initialAlgo_ : spec;
-  if (next == options_.algo) return;  // the cached plan still holds
-  options_.algo = next;
-  last_.valid = false;
-}
-
-const algo::AlgorithmInfo& Communicator::chooseAlgorithm(const algo::CollArgs& args,
-                                                         const std::string& spec) {
-  auto [forced, perCollective] = tuning::forcedAlgorithm(spec, args.coll);
-  if (!forced.empty()) {
-    const algo::AlgorithmInfo* info = algo::find(args.coll, forced);
-    if (info == nullptr && perCollective) {
-      std::string names;
-      for (const auto& a : algo::registry())
-        if (a.coll == args.coll) names += std::string(names.empty() ? "" : ", ") + a.name;
-      fail(tuttiInvalidArgument, "TUTTI_ALGO: no ", algo::collName(args.coll), " algorithm '",
-           forced, "' (available: ", names, ")");
-    }
-    if (info != nullptr) {
-      if (!info->applicable(args))
-        fail(tuttiInvalidArgument, "algorithm '", forced, "' does not apply to this ",
-             algo::collName(args.coll), " (", nranks_, " ranks, ", args.count, " elements)");
-      return *info;
-    }
-  }
-  std::string key = std::to_string(static_cast<int>(args.coll)) + "/" + std::to_string(args.count) +
-                    "/" + std::to_string(args.dtype) + "/" + std::to_string(args.op) + "/" +
-                    std::to_string(args.root) + "/" + spec;
-  if (auto it = choiceCache_.find(key); it != choiceCache_.end()) return *it->second;
-  tuning::CostModel model = topoModel_ ? *topoModel_ : tuning::CostModel();
-  // Ranks on one host share its cores (same machine: every rank computes the same value, so
-  // the choice stays rank-independent); across hosts core counts may differ: leave it out.
-  if (!topoModel_ && model.coresPerHost == 0 && args.hostOf.empty())
-    model.coresPerHost = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
-  auto candidates = tuning::rankCandidates(args, model);
-  if (candidates.empty())
-    fail(tuttiInternalError, "no algorithm applies to ", algo::collName(args.coll));
-  if (log::enabled(log::Level::kInfo, log::Subsys::kTuning)) {
-    std::ostringstream os;
-    for (const auto& c : candidates)
-      os << " " << c.info->name << "=" << c.predictedSec * 1e6 << "us";
-    TUTTI_INFO(kTuning, algo::collName(args.coll)
-                            << " count " << args.count << " -> " << candidates[0].info->name
-                            << " (predicted:" << os.str() << ")");
-  }
-  if (choiceCache_.size() > 4096) choiceCache_.clear();
-  choiceCache_[key] = candidates[0].info;
-  return *candidates[0].info;
+  options_.algo = next;  // the planner plans again when the spec differs
 }
 
 namespace {
@@ -828,10 +717,8 @@ void Communicator::ensureWindow() {
   testDieAt("window", rank_);
   Deadline deadline(options_.timeoutSec);
   try {
-    for (auto& t : transports_) {
-      window_ = t->createWindow(static_cast<size_t>(bytes), deadline);
-      if (window_) return;
-    }
+    window_ = links_->createWindow(static_cast<size_t>(bytes), deadline);
+    planner_->setWindow(window_.get());
   } catch (const exec::PeerFailure& e) {
     // As a failed call: later calls fail with this cause, the peers read the record.
     std::string text =
@@ -839,26 +726,6 @@ void Communicator::ensureWindow() {
     failWith(tuttiRemoteError, text, e.peer());
     throw Error(tuttiRemoteError, text);
   }
-}
-
-const Communicator::Planned& Communicator::scheduleFor(const algo::AlgorithmInfo& info,
-                                                       const algo::CollArgs& args) {
-  std::string key = std::string(info.name) + "/" + std::to_string(static_cast<int>(args.coll)) +
-                    "/" + std::to_string(args.count) + "/" + std::to_string(args.dtype) + "/" +
-                    std::to_string(args.op) + "/" + std::to_string(args.root) + "/" +
-                    std::to_string(args.windowBytes) + "/" + std::to_string(args.deterministic);
-  if (auto it = scheduleCache_.find(key); it != scheduleCache_.end()) return it->second;
-  if (scheduleCache_.size() >= 256) {
-    scheduleCache_.clear();
-    last_.valid = false;  // it pointed into the cache
-  }
-  Planned p;
-  p.schedule = info.build(args);
-  if (tuttiTestMutateSchedule != nullptr) tuttiTestMutateSchedule(&p.schedule, &args);
-  p.peers = exec::peersOf(p.schedule);
-  if (window_ && exec::WindowProgram::applies(p.schedule))
-    p.program = std::make_unique<exec::WindowProgram>(p.schedule, *window_);
-  return scheduleCache_.emplace(key, std::move(p)).first->second;
 }
 
 void Communicator::collective(algo::CollArgs args, const void* send, void* recv, size_t avgElems,
@@ -871,7 +738,10 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
   args.windowBytes = !window_          ? 0
                      : oversubscribed_ ? window_->bytes()
                                        : std::min(window_->bytes(), directChunkBytes_);
-  const CallPlan& plan = planFor(args);
+  // The forced algorithms are the communicator's (config, TUTTI_ALGO at init, or
+  // tuttiCommSetAlgorithm): no environment lookup per call (getenv scans the whole
+  // environment, ~500 instructions, a tenth of a small call).
+  const Planner::CallPlan& plan = planner_->plan(args, options_.algo);
   const algo::AlgorithmInfo& info = *plan.info;
   const exec::Schedule& schedule = plan.planned->schedule;
   transport::Window::Tag tag = nextCallTag(args, applyAvg ? tuttiAvg : args.op, barrierCall_);

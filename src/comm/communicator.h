@@ -26,6 +26,8 @@
 #include "transports/transport.h"
 
 namespace tutti {
+class ConnectionSet;
+class Planner;
 namespace tuning {
 struct CostModel;
 }
@@ -153,21 +155,6 @@ class Communicator {
   static size_t traceCapacityFromEnv();
   void collective(algo::CollArgs args, const void* send, void* recv, size_t outputAvgElems,
                   size_t outputAvgOffsetElems, bool applyAvg);
-  // What a call runs: its algorithm, its schedule and the peers the schedule talks to.
-  struct Planned {
-    exec::Schedule schedule;
-    std::vector<int> peers;
-    // Window-only schedules (direct): compiled against window_, run without the generic
-    // executor (exec/window_program.h).
-    std::unique_ptr<exec::WindowProgram> program;
-  };
-  struct CallPlan {
-    const algo::AlgorithmInfo* info = nullptr;
-    const Planned* planned = nullptr;
-  };
-  const CallPlan& planFor(const algo::CollArgs& args);
-  const algo::AlgorithmInfo& chooseAlgorithm(const algo::CollArgs& args, const std::string& spec);
-  const Planned& scheduleFor(const algo::AlgorithmInfo& info, const algo::CollArgs& args);
   void ensureWindow();
   void checkSameCall(const transport::Window::Tag& mine);
   // The tag of the next collective call (numbers it): collective, count, dtype, the caller's
@@ -205,12 +192,14 @@ class Communicator {
   // TOPO INFO: this rank's place and ring neighbour with the hop's link class; rank 0 also
   // the whole ring order.
   void logPlacement() const;
-  void makeTopologyModel();
+  // The cost model on this communicator's links when every rank stands for a GPU or NUMA node
+  // of one topology (tuning/topology_model.h), as tutti-sim builds it; null: the fitted model.
+  std::unique_ptr<tuning::CostModel> makeTopologyModel() const;
   void connect(std::span<const int> peers);
   // During connection and window setup: throws exec::PeerFailure naming a peer whose process
   // is gone: on this host (same pid namespace) the pid no longer runs or is a zombie; on
-  // another host, one of the peers being connected (connectingTo_) refuses connections at its
-  // standby address (probed at most every kRemoteProbeInterval).
+  // another host, one of the peers being connected (links_->connecting()) refuses connections at
+  // its standby address (probed at most every kRemoteProbeInterval).
   void watchPeers() const;
   // Whether rank r's pid means something here (same host and pid namespace).
   bool pidVisible(int r) const;
@@ -242,7 +231,6 @@ class Communicator {
                std::span<std::byte* const> buffers);
   // The execution options of the call about to run (window, call tag); fails when aborted.
   const exec::ExecOptions& callOptions();
-  transport::Transport* transportFor(int peer);
   algo::CollArgs baseArgs(algo::Coll coll, size_t count, tuttiDataType_t dtype) const;
 
   std::shared_ptr<bootstrap::Store> baseStore_;
@@ -261,12 +249,7 @@ class Communicator {
   std::vector<RankPlace> places_;  // each rank's device and NIC closeness (rank_place.h)
   // Ranks in ring order (ring_order.h; trees are built over its positions); empty = 0..n-1.
   std::vector<int> ringOrder_;
-  // Every rank a GPU of one topology: the tuner's cost model on its links (tuning/
-  // topology_model.h), as tutti-sim builds it; null: the shm/tcp model.
-  std::unique_ptr<tuning::CostModel> topoModel_;
-  std::vector<std::unique_ptr<transport::Transport>> transports_;
-  std::vector<std::unique_ptr<transport::Connection>> connections_;  // by peer
-  std::vector<transport::Connection*> connectionPtrs_;
+  std::unique_ptr<ConnectionSet> links_;  // transports and lazily made connections
   std::vector<std::byte> scratch_;
   std::atomic<bool> aborted_{false};
   int abortFd_ = -1;
@@ -276,31 +259,10 @@ class Communicator {
   // This rank's standby store (null when it could not listen) and every rank's address.
   std::unique_ptr<bootstrap::StandbyStore> standby_;
   std::vector<bootstrap::StandbyAddress> standbyOf_;
-  // The peers connect() is setting up connections to (watchPeers probes the remote ones), and
-  // when it last probed them.
-  std::vector<int> connectingTo_;
+  // When watchPeers last probed the remote peers being connected.
   mutable std::chrono::steady_clock::time_point lastRemoteProbe_{};
   const char* lastAlgorithm_ = "none";
-  // Automatic choices by (collective, count, dtype, op, root, TUTTI_ALGO).
-  std::map<std::string, const algo::AlgorithmInfo*> choiceCache_;
-  // Built schedules by (collective, sizes, algorithm): rebuilding costs more than a small call.
-  std::map<std::string, Planned> scheduleCache_;
-  // Neighbour all-reduce schedules by (algorithm, graph id, step, count, dtype).
-  std::map<std::string, Planned> neighborCache_;
-  // The plan of the last call, with what it was made for: a stream of identical calls (the
-  // common case) skips the caches' string keys and the environment's parsing.
-  struct LastPlan {
-    bool valid = false;
-    algo::Coll coll{};
-    size_t count = 0;
-    tuttiDataType_t dtype{};
-    tuttiRedOp_t op{};
-    int root = 0;
-    size_t windowBytes = 0;
-    std::string spec;  // TUTTI_ALGO (or the config's algo) it was chosen under
-    CallPlan plan;
-  };
-  LastPlan last_;
+  std::unique_ptr<Planner> planner_;  // algorithm choice, schedules and their caches
   // The shared window, created at the first collective (every rank makes its first
   // collective call in the same order, so creation is collective too).
   std::unique_ptr<transport::Window> window_;

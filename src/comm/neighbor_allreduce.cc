@@ -5,6 +5,7 @@
 
 #include "algorithms/neighbor_graph.h"
 #include "comm/communicator.h"
+#include "comm/planner.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -22,18 +23,7 @@ void Communicator::neighborAllReduce(const void* send, void* recv, size_t count,
   a.graph = &graph;
   a.graphStep = step % static_cast<uint64_t>(graph.period());
   const algo::AlgorithmInfo& info = algo::neighborAlgorithms()[hierarchical ? 1 : 0];
-  std::string key = std::string(info.name) + "/" + std::to_string(graphId) + "/" +
-                    std::to_string(a.graphStep) + "/" + std::to_string(count) + "/" +
-                    std::to_string(dtype);
-  auto it = neighborCache_.find(key);
-  if (it == neighborCache_.end()) {
-    if (neighborCache_.size() >= 256) neighborCache_.clear();
-    Planned p;
-    p.schedule = info.build(a);
-    p.peers = exec::peersOf(p.schedule);
-    it = neighborCache_.emplace(key, std::move(p)).first;
-  }
-  const Planned& planned = it->second;
+  const Planner::Planned& planned = planner_->neighborPlan(info, a, graphId);
   transport::Window::Tag tag = nextCallTag(a, tuttiSum, false);
   lastAlgorithm_ = info.name;
   if (scratch_.size() < planned.schedule.scratchBytes)

@@ -1,0 +1,93 @@
+#include "comm/connection_set.h"
+
+#include <map>
+#include <set>
+
+#include "common/error.h"
+#include "common/log.h"
+
+namespace tutti {
+
+ConnectionSet::ConnectionSet(int rank, int nranks,
+                             std::vector<std::unique_ptr<transport::Transport>> transports,
+                             std::string forcedTransport,
+                             std::function<std::string(int)> describePeer)
+    : rank_(rank),
+      transports_(std::move(transports)),
+      forcedTransport_(std::move(forcedTransport)),
+      describePeer_(std::move(describePeer)),
+      connections_(nranks),
+      pointers_(nranks, nullptr) {}
+
+ConnectionSet::~ConnectionSet() {
+  // Connections before the transports that made them.
+  connections_.clear();
+  transports_.clear();
+}
+
+void ConnectionSet::setup(const transport::Context& ctx) {
+  peers_ = ctx.peers;
+  for (auto& t : transports_) t->setup(ctx);
+}
+
+transport::Transport* ConnectionSet::transportFor(int peer) {
+  for (auto& t : transports_)
+    if (t->canConnect(peers_[rank_], peers_[peer])) return t.get();
+  fail(tuttiUnsupported, "no transport can connect rank ", rank_, " to ", describePeer_(peer),
+       (forcedTransport_.empty() ? std::string() : " (TUTTI_TRANSPORT=" + forcedTransport_ + ")"));
+}
+
+bool ConnectionSet::needsConnection(std::span<const int> peers) const {
+  for (int p : peers)
+    if (p != rank_ && !connections_[p]) return true;
+  return false;
+}
+
+void ConnectionSet::connect(std::span<const int> peers, double timeoutSec) {
+  std::map<transport::Transport*, std::vector<int>> todo;
+  for (int p : peers) {
+    if (p == rank_ || connections_[p]) continue;
+    todo[transportFor(p)].push_back(p);
+  }
+  for (auto& [t, list] : todo) {
+    Deadline deadline(timeoutSec);
+    connectingTo_ = list;
+    struct ClearOnExit {
+      std::vector<int>& v;
+      ~ClearOnExit() { v.clear(); }
+    } clear{connectingTo_};
+    auto conns = t->connect(list, deadline);
+    TUTTI_ASSERT(conns.size() == list.size());
+    for (size_t i = 0; i < list.size(); ++i) {
+      TUTTI_INFO(kTransport,
+                 "rank " << rank_ << " -> " << describePeer_(list[i]) << " via " << t->name());
+      pointers_[list[i]] = conns[i].get();
+      connections_[list[i]] = std::move(conns[i]);
+    }
+  }
+}
+
+void ConnectionSet::closeAll() {
+  pointers_.assign(pointers_.size(), nullptr);
+  size_t n = connections_.size();
+  connections_.clear();
+  connections_.resize(n);
+}
+
+std::unique_ptr<transport::Window> ConnectionSet::createWindow(size_t bytes,
+                                                               const Deadline& deadline) {
+  for (auto& t : transports_)
+    if (auto w = t->createWindow(bytes, deadline)) return w;
+  return nullptr;
+}
+
+std::string ConnectionSet::inUse() const {
+  std::set<std::string> names;
+  for (const auto& c : connections_)
+    if (c) names.insert(c->transportName());
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ",") + n;
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace tutti

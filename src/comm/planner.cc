@@ -1,0 +1,126 @@
+#include "comm/planner.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "tuning/tuner.h"
+
+// Test-only fault injection (tests/mutation): a mutation test program defines this function to
+// alter every schedule the communicator builds, and shows that the correctness matrix then
+// fails. Neither the library nor any other program defines it, so the weak reference is null
+// and the call below never happens (default visibility: a hidden weak reference would be
+// settled, as null, when libtutti.so is linked).
+extern "C" __attribute__((weak, visibility("default"))) void tuttiTestMutateSchedule(
+    tutti::exec::Schedule* schedule, const tutti::algo::CollArgs* args);
+
+namespace tutti {
+
+Planner::Planner(std::unique_ptr<tuning::CostModel> topologyModel)
+    : topologyModel_(std::move(topologyModel)) {}
+
+Planner::~Planner() = default;
+
+const Planner::CallPlan& Planner::plan(const algo::CollArgs& args, std::string_view spec) {
+  LastPlan& l = last_;
+  if (l.valid && l.coll == args.coll && l.count == args.count && l.dtype == args.dtype &&
+      l.op == args.op && l.root == args.root && l.windowBytes == args.windowBytes && l.spec == spec)
+    return l.plan;
+  l.valid = false;
+  l.spec.assign(spec);
+  const algo::AlgorithmInfo& info = choose(args, l.spec);
+  const Planned& planned = build(info, args);
+  l.coll = args.coll;
+  l.count = args.count;
+  l.dtype = args.dtype;
+  l.op = args.op;
+  l.root = args.root;
+  l.windowBytes = args.windowBytes;
+  l.plan = {&info, &planned};
+  l.valid = true;
+  return l.plan;
+}
+
+const algo::AlgorithmInfo& Planner::choose(const algo::CollArgs& args, const std::string& spec) {
+  auto [forced, perCollective] = tuning::forcedAlgorithm(spec, args.coll);
+  if (!forced.empty()) {
+    const algo::AlgorithmInfo* info = algo::find(args.coll, forced);
+    if (info == nullptr && perCollective) {
+      std::string names;
+      for (const auto& a : algo::registry())
+        if (a.coll == args.coll) names += std::string(names.empty() ? "" : ", ") + a.name;
+      fail(tuttiInvalidArgument, "TUTTI_ALGO: no ", algo::collName(args.coll), " algorithm '",
+           forced, "' (available: ", names, ")");
+    }
+    if (info != nullptr) {
+      if (!info->applicable(args))
+        fail(tuttiInvalidArgument, "algorithm '", forced, "' does not apply to this ",
+             algo::collName(args.coll), " (", args.nranks, " ranks, ", args.count, " elements)");
+      return *info;
+    }
+  }
+  std::string key = std::to_string(static_cast<int>(args.coll)) + "/" + std::to_string(args.count) +
+                    "/" + std::to_string(args.dtype) + "/" + std::to_string(args.op) + "/" +
+                    std::to_string(args.root) + "/" + spec;
+  if (auto it = choices_.find(key); it != choices_.end()) return *it->second;
+  tuning::CostModel model = topologyModel_ ? *topologyModel_ : tuning::CostModel();
+  // Ranks on one host share its cores (same machine: every rank computes the same value, so
+  // the choice stays rank-independent); across hosts core counts may differ: leave it out.
+  if (!topologyModel_ && model.coresPerHost == 0 && args.hostOf.empty())
+    model.coresPerHost = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  auto candidates = tuning::rankCandidates(args, model);
+  if (candidates.empty())
+    fail(tuttiInternalError, "no algorithm applies to ", algo::collName(args.coll));
+  if (log::enabled(log::Level::kInfo, log::Subsys::kTuning)) {
+    std::ostringstream os;
+    for (const auto& c : candidates)
+      os << " " << c.info->name << "=" << c.predictedSec * 1e6 << "us";
+    TUTTI_INFO(kTuning, algo::collName(args.coll)
+                            << " count " << args.count << " -> " << candidates[0].info->name
+                            << " (predicted:" << os.str() << ")");
+  }
+  if (choices_.size() > 4096) choices_.clear();
+  choices_[key] = candidates[0].info;
+  return *candidates[0].info;
+}
+
+const Planner::Planned& Planner::build(const algo::AlgorithmInfo& info,
+                                       const algo::CollArgs& args) {
+  std::string key = std::string(info.name) + "/" + std::to_string(static_cast<int>(args.coll)) +
+                    "/" + std::to_string(args.count) + "/" + std::to_string(args.dtype) + "/" +
+                    std::to_string(args.op) + "/" + std::to_string(args.root) + "/" +
+                    std::to_string(args.windowBytes) + "/" + std::to_string(args.deterministic);
+  if (auto it = schedules_.find(key); it != schedules_.end()) return it->second;
+  if (schedules_.size() >= 256) {
+    schedules_.clear();
+    last_.valid = false;  // it pointed into the cache
+  }
+  Planned p;
+  p.schedule = info.build(args);
+  if (tuttiTestMutateSchedule != nullptr) tuttiTestMutateSchedule(&p.schedule, &args);
+  p.peers = exec::peersOf(p.schedule);
+  if (window_ && exec::WindowProgram::applies(p.schedule))
+    p.program = std::make_unique<exec::WindowProgram>(p.schedule, *window_);
+  return schedules_.emplace(key, std::move(p)).first->second;
+}
+
+const Planner::Planned& Planner::neighborPlan(const algo::AlgorithmInfo& info,
+                                              const algo::CollArgs& args, uint64_t graphId) {
+  std::string key = std::string(info.name) + "/" + std::to_string(graphId) + "/" +
+                    std::to_string(args.graphStep) + "/" + std::to_string(args.count) + "/" +
+                    std::to_string(args.dtype);
+  auto it = neighborSchedules_.find(key);
+  if (it == neighborSchedules_.end()) {
+    if (neighborSchedules_.size() >= 256) neighborSchedules_.clear();
+    Planned p;
+    p.schedule = info.build(args);
+    p.peers = exec::peersOf(p.schedule);
+    it = neighborSchedules_.emplace(key, std::move(p)).first;
+  }
+  return it->second;
+}
+
+}  // namespace tutti

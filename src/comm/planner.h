@@ -1,0 +1,87 @@
+// Planner: what a communicator's collective call runs. It chooses the algorithm (the one the
+// communicator's spec forces, else the cheapest applicable under the cost model: the
+// topology's model when the communicator made one, else the fitted shm/tcp model), builds its
+// schedule and, for window-only schedules, compiles it into an exec::WindowProgram. Choices
+// and schedules are cached; a stream of identical calls reuses the last plan without building
+// any cache key. Every rank plans alike from the same arguments, so all choose the same
+// algorithm. It knows nothing of connections or transports beyond the shared window the
+// programs are compiled against.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "exec/schedule.h"
+#include "exec/window_program.h"
+#include "transports/window.h"
+
+namespace tutti {
+namespace tuning {
+struct CostModel;
+}
+
+class Planner {
+ public:
+  // What a call runs: its schedule and the peers the schedule talks to. Window-only
+  // schedules (direct) also come compiled against the window (exec/window_program.h).
+  struct Planned {
+    exec::Schedule schedule;
+    std::vector<int> peers;
+    std::unique_ptr<exec::WindowProgram> program;
+  };
+  struct CallPlan {
+    const algo::AlgorithmInfo* info = nullptr;
+    const Planned* planned = nullptr;
+  };
+
+  // topologyModel: the cost model on the communicator's links (null: the fitted model).
+  explicit Planner(std::unique_ptr<tuning::CostModel> topologyModel);
+  ~Planner();
+  Planner(const Planner&) = delete;
+  Planner& operator=(const Planner&) = delete;
+
+  // Once, when the communicator has made its shared window (window-only schedules are then
+  // compiled against it). Before the first plan.
+  void setWindow(transport::Window* window) { window_ = window; }
+  // The plan for args under spec (TUTTI_ALGO syntax; "" = automatic). Throws
+  // tuttiInvalidArgument for a forced algorithm that does not exist or apply. The reference
+  // stays valid until the next call.
+  const CallPlan& plan(const algo::CollArgs& args, std::string_view spec);
+  // A neighbour all-reduce's plan (args.graph, args.graphStep set), cached per graph id,
+  // step and size.
+  const Planned& neighborPlan(const algo::AlgorithmInfo& info, const algo::CollArgs& args,
+                              uint64_t graphId);
+
+ private:
+  const algo::AlgorithmInfo& choose(const algo::CollArgs& args, const std::string& spec);
+  const Planned& build(const algo::AlgorithmInfo& info, const algo::CollArgs& args);
+
+  std::unique_ptr<tuning::CostModel> topologyModel_;
+  transport::Window* window_ = nullptr;
+  // Automatic choices by (collective, count, dtype, op, root, spec).
+  std::map<std::string, const algo::AlgorithmInfo*> choices_;
+  // Built schedules by (algorithm, collective, sizes): rebuilding costs more than a small call.
+  std::map<std::string, Planned> schedules_;
+  // Neighbour all-reduce schedules by (algorithm, graph id, step, count, dtype).
+  std::map<std::string, Planned> neighborSchedules_;
+  // The last plan, with what it was made for.
+  struct LastPlan {
+    bool valid = false;
+    algo::Coll coll{};
+    size_t count = 0;
+    tuttiDataType_t dtype{};
+    tuttiRedOp_t op{};
+    int root = 0;
+    size_t windowBytes = 0;
+    std::string spec;
+    CallPlan plan;
+  };
+  LastPlan last_;
+};
+
+}  // namespace tutti
