@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "transports/window.h"
+#include "interfaces/window.h"
 
 namespace tutti {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/algorithm.h"
+#include "interfaces/algorithm.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/standby.h"
 #include "bootstrap/store.h"
@@ -23,7 +23,7 @@
 #include "exec/executor.h"
 #include "exec/schedule.h"
 #include "exec/window_program.h"
-#include "transports/transport.h"
+#include "interfaces/transport.h"
 
 namespace tutti {
 class ConnectionSet;
