@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "algorithms/algorithm.h"
+#include "interfaces/algorithm.h"
 #include "algorithms/patterns/patterns.h"
 #include "common/dtype.h"
 #include "common/error.h"

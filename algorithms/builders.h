@@ -1,7 +1,7 @@
 // Builder entry points, one per registry entry (internal; use registry()/find()).
 #pragma once
 
-#include "algorithms/algorithm.h"
+#include "interfaces/algorithm.h"
 #include "exec/schedule.h"
 
 namespace tutti::algo::detail {

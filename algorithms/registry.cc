@@ -2,7 +2,7 @@
 #include <array>
 #include <string_view>
 
-#include "algorithms/algorithm.h"
+#include "interfaces/algorithm.h"
 #include "builder.h"
 #include "builders.h"
 

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "algorithms/algorithm.h"
+#include "interfaces/algorithm.h"
 #include "tuning/cost_model.h"
 #include "tuning/tuner.h"
 

@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "algorithms/algorithm.h"
+#include "interfaces/algorithm.h"
 #include "api_guard.h"
 #include "comm_handle.h"
 #include "common/dtype.h"

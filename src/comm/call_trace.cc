@@ -29,7 +29,7 @@ class SlotWrite {
 CallTrace::CallTrace(size_t capacity)
     : capacity_(capacity), slots_(capacity ? std::make_unique<Slot[]>(capacity) : nullptr) {}
 
-void CallTrace::begin(const transport::Window::Tag& tag, const char* algorithm) {
+void CallTrace::begin(const CallTag& tag, const char* algorithm) {
   if (capacity_ == 0) return;
   uint64_t n = calls_.load(kRelaxed) + 1;
   Slot& s = slots_[(n - 1) % capacity_];
@@ -70,9 +70,8 @@ CallTrace::Record CallTrace::read(const Slot& s) const {
   }
 }
 
-std::string CallTrace::line(
-    const Record& r, uint64_t now, double secondsPerTick,
-    const std::function<std::string(const transport::Window::Tag&)>& describe) const {
+std::string CallTrace::line(const Record& r, uint64_t now, double secondsPerTick,
+                            const std::function<std::string(const CallTag&)>& describe) const {
   auto seconds = [&](uint64_t from, uint64_t to) {
     return to > from ? static_cast<double>(to - from) * secondsPerTick : 0.0;
   };
@@ -88,8 +87,7 @@ std::string CallTrace::line(
   return "#" + std::to_string(r.number) + " " + describe(r.tag) + algo + " " + times;
 }
 
-std::string CallTrace::text(
-    const std::function<std::string(const transport::Window::Tag&)>& describe) const {
+std::string CallTrace::text(const std::function<std::string(const CallTag&)>& describe) const {
   if (capacity_ == 0) return "";
   double spt = CycleClock::secondsPerTick();
   uint64_t calls = calls_.load(std::memory_order_acquire);
@@ -104,8 +102,7 @@ std::string CallTrace::text(
   return out;
 }
 
-std::string CallTrace::current(
-    const std::function<std::string(const transport::Window::Tag&)>& describe) const {
+std::string CallTrace::current(const std::function<std::string(const CallTag&)>& describe) const {
   uint64_t calls = calls_.load(std::memory_order_acquire);
   if (capacity_ == 0) return "call recording off (TUTTI_TRACE_CALLS=0)";
   if (calls == 0) return "no call made yet";

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "transports/window.h"
+#include "comm/call_tag.h"
 
 namespace tutti {
 
@@ -20,9 +20,9 @@ class CallTrace {
  public:
   enum class State : uint8_t { kRunning, kDone, kFailed };
   struct Record {
-    uint64_t number = 0;           // 1, 2, ... per communicator (collectives and p2p)
-    transport::Window::Tag tag{};  // what the call was (Communicator::describeCall)
-    const char* algorithm = "";    // static string
+    uint64_t number = 0;         // 1, 2, ... per communicator (collectives and p2p)
+    CallTag tag{};               // what the call was (describeCallTag)
+    const char* algorithm = "";  // static string
     State state = State::kRunning;
     uint64_t start = 0, end = 0;  // CycleClock ticks
   };
@@ -31,16 +31,15 @@ class CallTrace {
   explicit CallTrace(size_t capacity);
 
   // A call starts / ends (the last begun one). Only the calling thread writes.
-  void begin(const transport::Window::Tag& tag, const char* algorithm);
+  void begin(const CallTag& tag, const char* algorithm);
   void end(bool ok);
 
   // One line per recorded call, oldest first: "#12 allreduce(...) [ring] done after 35.2 us,
   // 0.004 s ago". describe turns a tag into words.
-  std::string text(const std::function<std::string(const transport::Window::Tag&)>& describe) const;
+  std::string text(const std::function<std::string(const CallTag&)>& describe) const;
   // What this rank is doing now, in one phrase: "in call #5 allreduce(...) for 20.1 s" or
   // "between calls, 3.0 s after call #4 allreduce(...) (done)".
-  std::string current(
-      const std::function<std::string(const transport::Window::Tag&)>& describe) const;
+  std::string current(const std::function<std::string(const CallTag&)>& describe) const;
 
  private:
   // One record as atomics (relaxed: the sequence number orders them). seq is odd while the
@@ -53,7 +52,7 @@ class CallTrace {
   };
   Record read(const Slot& s) const;
   std::string line(const Record& r, uint64_t now, double secondsPerTick,
-                   const std::function<std::string(const transport::Window::Tag&)>& describe) const;
+                   const std::function<std::string(const CallTag&)>& describe) const;
   size_t capacity_;
   std::unique_ptr<Slot[]> slots_;
   std::atomic<uint64_t> calls_{0};  // records begun

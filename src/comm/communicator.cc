@@ -22,6 +22,7 @@
 #include "bootstrap/prefix_store.h"
 #include "bootstrap/unique_id.h"
 #include "bootstrap/watched_store.h"
+#include "comm/call_tag.h"
 #include "comm/connection_set.h"
 #include "comm/place_topology.h"
 #include "comm/planner.h"
@@ -257,7 +258,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
     execOptions_.timeoutSec = options_.timeoutSec;
     execOptions_.spinUs = spinUs_;
     execOptions_.spinYield = spinYield_;
-    execOptions_.describeCall = [this](const transport::Window::Tag& t) { return describeCall(t); };
+    execOptions_.describeCall = [](const CallTag& t) { return describeCallTag(t); };
     execOptions_.aborted = &aborted_;
     execOptions_.abortFd = abortFd_;
     execOptions_.describePeer = [this](int p) { return describePeer(p); };
@@ -351,11 +352,11 @@ void Communicator::rethrowCallFailure() {
 }
 
 std::string Communicator::traceText() const {
-  return trace_.text([this](const transport::Window::Tag& t) { return describeCall(t, false); });
+  return trace_.text([](const CallTag& t) { return describeCallTag(t, false); });
 }
 
 std::string Communicator::gatherCallStates(int* firstSilent) {
-  auto describe = [this](const transport::Window::Tag& t) { return describeCall(t, false); };
+  auto describe = [](const CallTag& t) { return describeCallTag(t, false); };
   std::vector<std::string> states(nranks_);
   states[rank_] = trace_.current(describe);
   try {
@@ -637,74 +638,27 @@ void Communicator::setAlgorithm(const std::string& spec) {
   options_.algo = next;  // the planner plans again when the spec differs
 }
 
-namespace {
-// A collective call's tag, the same on every rank that makes the same call (window tags and
-// message tags): word 0 = count (low 40 bits) | call number (low 24 bits) << 40; word 1 =
-// collective + 1 (kBarrierCode for a barrier) | dtype << 8 | op << 16 | root << 24.
-constexpr uint64_t kBarrierCode = 0xff;
-constexpr uint64_t kP2pCode = 0xfe;  // flight-recorder records only (messages carry no p2p tag)
-constexpr uint64_t kCountBits = 40;
-
-transport::Window::Tag tagOf(const algo::CollArgs& a, tuttiRedOp_t userOp, bool barrier,
-                             uint64_t callNumber) {
-  uint64_t coll = barrier ? kBarrierCode : static_cast<uint64_t>(a.coll) + 1;
-  return {(static_cast<uint64_t>(a.count) & ((uint64_t{1} << kCountBits) - 1)) |
-              (callNumber << kCountBits),
-          coll | (static_cast<uint64_t>(a.dtype) << 8) | (static_cast<uint64_t>(userOp) << 16) |
-              (static_cast<uint64_t>(a.root) << 24)};
-}
-}  // namespace
-
-transport::Window::Tag Communicator::nextCallTag(const algo::CollArgs& args, tuttiRedOp_t userOp,
-                                                 bool barrier) {
-  return tagOf(args, userOp, barrier, ++collectiveCalls_);
-}
-
-std::string Communicator::describeCall(const transport::Window::Tag& t, bool withNumber) const {
-  if (t[1] == 0) return "no collective (a point-to-point or internal exchange)";
-  if ((t[1] & 0xff) == kP2pCode)
-    return "point-to-point batch of " + std::to_string(t[0]) + " operation(s)";
-  uint64_t code = t[1] & 0xff;
-  uint64_t callNumber = t[0] >> kCountBits;
-  std::ostringstream os;
-  if (code == kBarrierCode) {
-    os << "barrier";
-  } else {
-    int coll = static_cast<int>(code) - 1;
-    auto c = static_cast<algo::Coll>(coll);
-    auto dtype = static_cast<tuttiDataType_t>((t[1] >> 8) & 0xff);
-    auto op = static_cast<tuttiRedOp_t>((t[1] >> 16) & 0xff);
-    bool reducing =
-        c == algo::Coll::kAllReduce || c == algo::Coll::kReduceScatter || c == algo::Coll::kReduce;
-    bool rooted = c == algo::Coll::kBroadcast || c == algo::Coll::kReduce;
-    const bool known = coll >= 0 && coll <= static_cast<int>(algo::Coll::kNeighborAllReduce);
-    os << (known ? algo::collName(c) : "?") << "(count "
-       << (t[0] & ((uint64_t{1} << kCountBits) - 1)) << ", " << dtypeName(dtype);
-    if (reducing) os << ", " << opName(op);
-    if (rooted) os << ", root " << (t[1] >> 24);
-    os << ")";
-  }
-  if (withNumber) os << " as its collective call #" << callNumber;
-  return os.str();
+CallTag Communicator::nextCallTag(const algo::CollArgs& args, tuttiRedOp_t userOp, bool barrier) {
+  return collectiveCallTag(args, userOp, barrier, ++collectiveCalls_);
 }
 
 // TUTTI_CHECK_CALLS: an all-gather of every rank's call tag before the call itself.
-void Communicator::checkSameCall(const transport::Window::Tag& mine) {
+void Communicator::checkSameCall(const CallTag& mine) {
   std::vector<uint64_t> all(2 * static_cast<size_t>(nranks_));
   algo::CollArgs a = baseArgs(algo::Coll::kAllGather, 2, tuttiUint64);
   exec::Schedule s = algo::find(algo::Coll::kAllGather, "bruck")->build(a);
   std::vector<std::byte> tmp(s.scratchBytes);
-  transport::Window::Tag mineCopy = mine;
+  CallTag mineCopy = mine;
   std::byte* buffers[3] = {reinterpret_cast<std::byte*>(mineCopy.data()),
                            reinterpret_cast<std::byte*>(all.data()), tmp.data()};
   execute(s, buffers);
   for (int r = 0; r < nranks_; ++r) {
-    transport::Window::Tag theirs{all[2 * r], all[2 * r + 1]};
+    CallTag theirs{all[2 * r], all[2 * r + 1]};
     if (theirs != mine)
       throw exec::CallMismatch(tuttiInvalidUsage,
                                "TUTTI_CHECK_CALLS: rank " + std::to_string(rank_) + " called " +
-                                   describeCall(mine) + " but " + describePeer(r) + " called " +
-                                   describeCall(theirs));
+                                   describeCallTag(mine) + " but " + describePeer(r) + " called " +
+                                   describeCallTag(theirs));
   }
 }
 
@@ -744,7 +698,7 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
   const Planner::CallPlan& plan = planner_->plan(args, options_.algo);
   const algo::AlgorithmInfo& info = *plan.info;
   const exec::Schedule& schedule = plan.planned->schedule;
-  transport::Window::Tag tag = nextCallTag(args, applyAvg ? tuttiAvg : args.op, barrierCall_);
+  CallTag tag = nextCallTag(args, applyAvg ? tuttiAvg : args.op, barrierCall_);
   lastAlgorithm_ = info.name;
   if (scratch_.size() < schedule.scratchBytes) scratch_.resize(schedule.scratchBytes);
   std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),
@@ -851,7 +805,7 @@ void Communicator::runP2p(std::span<const P2pOp> ops) {
   }
   lastAlgorithm_ = "p2p";
   if (r.ops.empty()) return;
-  trace_.begin({r.ops.size(), kP2pCode}, "p2p");
+  trace_.begin(p2pCallTag(r.ops.size()), "p2p");
   try {
     execute(s, buffers);
   } catch (const Error&) {

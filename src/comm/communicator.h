@@ -14,16 +14,17 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/algorithm.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/standby.h"
 #include "bootstrap/store.h"
+#include "comm/call_tag.h"
 #include "comm/call_trace.h"
 #include "comm/rank_place.h"
 #include "exec/executor.h"
 #include "exec/schedule.h"
 #include "exec/window_program.h"
-#include "transports/transport.h"
+#include "interfaces/algorithm.h"
+#include "interfaces/transport.h"
 
 namespace tutti {
 class ConnectionSet;
@@ -156,21 +157,20 @@ class Communicator {
   void collective(algo::CollArgs args, const void* send, void* recv, size_t outputAvgElems,
                   size_t outputAvgOffsetElems, bool applyAvg);
   void ensureWindow();
-  void checkSameCall(const transport::Window::Tag& mine);
-  // The tag of the next collective call (numbers it): collective, count, dtype, the caller's
-  // op, root, call number (communicator.cc).
-  transport::Window::Tag nextCallTag(const algo::CollArgs& args, tuttiRedOp_t userOp, bool barrier);
+  void checkSameCall(const CallTag& mine);
+  // The tag of the next collective call (comm/call_tag.h; numbers it).
+  CallTag nextCallTag(const algo::CollArgs& args, tuttiRedOp_t userOp, bool barrier);
   // Runs one collective call as `tag`: records it in the flight recorder, checks it across
   // ranks under TUTTI_CHECK_CALLS, gives its messages the tag, and turns a failure into the
   // communicator's failed state (rethrowCallFailure).
   template <typename Run>
-  void runTaggedCall(const transport::Window::Tag& tag, const char* algorithm, Run&& run) {
+  void runTaggedCall(const CallTag& tag, const char* algorithm, Run&& run) {
     trace_.begin(tag, algorithm);
     try {
       if (options_.checkCalls && nranks_ > 1) checkSameCall(tag);
       callTag_ = tag;
       struct ClearTag {
-        transport::Window::Tag& t;
+        CallTag& t;
         ~ClearTag() { t = {}; }
       } clear{callTag_};
       run();
@@ -187,8 +187,6 @@ class Communicator {
   // "fail/<rank>" = "<first failed rank>\n<text>", and closes the connections.
   void failWith(tuttiResult_t code, const std::string& text, int firstFailed);
   std::optional<std::pair<int, std::string>> failureRecordOf(int peer);
-  // withNumber: "... as its collective call #N" (the flight recorder numbers calls itself).
-  std::string describeCall(const transport::Window::Tag& tag, bool withNumber = true) const;
   // TOPO INFO: this rank's place and ring neighbour with the hop's link class; rank 0 also
   // the whole ring order.
   void logPlacement() const;
@@ -268,7 +266,7 @@ class Communicator {
   std::unique_ptr<transport::Window> window_;
   exec::WindowState windowState_;  // the executor's bookkeeping of window_'s calls
   bool windowTried_ = false;
-  transport::Window::Tag callTag_{};         // of the collective being executed (0: p2p)
+  CallTag callTag_{};                        // of the collective being executed (0: p2p)
   uint64_t collectiveCalls_ = 0;             // collective calls made (the tags' call numbers)
   CallTrace trace_{traceCapacityFromEnv()};  // the flight recorder (TUTTI_TRACE_CALLS)
   // After a timeout: every rank's current call, from the ranks that report within a second

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "transports/transport.h"
+#include "interfaces/transport.h"
 
 namespace tutti {
 

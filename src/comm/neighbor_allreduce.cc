@@ -24,7 +24,7 @@ void Communicator::neighborAllReduce(const void* send, void* recv, size_t count,
   a.graphStep = step % static_cast<uint64_t>(graph.period());
   const algo::AlgorithmInfo& info = algo::neighborAlgorithms()[hierarchical ? 1 : 0];
   const Planner::Planned& planned = planner_->neighborPlan(info, a, graphId);
-  transport::Window::Tag tag = nextCallTag(a, tuttiSum, false);
+  CallTag tag = nextCallTag(a, tuttiSum, false);
   lastAlgorithm_ = info.name;
   if (scratch_.size() < planned.schedule.scratchBytes)
     scratch_.resize(planned.schedule.scratchBytes);

@@ -15,10 +15,10 @@
 #include <string_view>
 #include <vector>
 
-#include "algorithms/algorithm.h"
+#include "interfaces/algorithm.h"
 #include "exec/schedule.h"
 #include "exec/window_program.h"
-#include "transports/window.h"
+#include "interfaces/window.h"
 
 namespace tutti {
 namespace tuning {

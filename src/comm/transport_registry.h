@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "transports/transport.h"
+#include "interfaces/transport.h"
 
 namespace tutti {
 

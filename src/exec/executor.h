@@ -12,7 +12,7 @@
 
 #include "exec/schedule.h"
 #include "exec/window_state.h"
-#include "transports/transport.h"
+#include "interfaces/transport.h"
 
 namespace tutti::exec {
 

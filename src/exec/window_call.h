@@ -9,7 +9,7 @@
 
 #include "exec/executor.h"
 #include "exec/schedule.h"
-#include "transports/window.h"
+#include "interfaces/window.h"
 
 namespace tutti::exec::detail {
 

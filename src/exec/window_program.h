@@ -17,7 +17,7 @@
 
 #include "exec/executor.h"
 #include "exec/schedule.h"
-#include "transports/window.h"
+#include "interfaces/window.h"
 
 namespace tutti::exec {
 

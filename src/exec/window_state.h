@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "transports/window.h"
+#include "interfaces/window.h"
 
 namespace tutti::exec {
 

@@ -17,7 +17,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "algorithms/algorithm.h"
+#include "interfaces/algorithm.h"
 #include "exec/schedule.h"
 #include "tuning/cost_model.h"
 

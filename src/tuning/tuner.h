@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/algorithm.h"
+#include "interfaces/algorithm.h"
 #include "exec/schedule.h"
 #include "tuning/cost_model.h"
 #include "tuning/timed_sim.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/algorithm.h"
+#include "interfaces/algorithm.h"
 #include "tutti/tutti.h"
 
 namespace tutti::test {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/algorithm.h"
+#include "interfaces/algorithm.h"
 #include "collective_cases.h"
 #include "comm_test_util.h"
 #include "common/dtype.h"

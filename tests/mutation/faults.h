@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/algorithm.h"
+#include "interfaces/algorithm.h"
 #include "exec/schedule.h"
 
 namespace tutti::mutation {

@@ -12,7 +12,7 @@
 #include "bootstrap/store.h"
 #include "transport_conformance.h"
 #include "transports/ibverbs/ib_transport.h"
-#include "transports/transport.h"
+#include "interfaces/transport.h"
 
 namespace tutti::transport::verbstest {
 

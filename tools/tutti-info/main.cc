@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "algorithms/algorithm.h"
+#include "interfaces/algorithm.h"
 #include "comm/transport_registry.h"
 #include "common/env.h"
 #include "reduce/reduce.h"

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/algorithm.h"
+#include "interfaces/algorithm.h"
 #include "common/error.h"
 #include "reduce/reduce.h"
 #include "tuning/cost_model.h"

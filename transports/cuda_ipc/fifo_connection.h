@@ -15,7 +15,7 @@
 
 #include "transports/cuda_ipc/fifo.h"
 #include "transports/cuda_ipc/shared_segment.h"
-#include "transports/transport.h"
+#include "interfaces/transport.h"
 
 namespace tutti::transport::cudaipc {
 

@@ -22,7 +22,7 @@
 
 #include "ib_device.h"
 #include "ib_regcache.h"
-#include "transports/transport.h"
+#include "interfaces/transport.h"
 #include "tutti/tutti.h"
 
 namespace tutti::transport::ib {

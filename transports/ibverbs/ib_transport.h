@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "transports/transport.h"
+#include "interfaces/transport.h"
 
 namespace tutti::transport {
 

@@ -8,7 +8,7 @@
 
 #include "shm_layout.h"
 #include "shm_os.h"
-#include "transports/transport.h"
+#include "interfaces/transport.h"
 
 namespace tutti::transport::shm {
 

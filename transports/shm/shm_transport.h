@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "transports/transport.h"
+#include "interfaces/transport.h"
 
 namespace tutti::transport {
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "shm_os.h"
-#include "transports/transport.h"
-#include "transports/window.h"
+#include "interfaces/transport.h"
+#include "interfaces/window.h"
 
 namespace tutti::transport::shm {
 

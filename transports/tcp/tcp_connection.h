@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "socket_util.h"
-#include "transports/transport.h"
+#include "interfaces/transport.h"
 #include "tutti/tutti.h"
 
 namespace tutti::transport::tcp {

@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "transports/transport.h"
+#include "interfaces/transport.h"
 
 namespace tutti::transport {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "algorithms/algorithm.h"
+#include "interfaces/algorithm.h"
 #include "common/dtype.h"
 #include "exec/simulator.h"
 #include "reduce/reduce.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/algorithm.h"
+#include "interfaces/algorithm.h"
 #include "algorithms/neighbor_graph.h"
 #include "common/dtype.h"
 #include "common/error.h"

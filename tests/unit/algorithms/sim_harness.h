@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/algorithm.h"
+#include "interfaces/algorithm.h"
 #include "exec/simulator.h"
 
 namespace tutti::algo::testing {

@@ -20,7 +20,7 @@
 #include <string>
 #include <utility>
 
-#include "algorithms/algorithm.h"
+#include "interfaces/algorithm.h"
 #include "algorithms/patterns/patterns.h"
 #include "exec/schedule.h"
 #include "sim_harness.h"

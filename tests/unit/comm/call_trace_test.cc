@@ -16,7 +16,7 @@ namespace {
 
 // Describes a tag so that a torn record (tag words from two calls) is visible: the writer
 // below always writes tag = {n, 3 * n + 1}.
-std::string describe(const transport::Window::Tag& t) {
+std::string describe(const CallTag& t) {
   return "call(" + std::to_string(t[0]) + "," + std::to_string(t[1]) + ")";
 }
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/algorithm.h"
+#include "interfaces/algorithm.h"
 #include "bootstrap/memory_store.h"
 #include "exec/executor.h"
 #include "harness/threads_harness.h"

@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "transports/transport.h"
+#include "interfaces/transport.h"
 
 namespace tutti::transport::conformance {
 

@@ -32,7 +32,7 @@
 #include "bootstrap/store.h"
 #include "common/clock.h"
 #include "common/error.h"
-#include "transports/window.h"
+#include "interfaces/window.h"
 
 namespace tutti::transport {
 

@@ -1,0 +1,54 @@
+#include "comm/call_tag.h"
+
+#include <sstream>
+
+#include "common/dtype.h"
+
+namespace tutti {
+
+namespace {
+constexpr uint64_t kBarrierCode = 0xff;
+constexpr uint64_t kP2pCode = 0xfe;
+constexpr uint64_t kCountBits = 40;
+}  // namespace
+
+CallTag collectiveCallTag(const algo::CollArgs& a, tuttiRedOp_t userOp, bool barrier,
+                          uint64_t callNumber) {
+  uint64_t coll = barrier ? kBarrierCode : static_cast<uint64_t>(a.coll) + 1;
+  return {(static_cast<uint64_t>(a.count) & ((uint64_t{1} << kCountBits) - 1)) |
+              (callNumber << kCountBits),
+          coll | (static_cast<uint64_t>(a.dtype) << 8) | (static_cast<uint64_t>(userOp) << 16) |
+              (static_cast<uint64_t>(a.root) << 24)};
+}
+
+CallTag p2pCallTag(size_t operations) { return {operations, kP2pCode}; }
+
+std::string describeCallTag(const CallTag& t, bool withNumber) {
+  if (t[1] == 0) return "no collective (a point-to-point or internal exchange)";
+  if ((t[1] & 0xff) == kP2pCode)
+    return "point-to-point batch of " + std::to_string(t[0]) + " operation(s)";
+  uint64_t code = t[1] & 0xff;
+  uint64_t callNumber = t[0] >> kCountBits;
+  std::ostringstream os;
+  if (code == kBarrierCode) {
+    os << "barrier";
+  } else {
+    int coll = static_cast<int>(code) - 1;
+    auto c = static_cast<algo::Coll>(coll);
+    auto dtype = static_cast<tuttiDataType_t>((t[1] >> 8) & 0xff);
+    auto op = static_cast<tuttiRedOp_t>((t[1] >> 16) & 0xff);
+    bool reducing =
+        c == algo::Coll::kAllReduce || c == algo::Coll::kReduceScatter || c == algo::Coll::kReduce;
+    bool rooted = c == algo::Coll::kBroadcast || c == algo::Coll::kReduce;
+    const bool known = coll >= 0 && coll <= static_cast<int>(algo::Coll::kNeighborAllReduce);
+    os << (known ? algo::collName(c) : "?") << "(count "
+       << (t[0] & ((uint64_t{1} << kCountBits) - 1)) << ", " << dtypeName(dtype);
+    if (reducing) os << ", " << opName(op);
+    if (rooted) os << ", root " << (t[1] >> 24);
+    os << ")";
+  }
+  if (withNumber) os << " as its collective call #" << callNumber;
+  return os.str();
+}
+
+}  // namespace tutti

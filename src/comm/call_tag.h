@@ -1,0 +1,32 @@
+// A collective call's tag: two words that every rank making the same call computes alike. The
+// executor sends it with every message (transport::MsgTag) and writes it in the shared
+// window's tag slots, so a peer in another call is caught; the flight recorder keeps it, and
+// errors name calls by it.
+//   word 0 = count (low 40 bits) | call number (low 24 bits) << 40
+//   word 1 = collective + 1 (0xff: a barrier; 0xfe: a point-to-point batch, in the flight
+//            recorder only: messages of point-to-point calls carry no tag)
+//            | dtype << 8 | the caller's op << 16 | root << 24
+// {0, 0}: no collective (point-to-point traffic, internal exchanges).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "interfaces/algorithm.h"
+#include "interfaces/transport.h"
+
+namespace tutti {
+
+using CallTag = transport::MsgTag;
+static_assert(std::is_same_v<CallTag, transport::Window::Tag>,
+              "call tags travel in messages and in window tag slots alike");
+
+CallTag collectiveCallTag(const algo::CollArgs& args, tuttiRedOp_t userOp, bool barrier,
+                          uint64_t callNumber);
+CallTag p2pCallTag(size_t operations);
+// "allreduce(count 1023, float32, sum)", with withNumber " as its collective call #7".
+std::string describeCallTag(const CallTag& tag, bool withNumber = true);
+
+}  // namespace tutti
