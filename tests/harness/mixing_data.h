@@ -8,6 +8,7 @@
 // Users link tutti_verifiable and compile with -ffp-contract=off.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -90,6 +91,31 @@ inline std::string mixFirstDiff(const std::vector<std::byte>& got,
   if (got.size() != want.size())
     return "size " + std::to_string(got.size()) + " B, expected " + std::to_string(want.size());
   return mixFirstDiff(got.data(), want, t);
+}
+
+// The path graph 0-1-..-(n-1) made with tuttiGraphCreateAdjacent and its default
+// (Metropolis-Hastings) weights, and its mixing matrix computed here: w_ij = 1 / (1 +
+// max(d_i, d_j)) for neighbours, the rest of each row on the diagonal.
+inline tuttiResult_t createPathGraph(tuttiComm_t comm, int rank, int n, tuttiGraph_t* graph) {
+  std::vector<int> nb;
+  if (rank > 0) nb.push_back(rank - 1);
+  if (rank < n - 1) nb.push_back(rank + 1);
+  return tuttiGraphCreateAdjacent(comm, static_cast<int>(nb.size()), nb.data(), nullptr, 0.0,
+                                  static_cast<int>(nb.size()), nb.data(), graph);
+}
+inline std::vector<double> pathMatrix(int n) {
+  auto degree = [&](int i) { return (i > 0) + (i < n - 1); };
+  std::vector<double> w(static_cast<size_t>(n) * n, 0.0);
+  for (int i = 0; i < n; ++i) {
+    double sum = 0;
+    for (int j : {i - 1, i + 1}) {
+      if (j < 0 || j >= n) continue;
+      w[i * n + j] = 1.0 / (1 + std::max(degree(i), degree(j)));
+      sum += w[i * n + j];
+    }
+    w[i * n + i] = 1.0 - sum;
+  }
+  return w;
 }
 
 }  // namespace tutti::test

@@ -188,22 +188,9 @@ TEST(NeighborUser, WeightedDirectedAndMetropolisHastings) {
       TUTTI_ASSERT_OK(tuttiGraphDestroy(g), nullptr);
     }
     {
-      std::vector<int> nb;
-      if (rank > 0) nb.push_back(rank - 1);
-      if (rank < n - 1) nb.push_back(rank + 1);
       tuttiGraph_t g = nullptr;
-      TUTTI_ASSERT_OK(
-          tuttiGraphCreateAdjacent(comm, static_cast<int>(nb.size()), nb.data(), nullptr, 0.0,
-                                   static_cast<int>(nb.size()), nb.data(), &g),
-          comm);
-      // Path: degrees 1,2,2,2,1; w_ij = 1/(1+max(d_i, d_j)) = 1/3 everywhere.
-      std::vector<double> W(n * n, 0.0);
-      for (int i = 0; i < n; ++i) {
-        double sum = 0;
-        for (int j : {i - 1, i + 1})
-          if (j >= 0 && j < n) W[i * n + j] = 1.0 / 3, sum += 1.0 / 3;
-        W[i * n + i] = 1.0 - sum;
-      }
+      TUTTI_ASSERT_OK(createPathGraph(comm, rank, n, &g), comm);
+      const std::vector<double> W = pathMatrix(n);
       std::vector<std::byte> in = mixInput(rank, 201, count, tuttiFloat64);
       TUTTI_ASSERT_OK(
           tuttiNeighborAllReduce(in.data(), in.data(), count, tuttiFloat64, g, comm, nullptr),

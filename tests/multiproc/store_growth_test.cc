@@ -25,6 +25,24 @@ struct Shared {
   bootstrap::Secret secret;
 };
 
+// Rank 0 serves the job's store in its process (as a launch from the environment does);
+// every rank, rank 0 too, is a client.
+struct JobStore {
+  std::unique_ptr<bootstrap::TcpStoreServer> server;  // rank 0's
+  std::shared_ptr<bootstrap::Store> store;
+};
+JobStore joinJobStore(int rank, Shared& shared) {
+  JobStore j;
+  if (rank == 0) {
+    j.server = std::make_unique<bootstrap::TcpStoreServer>("127.0.0.1:0", shared.secret);
+    shared.port.store(j.server->sockAddr().port());
+  }
+  while (shared.port.load() == 0) usleep(1000);
+  j.store = std::make_shared<bootstrap::TcpStore>("127.0.0.1:" + std::to_string(shared.port.load()),
+                                                  shared.secret, Deadline(30));
+  return j;
+}
+
 constexpr int kRanks = 3;
 constexpr int kCycles = 20;
 
@@ -52,14 +70,7 @@ void runCycles(const char* what, Cycle cycle) {
   auto* shared = new (mem) Shared{};
   shared->secret = bootstrap::randomSecret();
   auto r = runRanks(kRanks, [&](int rank) {
-    std::unique_ptr<bootstrap::TcpStoreServer> server;
-    if (rank == 0) {
-      server = std::make_unique<bootstrap::TcpStoreServer>("127.0.0.1:0", shared->secret);
-      shared->port.store(server->sockAddr().port());
-    }
-    while (shared->port.load() == 0) usleep(1000);
-    auto store = std::make_shared<bootstrap::TcpStore>(
-        "127.0.0.1:" + std::to_string(shared->port.load()), shared->secret, Deadline(30));
+    auto [server, store] = joinJobStore(rank, *shared);
     Communicator world(store, "world", rank, kRanks, options());
     world.barrier();
     std::vector<bootstrap::TcpStoreStats> after;
@@ -132,14 +143,7 @@ Requests measure(int n) {
   auto* out = static_cast<Requests*>(
       mmap(nullptr, sizeof(Requests), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   auto r = runRanks(n, [&](int rank) {
-    std::unique_ptr<bootstrap::TcpStoreServer> server;
-    if (rank == 0) {
-      server = std::make_unique<bootstrap::TcpStoreServer>("127.0.0.1:0", shared->secret);
-      shared->port.store(server->sockAddr().port());
-    }
-    while (shared->port.load() == 0) usleep(1000);
-    auto store = std::make_shared<bootstrap::TcpStore>(
-        "127.0.0.1:" + std::to_string(shared->port.load()), shared->secret, Deadline(30));
+    auto [server, store] = joinJobStore(rank, *shared);
     Communicator world(store, "world", rank, n, options());
     checkAllReduce(world);  // the world's connections, before counting
     world.barrier();

@@ -136,20 +136,6 @@ std::vector<double> directedMatrix(int n) {  // i <- i-1 (1/4), i-2 (1/8; 2 rank
   }
   return w;
 }
-std::vector<double> pathMatrix(int n) {  // path 0-1-..-(n-1), Metropolis-Hastings weights
-  auto degree = [&](int i) { return (i > 0) + (i < n - 1); };
-  std::vector<double> w(static_cast<size_t>(n) * n, 0.0);
-  for (int i = 0; i < n; ++i) {
-    double sum = 0;
-    for (int j : {i - 1, i + 1}) {
-      if (j < 0 || j >= n) continue;
-      w[i * n + j] = 1.0 / (1 + std::max(degree(i), degree(j)));
-      sum += w[i * n + j];
-    }
-    w[i * n + i] = 1.0 - sum;
-  }
-  return w;
-}
 
 int builtinGraphs(int n) {
   int k = 0;
@@ -213,14 +199,8 @@ TEST_P(VerbsNeighbor, EveryGraphMatchesTheMixingReferenceOverIbverbs) {
           go = runGraph(g, "weighted directed user", [&](size_t) { return w; });
         }
         if (go) {
-          std::vector<int> nb;
-          if (rank > 0) nb.push_back(rank - 1);
-          if (rank < n - 1) nb.push_back(rank + 1);
           tuttiGraph_t g = nullptr;
-          TUTTI_ASSERT_OK(
-              tuttiGraphCreateAdjacent(comm, static_cast<int>(nb.size()), nb.data(), nullptr, 0.0,
-                                       static_cast<int>(nb.size()), nb.data(), &g),
-              comm);
+          TUTTI_ASSERT_OK(createPathGraph(comm, rank, n, &g), comm);
           const std::vector<double> w = pathMatrix(n);
           go = runGraph(g, "Metropolis-Hastings path user", [&](size_t) { return w; });
         }
