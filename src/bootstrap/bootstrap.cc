@@ -20,8 +20,9 @@ Bootstrap::Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::st
       rank_(rank),
       nranks_(nranks),
       prefix_(std::move(prefix)),
-      useRing_(useRing < 0 ? env::getBool("TUTTI_BOOTSTRAP_RING") : useRing != 0) {
+      useRing_(useRing >= 0 ? useRing != 0 : false) {
   TUTTI_CHECK_ARG(store_ != nullptr, "Bootstrap: null store");
+  if (useRing < 0) useRing_ = env::getBool("TUTTI_BOOTSTRAP_RING") && store_->onNetwork();
   TUTTI_CHECK_ARG(nranks_ > 0, "Bootstrap: nranks ", nranks_, " must be positive");
   TUTTI_CHECK_ARG(rank_ >= 0 && rank_ < nranks_, "Bootstrap: rank ", rank_, " out of range 0..",
                   nranks_ - 1);

@@ -24,7 +24,9 @@ namespace tutti::bootstrap {
 
 class Bootstrap {
  public:
-  // useRing: -1 = TUTTI_BOOTSTRAP_RING, 0 = through the store, 1 = the ring.
+  // useRing: -1 = TUTTI_BOOTSTRAP_RING when the store is on the network (Store::onNetwork;
+  // else through the store: a caller's store or a file store opens no port), 0 = through the
+  // store, 1 = the ring.
   Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::string prefix,
             int useRing = -1);
   ~Bootstrap();

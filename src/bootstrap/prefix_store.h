@@ -22,6 +22,7 @@ class PrefixStore : public Store {
   void abort() override;
   size_t erasePrefix(const std::string& prefix) override;
   std::string localHost() override { return base_->localHost(); }
+  bool onNetwork() const override { return base_->onNetwork(); }
 
   const std::string& prefix() const { return prefix_; }
   const std::shared_ptr<Store>& base() const { return base_; }

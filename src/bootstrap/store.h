@@ -53,6 +53,10 @@ class Store {
   // The local address (host part) this process reaches the store from, "" when the store is
   // not on the network (the bootstrap ring listens there, else on the advertised address).
   virtual std::string localHost() { return ""; }
+  // Whether the ranks reach this store over TCP (a TcpStore) or are threads of one process
+  // (a MemoryStore): only then does the bootstrap set up its ring, which listens on a TCP
+  // port of each rank, so a rendezvous over a caller's store or a file opens no port.
+  virtual bool onNetwork() const { return false; }
 
   // Convenience.
   void setString(const std::string& key, const std::string& value) {

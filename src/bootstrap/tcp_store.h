@@ -105,6 +105,7 @@ class TcpStore : public Store {
   // A new connection to the same server (connected at its first request).
   std::shared_ptr<Store> separateClient() override;
   std::string localHost() override;
+  bool onNetwork() const override { return true; }
 
   // Waits until every key exists (one round trip, the server answers when they do).
   void wait(const std::vector<std::string>& keys, const Deadline& deadline);

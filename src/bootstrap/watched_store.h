@@ -22,6 +22,7 @@ class WatchedStore : public Store {
   void abort() override;
   size_t erasePrefix(const std::string& prefix) override;
   std::string localHost() override { return base_->localHost(); }
+  bool onNetwork() const override { return base_->onNetwork(); }
 
  private:
   std::shared_ptr<Store> base_;

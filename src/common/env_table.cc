@@ -43,7 +43,9 @@ constexpr Var kVars[] = {
      "Directory of a file store to rendezvous through instead of TCP."},
     {"TUTTI_BOOTSTRAP_RING", Type::kBool, "1", "BOOTSTRAP",
      "All-gathers of the bootstrap go around a TCP ring of the ranks (one store request per "
-     "rank); 0: through the store (nranks - 1 GETs per rank at rank 0's store)."},
+     "rank); 0: through the store (nranks - 1 GETs per rank at rank 0's store). A caller's "
+     "store (tuttiCommInitRankStore, the torch backend) or a file store always goes through "
+     "the store: no port is opened."},
     {"TUTTI_BOOTSTRAP_IFNAME", Type::kString, "", "BOOTSTRAP",
      "Interface whose address tuttiGetUniqueId and a PMIx launch advertise (default: first "
      "non-loopback, else loopback)."},

@@ -81,8 +81,9 @@ int dirAdd(void* ctx, const char* key, int64_t delta, int64_t* result) {
 
 tuttiStore_t storeOf(DirStore& s) { return tuttiStore_t{&s, dirSet, dirGet, dirCheck, dirAdd}; }
 
-// Listening TCP sockets of this process (from /proc/self/net/tcp{,6} and its fds' inodes).
-int listeningSockets() {
+// TCP sockets of this process (from /proc/self/net/tcp{,6} and its fds' inodes): listening
+// ones only, or in any state.
+int tcpSockets(bool listeningOnly) {
   std::vector<std::string> inodes;
   if (DIR* d = opendir("/proc/self/fd")) {
     while (dirent* e = readdir(d)) {
@@ -106,7 +107,7 @@ int listeningSockets() {
       std::string sl, local, remote, state, queues, timer, retr, uid, timeout, inode;
       fields >> sl >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >>
           inode;
-      if (state != "0A") continue;  // TCP_LISTEN
+      if (listeningOnly && state != "0A") continue;  // TCP_LISTEN
       for (const auto& i : inodes) listening += i == inode;
     }
   }
@@ -127,7 +128,10 @@ TEST(StoreInit, CollectivesAndSplitWithoutAPort) {
           TUTTI_ASSERT_OK(tuttiCommInitRankStore(&comm, n, rank, &store, nullptr), nullptr);
           // One rank needs no rendezvous (no barrier, no all-gather) and asks nothing.
           if (n > 1) EXPECT_GT(s.calls, 0) << "the rendezvous did not use the caller's store";
-          EXPECT_EQ(listeningSockets(), 0) << "the rendezvous opened a listening port";
+          EXPECT_EQ(tcpSockets(true), 0) << "the rendezvous opened a listening port";
+          // Not even for a while: the bootstrap's all-gathers went through the store, not
+          // around a TCP ring of the ranks (whose connections would stay open).
+          EXPECT_EQ(tcpSockets(false), 0) << "the rendezvous made TCP connections";
           for (int call = 0; call < 3; ++call) {
             std::vector<double> v(1000 + call);
             for (size_t i = 0; i < v.size(); ++i) v[i] = (rank + 1) * 1000.0 + i * 3 + call;
