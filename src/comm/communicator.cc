@@ -266,17 +266,21 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
                                              options_.transport,
                                              [this](int p) { return describePeer(p); });
     watchedStore_ = std::make_shared<bootstrap::WatchedStore>(store_, [this] { watchPeers(); });
-    transport::Context ctx{
-        rank_,
-        nranks_,
-        peers_,
-        watchedStore_.get(),
-        &aborted_,
-        myPlace.nearNics,
-        [this] { watchPeers(); },
-        [this](const std::string& tag, std::span<const std::byte> mine, const Deadline& deadline) {
-          return bootstrap_->allGather(tag, mine, deadline);
-        }};
+    transport::Context ctx{rank_,
+                           nranks_,
+                           peers_,
+                           watchedStore_.get(),
+                           &aborted_,
+                           myPlace.nearNics,
+                           [this] { watchPeers(); },
+                           {}};
+    // Setup all-gathers (the shared window's) around the bootstrap ring where there is one;
+    // without it they stay in the watched store, whose waits call watchPeers().
+    if (bootstrap_->usesRing())
+      ctx.allGather = [this](const std::string& tag, std::span<const std::byte> mine,
+                             const Deadline& deadline) {
+        return bootstrap_->allGather(tag, mine, deadline);
+      };
     links_->setup(ctx);
     // Everyone has set up its transports (listening sockets published) before anyone
     // connects.

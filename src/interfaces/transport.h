@@ -135,10 +135,12 @@ struct Context {
   // (its process is gone), so such a wait ends at once instead of at its deadline. May be
   // empty.
   std::function<void()> watchPeers;
-  // All-gather over the communicator's ranks (its bootstrap: around its ring, one store
-  // request per rank) for collective setup steps such as createWindow, which every rank
-  // reaches in the same order; entries by rank. Its waits check the peers as watchPeers does.
-  // May be empty: the transport then gathers through the store.
+  // All-gather over the communicator's ranks around its bootstrap ring (one store request per
+  // rank) for collective setup steps such as createWindow, which every rank reaches in the
+  // same order; entries by rank. A rank on this host whose process is gone before it arrived
+  // ends the wait with an error naming it (after the wait's first second). Empty when the
+  // communicator has no bootstrap ring: the transport then gathers through the store, whose
+  // waits call watchPeers.
   std::function<std::vector<std::vector<std::byte>>(
       const std::string& tag, std::span<const std::byte> mine, const Deadline& deadline)>
       allGather;
