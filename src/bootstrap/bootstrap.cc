@@ -20,9 +20,10 @@ Bootstrap::Bootstrap(std::shared_ptr<Store> store, int rank, int nranks, std::st
       rank_(rank),
       nranks_(nranks),
       prefix_(std::move(prefix)),
-      useRing_(useRing >= 0 ? useRing != 0 : false) {
+      useRing_(useRing >= 0 ? useRing != 0
+                            : store_ != nullptr && store_->onNetwork() &&
+                                  env::getBool("TUTTI_BOOTSTRAP_RING")) {
   TUTTI_CHECK_ARG(store_ != nullptr, "Bootstrap: null store");
-  if (useRing < 0) useRing_ = env::getBool("TUTTI_BOOTSTRAP_RING") && store_->onNetwork();
   TUTTI_CHECK_ARG(nranks_ > 0, "Bootstrap: nranks ", nranks_, " must be positive");
   TUTTI_CHECK_ARG(rank_ >= 0 && rank_ < nranks_, "Bootstrap: rank ", rank_, " out of range 0..",
                   nranks_ - 1);
@@ -196,16 +197,16 @@ std::vector<std::vector<std::byte>> Bootstrap::ringAllGather(const char* what,
   }
   ring->setWatch(watchFor(b));
   try {
-    if (fresh && adopted_) {
-      store_->set(b + "/" + std::to_string(rank_), {});  // arrival, for a timeout's message
-      ring->connect(std::move(*adopted_), adoptedNext_, deadline);
-      adopted_.reset();
-    } else if (fresh) {
+    if (fresh && !adopted_) {
       // The first all-gather publishes the ring addresses as its arrival keys.
       ring->connect(*store_, b + "/" + std::to_string(rank_),
                     b + "/" + std::to_string((rank_ + 1) % nranks_), ringHost(), deadline);
     } else {
       store_->set(b + "/" + std::to_string(rank_), {});  // arrival, for a timeout's message
+      if (fresh) {  // a split child's ring: addresses passed by the parent
+        ring->connect(std::move(*adopted_), adoptedNext_, deadline);
+        adopted_.reset();
+      }
     }
     return ring->allGather(mine, deadline, std::string(what) + " '" + tag + "'");
   } catch (const Error& e) {
