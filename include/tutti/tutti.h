@@ -194,6 +194,10 @@ TUTTI_API tuttiResult_t tuttiCommCount(const tuttiComm_t comm, int* count);
 TUTTI_API tuttiResult_t tuttiCommUserRank(const tuttiComm_t comm, int* rank);
 
 /* ---- Collectives ---- */
+/* Buffers may overlap only in place: sendbuff == recvbuff for all-reduce, broadcast, reduce
+ * and all-to-all; sendbuff == recvbuff + rank*sendcount elements for all-gather; recvbuff ==
+ * sendbuff + rank*recvcount elements for reduce-scatter. Any other overlap is
+ * tuttiInvalidArgument, before anything moves. */
 TUTTI_API tuttiResult_t tuttiAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                        tuttiDataType_t datatype, tuttiRedOp_t op, tuttiComm_t comm,
                                        tuttiStream_t stream);

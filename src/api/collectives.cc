@@ -4,10 +4,11 @@
 #include <map>
 #include <string>
 
-#include "interfaces/algorithm.h"
+#include "aliasing.h"
 #include "api_guard.h"
 #include "comm_handle.h"
 #include "common/dtype.h"
+#include "interfaces/algorithm.h"
 #include "issue.h"
 
 using tutti::api::guarded;
@@ -55,8 +56,10 @@ TUTTI_API tuttiResult_t tuttiAllReduce(const void* sendbuff, void* recvbuff, siz
     checkOp(op);
     auto& c = ready(comm);
     const size_t bytes = tutti::api::bufferBytes("count", count, datatype);
-    return issue(comm, "tuttiAllReduce", {count, datatype, op}, {sendbuff, bytes, recvbuff, bytes},
-                 stream, [&c, count, datatype, op](const void* send, void* recv) {
+    const tutti::api::CallBuffers bufs{sendbuff, bytes, recvbuff, bytes};
+    tutti::api::checkAliasing(bufs, 0);
+    return issue(comm, "tuttiAllReduce", {count, datatype, op}, bufs, stream,
+                 [&c, count, datatype, op](const void* send, void* recv) {
                    c.allReduce(send, recv, count, datatype, op);
                  });
   });
@@ -72,8 +75,9 @@ TUTTI_API tuttiResult_t tuttiBroadcast(const void* sendbuff, void* recvbuff, siz
     TUTTI_CHECK_ARG(c.rank() != root || count == 0 || sendbuff != nullptr,
                     "sendbuff is NULL on the root");
     const size_t bytes = tutti::api::bufferBytes("count", count, datatype);
-    return issue(comm, "tuttiBroadcast", {count, datatype, tuttiNumOps, root},
-                 {sendbuff, c.rank() == root ? bytes : 0, recvbuff, bytes}, stream,
+    const tutti::api::CallBuffers bufs{sendbuff, c.rank() == root ? bytes : 0, recvbuff, bytes};
+    tutti::api::checkAliasing(bufs, 0);
+    return issue(comm, "tuttiBroadcast", {count, datatype, tuttiNumOps, root}, bufs, stream,
                  [&c, count, datatype, root](const void* send, void* recv) {
                    c.broadcast(send, recv, count, datatype, root);
                  });
@@ -91,8 +95,9 @@ TUTTI_API tuttiResult_t tuttiReduce(const void* sendbuff, void* recvbuff, size_t
     TUTTI_CHECK_ARG(c.rank() != root || count == 0 || recvbuff != nullptr,
                     "recvbuff is NULL on the root");
     const size_t bytes = tutti::api::bufferBytes("count", count, datatype);
-    return issue(comm, "tuttiReduce", {count, datatype, op, root},
-                 {sendbuff, bytes, recvbuff, c.rank() == root ? bytes : 0}, stream,
+    const tutti::api::CallBuffers bufs{sendbuff, bytes, recvbuff, c.rank() == root ? bytes : 0};
+    tutti::api::checkAliasing(bufs, 0);
+    return issue(comm, "tuttiReduce", {count, datatype, op, root}, bufs, stream,
                  [&c, count, datatype, op, root](const void* send, void* recv) {
                    c.reduce(send, recv, count, datatype, op, root);
                  });
@@ -107,8 +112,10 @@ TUTTI_API tuttiResult_t tuttiAllGather(const void* sendbuff, void* recvbuff, siz
     auto& c = ready(comm);
     const size_t bytes = sendcount * tutti::dtypeSize(datatype);
     const size_t all = tutti::api::bufferBytes("sendcount", sendcount, datatype, c.size());
-    return issue(comm, "tuttiAllGather", {sendcount, datatype}, {sendbuff, bytes, recvbuff, all},
-                 stream, [&c, sendcount, datatype](const void* send, void* recv) {
+    const tutti::api::CallBuffers bufs{sendbuff, bytes, recvbuff, all};
+    tutti::api::checkAliasing(bufs, static_cast<std::ptrdiff_t>(bytes) * c.rank());
+    return issue(comm, "tuttiAllGather", {sendcount, datatype}, bufs, stream,
+                 [&c, sendcount, datatype](const void* send, void* recv) {
                    c.allGather(send, recv, sendcount, datatype);
                  });
   });
@@ -123,8 +130,9 @@ TUTTI_API tuttiResult_t tuttiReduceScatter(const void* sendbuff, void* recvbuff,
     auto& c = ready(comm);
     const size_t bytes = recvcount * tutti::dtypeSize(datatype);
     const size_t all = tutti::api::bufferBytes("recvcount", recvcount, datatype, c.size());
-    return issue(comm, "tuttiReduceScatter", {recvcount, datatype, op},
-                 {sendbuff, all, recvbuff, bytes}, stream,
+    const tutti::api::CallBuffers bufs{sendbuff, all, recvbuff, bytes};
+    tutti::api::checkAliasing(bufs, -static_cast<std::ptrdiff_t>(bytes) * c.rank());
+    return issue(comm, "tuttiReduceScatter", {recvcount, datatype, op}, bufs, stream,
                  [&c, recvcount, datatype, op](const void* send, void* recv) {
                    c.reduceScatter(send, recv, recvcount, datatype, op);
                  });
@@ -138,8 +146,10 @@ TUTTI_API tuttiResult_t tuttiAllToAll(const void* sendbuff, void* recvbuff, size
     checkCommon(comm, sendbuff, recvbuff, count, count, datatype);
     auto& c = ready(comm);
     const size_t bytes = tutti::api::bufferBytes("count", count, datatype, c.size());
-    return issue(comm, "tuttiAllToAll", {count, datatype}, {sendbuff, bytes, recvbuff, bytes},
-                 stream, [&c, count, datatype](const void* send, void* recv) {
+    const tutti::api::CallBuffers bufs{sendbuff, bytes, recvbuff, bytes};
+    tutti::api::checkAliasing(bufs, 0);
+    return issue(comm, "tuttiAllToAll", {count, datatype}, bufs, stream,
+                 [&c, count, datatype](const void* send, void* recv) {
                    c.allToAll(send, recv, count, datatype);
                  });
   });

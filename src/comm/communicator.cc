@@ -760,7 +760,9 @@ void Communicator::reduceScatter(const void* send, void* recv, size_t recvcount,
 }
 
 void Communicator::allToAll(const void* send, void* recv, size_t count, tuttiDataType_t dtype) {
-  collective(baseArgs(algo::Coll::kAllToAll, count, dtype), send, recv, 0, 0, false);
+  algo::CollArgs args = baseArgs(algo::Coll::kAllToAll, count, dtype);
+  args.inPlace = send == recv;
+  collective(std::move(args), send, recv, 0, 0, false);
 }
 
 void Communicator::barrier() {

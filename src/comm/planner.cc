@@ -27,7 +27,8 @@ Planner::~Planner() = default;
 const Planner::CallPlan& Planner::plan(const algo::CollArgs& args, std::string_view spec) {
   LastPlan& l = last_;
   if (l.valid && l.coll == args.coll && l.count == args.count && l.dtype == args.dtype &&
-      l.op == args.op && l.root == args.root && l.windowBytes == args.windowBytes && l.spec == spec)
+      l.op == args.op && l.root == args.root && l.windowBytes == args.windowBytes &&
+      l.inPlace == args.inPlace && l.spec == spec)
     return l.plan;
   l.valid = false;
   l.spec.assign(spec);
@@ -39,6 +40,7 @@ const Planner::CallPlan& Planner::plan(const algo::CollArgs& args, std::string_v
   l.op = args.op;
   l.root = args.root;
   l.windowBytes = args.windowBytes;
+  l.inPlace = args.inPlace;
   l.plan = {&info, &planned};
   l.valid = true;
   return l.plan;
@@ -92,7 +94,8 @@ const Planner::Planned& Planner::build(const algo::AlgorithmInfo& info,
   std::string key = std::string(info.name) + "/" + std::to_string(static_cast<int>(args.coll)) +
                     "/" + std::to_string(args.count) + "/" + std::to_string(args.dtype) + "/" +
                     std::to_string(args.op) + "/" + std::to_string(args.root) + "/" +
-                    std::to_string(args.windowBytes) + "/" + std::to_string(args.deterministic);
+                    std::to_string(args.windowBytes) + "/" + std::to_string(args.deterministic) +
+                    "/" + std::to_string(args.inPlace);
   if (auto it = schedules_.find(key); it != schedules_.end()) return it->second;
   if (schedules_.size() >= 256) {
     schedules_.clear();

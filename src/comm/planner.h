@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include "interfaces/algorithm.h"
 #include "exec/schedule.h"
 #include "exec/window_program.h"
+#include "interfaces/algorithm.h"
 #include "interfaces/window.h"
 
 namespace tutti {
@@ -78,6 +78,7 @@ class Planner {
     tuttiRedOp_t op{};
     int root = 0;
     size_t windowBytes = 0;
+    bool inPlace = false;
     std::string spec;
     CallPlan plan;
   };

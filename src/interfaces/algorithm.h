@@ -40,6 +40,9 @@ struct CollArgs {
   int rank = 0;
   int nranks = 1;
   bool deterministic = false;  // reduce every element in rank order 0..n-1
+  // All-to-all: the input and output are one buffer (the builder stages the input in scratch
+  // before blocks arrive over it). The other collectives' in-place layouts need no flag.
+  bool inPlace = false;
   // The order ranks should follow around a ring (topology-aware); empty = 0..n-1.
   std::vector<int> ringOrder;
   // Host index of each rank (for hierarchical algorithms); empty = all on one host.

@@ -174,11 +174,15 @@ std::string runCase(tuttiComm_t comm, cudaStream_t s, const Coll& c, tuttiDataTy
   std::memcpy(guarded.data() + g, dev0.data(), total);
   void* d = nullptr;
   if (cudaMalloc(&d, total + 2 * g) != cudaSuccess) return "cudaMalloc failed";
-  cudaMemcpy(d, guarded.data(), total + 2 * g, cudaMemcpyHostToDevice);
+  // On the call's stream: a cudaMemcpy from pageable memory may return before its DMA has
+  // landed, and a non-blocking stream is not ordered after the legacy default stream.
+  cudaMemcpyAsync(d, guarded.data(), total + 2 * g, cudaMemcpyHostToDevice, s);
+  if (cudaStreamSynchronize(s) != cudaSuccess) return "H2D copy of the input failed";
   auto* db = static_cast<std::byte*>(d) + g;
   r = call(c, db + inOff, db + outOff, count, t, op, root, comm, s);
   cudaStreamSynchronize(s);
-  cudaMemcpy(guarded.data(), d, total + 2 * g, cudaMemcpyDeviceToHost);
+  cudaMemcpyAsync(guarded.data(), d, total + 2 * g, cudaMemcpyDeviceToHost, s);
+  cudaStreamSynchronize(s);
   cudaFree(d);
   if (r != tuttiSuccess) return std::string("device call: ") + tuttiGetLastError(comm);
   for (size_t k = 0; k < g; ++k)
