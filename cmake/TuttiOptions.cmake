@@ -144,7 +144,7 @@ if(TUTTI_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     message(FATAL_ERROR "TUTTI_FUZZ=ON needs clang (libFuzzer): configure a separate build "
                         "directory with -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang "
-                        "(apt-get install clang libfuzzer-14-dev libclang-rt-14-dev)")
+                        "(apt-get install clang libfuzzer-N-dev libclang-rt-N-dev, N = clang's major version)")
   endif()
   if(TUTTI_SANITIZE)
     message(FATAL_ERROR "TUTTI_FUZZ=ON already builds with address,undefined: drop TUTTI_SANITIZE")

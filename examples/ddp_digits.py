@@ -5,7 +5,7 @@ PyTorch's PowerSGD hook (rank 1) -- with the set-up of examples/digits_training.
 features / 16 + bias (650 parameters), W0 = 0, cross-entropy + (1e-4/2)||W||^2, the
 interleaved 1440/357 split, batch 32 per rank drawn with replacement, lr 0.5, 3000 steps.
 
-    build/tools/tuttirun/tuttirun -np 4 /usr/bin/python3 examples/ddp_digits.py [--steps N]
+    build/tools/tuttirun/tuttirun -np 4 python3 examples/ddp_digits.py [--steps N]
 
 (PYTHONPATH must reach build/python.) Rank 0 prints one table: final regularised training
 loss, test accuracy and the seconds each method took.

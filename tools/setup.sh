@@ -1,30 +1,64 @@
 #!/usr/bin/env bash
-# Installs tutti's dependencies (Debian bookworm, as root) and builds it into ./build.
-# Usage: tools/setup.sh [extra cmake args...]
+# Installs tutti's dependencies on a fresh Debian 12 (bookworm) or 13 (trixie) machine, as
+# root, and builds tutti into ./build.
+#   - Debian packages: the build tools and libraries (names chosen by release where they
+#     differ: clang's libFuzzer runtime is version 14 on Debian 12 and 19 on Debian 13);
+#     packages only some releases carry (Gloo, for the comparison driver) are installed
+#     when available and skipped with a note otherwise.
+#   - Python: torch==2.13.0 (a CPU build), pytest and numpy with pip, for the `python3` on PATH
+#     (the PyTorch backend and its tests use that interpreter); never plain `torch`, which
+#     would fetch a CUDA build of several GB.
+# Usage: tools/setup.sh [extra cmake args...]     (env: TUTTI_SETUP_NO_PIP=1 skips pip)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake ninja-build pkg-config git python3
+release=12
+if [ -r /etc/os-release ]; then
+  release=$(. /etc/os-release && echo "${VERSION_ID:-12}")
+fi
+case "$release" in
+  12) llvm=14 ;;
+  13) llvm=19 ;;
+  *) llvm=""; echo "setup: Debian $release is untested; trying the Debian 13 package names" >&2; llvm=19 ;;
+esac
+
+required=(build-essential cmake ninja-build pkg-config git python3
           libgtest-dev libgmock-dev libbenchmark-dev
           libhwloc-dev hwloc libibverbs-dev ibverbs-utils rdma-core
           ibverbs-providers qemu-system-x86 busybox-static cpio kmod xz-utils
-          libopenmpi-dev openmpi-bin libpmix-dev libgloo-dev
+          libopenmpi-dev openmpi-bin libpmix-dev
           slurmctld slurmd slurm-client munge
           iproute2 procps util-linux gnuplot-nox
-          python3-torch libtorch-dev pybind11-dev python3-dev python3-pytest
-          clang libfuzzer-14-dev libclang-rt-14-dev)
+          clang "libfuzzer-$llvm-dev" "libclang-rt-$llvm-dev")
+optional=(libgloo-dev)
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
+for p in "${required[@]}"; do installed "$p" || missing+=("$p"); done
+opt_missing=()
+for p in "${optional[@]}"; do installed "$p" || opt_missing+=("$p"); done
+if [ $((${#missing[@]} + ${#opt_missing[@]})) -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
-    echo "setup: missing packages: ${missing[*]} (run as root or install them)" >&2
-    exit 1
+    echo "setup: missing packages: ${missing[*]} ${opt_missing[*]} (run as root or install them)" >&2
+    [ ${#missing[@]} -eq 0 ] || exit 1
+  else
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    [ ${#missing[@]} -eq 0 ] ||
+      apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    for p in "${opt_missing[@]}"; do
+      apt-get install -y -qq --no-install-recommends "$p" >/dev/null 2>&1 ||
+        echo "setup: optional package $p is not available on Debian $release; skipped" >&2
+    done
   fi
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Python packages for the python3 on PATH (pyenv's on the project's machines).
+if [ "${TUTTI_SETUP_NO_PIP:-0}" != 1 ]; then
+  if ! python3 -c 'import torch, sys; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' 2>/dev/null ||
+     ! python3 -c 'import pytest, numpy' 2>/dev/null; then
+    python3 -m pip install -q --disable-pip-version-check torch==2.13.0 pytest numpy
+  fi
 fi
 
 jobs=$(nproc)

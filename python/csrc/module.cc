@@ -3,6 +3,8 @@
 #include <pybind11/chrono.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
 #include "process_group.h"
 
 namespace py = pybind11;
@@ -10,8 +12,18 @@ using tutti::torch_backend::ProcessGroupTutti;
 
 namespace {
 
+// The tutti backend of a process group (its CPU backend), or nullptr.
+ProcessGroupTutti* tuttiBackend(const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+  if (!pg || !pg->hasBackends()) return nullptr;
+  try {
+    return dynamic_cast<ProcessGroupTutti*>(pg->getBackend(c10::DeviceType::CPU).get());
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
 ProcessGroupTutti& tuttiGroup(const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
-  auto* t = dynamic_cast<ProcessGroupTutti*>(pg.get());
+  auto* t = tuttiBackend(pg);
   if (t == nullptr) throw std::invalid_argument("not a tutti process group");
   return *t;
 }
@@ -20,8 +32,8 @@ ProcessGroupTutti& tuttiGroup(const c10::intrusive_ptr<c10d::ProcessGroup>& pg) 
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "tutti's torch.distributed backend (C++ part)";
-  py::module_::import("torch.distributed");  // registers c10d::ProcessGroup, Store, Work
-  py::class_<ProcessGroupTutti, c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupTutti>>(
+  py::module_::import("torch.distributed");  // registers c10d::Backend, Store, Work
+  py::class_<ProcessGroupTutti, c10d::Backend, c10::intrusive_ptr<ProcessGroupTutti>>(
       m, "ProcessGroupTutti")
       .def(py::init<const c10::intrusive_ptr<c10d::Store>&, int, int, double>(), py::arg("store"),
            py::arg("rank"), py::arg("size"), py::arg("timeout_seconds"),
@@ -91,6 +103,6 @@ PYBIND11_MODULE(_C, m) {
     return d;
   });
   m.def("is_tutti_group", [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
-    return dynamic_cast<ProcessGroupTutti*>(pg.get()) != nullptr;
+    return tuttiBackend(pg) != nullptr;
   });
 }

@@ -81,7 +81,7 @@ void checkRoot(int root, int size, const char* op) {
 
 ProcessGroupTutti::ProcessGroupTutti(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                      int size, double timeoutSeconds)
-    : c10d::ProcessGroup(rank, size), store_(store) {
+    : c10d::Backend(rank, size), store_(store) {
   bridge_ = storeBridge(store_.get());
   tuttiConfig_t config = TUTTI_CONFIG_INITIALIZER;
   double ms = timeoutSeconds * 1000.0;
@@ -96,9 +96,42 @@ ProcessGroupTutti::ProcessGroupTutti(const c10::intrusive_ptr<c10d::Store>& stor
 }
 
 ProcessGroupTutti::~ProcessGroupTutti() {
-  queue_.reset();                      // runs (or fails) what is queued
+  queue_.reset();  // runs (or fails) what is queued
+  if (destroyed_) return;
   if (failed_) tuttiCommAbort(comm_);  // a failed group leaves without waiting for peers
   tuttiCommDestroy(comm_);
+}
+
+void ProcessGroupTutti::abort() {
+  failed_ = true;
+  if (!destroyed_) tuttiCommAbort(comm_);
+}
+
+void ProcessGroupTutti::shutdown() {
+  if (destroyed_) return;
+  queue_.reset();
+  if (failed_) tuttiCommAbort(comm_);
+  tuttiCommDestroy(comm_);
+  comm_ = nullptr;
+  destroyed_ = true;
+  queue_ = std::make_shared<WorkQueue>(0);  // later operations fail at the C call
+}
+
+c10d::ErrorType ProcessGroupTutti::getError() {
+  if (destroyed_) return c10d::ErrorType::SUCCESS;
+  tuttiResult_t async = tuttiSuccess;
+  if (tuttiCommGetAsyncError(comm_, &async) != tuttiSuccess) return c10d::ErrorType::COMM_ERROR;
+  switch (async) {
+    case tuttiSuccess:
+    case tuttiInProgress:
+      return c10d::ErrorType::SUCCESS;
+    case tuttiTimeout:
+      return c10d::ErrorType::TIMEOUT;
+    case tuttiRemoteError:
+      return c10d::ErrorType::REMOTE_ERROR;
+    default:
+      return c10d::ErrorType::COMM_ERROR;
+  }
 }
 
 void ProcessGroupTutti::check(tuttiResult_t r, const char* what) {
@@ -110,7 +143,9 @@ void ProcessGroupTutti::check(tuttiResult_t r, const char* what) {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(OpType type, const char* title,
                                                           std::vector<at::Tensor> outputs,
-                                                          size_t bytes, Body body) {
+                                                          size_t bytes, Body body, bool asyncOp) {
+  // A synchronous call (async_op=False) runs at submit whenever nothing is queued before it.
+  if (!asyncOp && bytes != kNeverAtSubmit) bytes = 0;
   {
     std::lock_guard lock(coalesceMu_);
     if (coalescing_)
@@ -121,6 +156,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(OpType type, const cha
   ++sequence_;
   auto work = c10::make_intrusive<TuttiWork>(rank_, type, title, std::move(outputs),
                                              std::move(body), bytes);
+  work->defaultTimeout = timeout_;
   work->onTimeout = [comm = comm_, this] {
     failed_ = true;
     tuttiCommAbort(comm);
@@ -138,12 +174,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce(std::vector<at::Tens
   at::Tensor t = single(tensors, "allreduce");
   Reduction red = reductionOf(opts.reduceOp, t.scalar_type());
   auto dtype = dataTypeOf(t);
-  return enqueue(OpType::ALLREDUCE, "tutti:all_reduce", {t}, bytesOf(t), [this, t, red, dtype] {
-    at::Tensor user = t, d = dense(t);
-    if (red.premultiply) d.mul_(red.factor);  // in place: the result overwrites it anyway
-    check(tuttiAllReduce(ptr(d), ptr(d), d.numel(), dtype, red.op, comm_, nullptr), "allreduce");
-    finish(user, d);
-  });
+  return enqueue(
+      OpType::ALLREDUCE, "tutti:all_reduce", {t}, bytesOf(t),
+      [this, t, red, dtype] {
+        at::Tensor user = t, d = dense(t);
+        if (red.premultiply) d.mul_(red.factor);  // in place: the result overwrites it anyway
+        check(tuttiAllReduce(ptr(d), ptr(d), d.numel(), dtype, red.op, comm_, nullptr),
+              "allreduce");
+        finish(user, d);
+      },
+      opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce_coalesced(
@@ -162,7 +202,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce_coalesced(
         check(tuttiAllReduce(ptr(flat), ptr(flat), flat.numel(), dtype, red.op, comm_, nullptr),
               "allreduce_coalesced");
         unflatten(flat, tensors);
-      });
+      },
+      opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce(std::vector<at::Tensor>& tensors,
@@ -172,15 +213,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce(std::vector<at::Tensor>
   Reduction red = reductionOf(opts.reduceOp, t.scalar_type());
   auto dtype = dataTypeOf(t);
   int root = opts.rootRank;
-  return enqueue(OpType::REDUCE, "tutti:reduce", {t}, bytesOf(t), [this, t, red, dtype, root] {
-    at::Tensor user = t, in = dense(t);
-    if (red.premultiply) in = in.mul(red.factor);  // a non-root's tensor must not change
-    // Only the root's tensor changes: other ranks reduce into scratch.
-    at::Tensor out = rank_ == root ? in : at::empty_like(in);
-    check(tuttiReduce(ptr(in), ptr(out), in.numel(), dtype, red.op, root, comm_, nullptr),
-          "reduce");
-    if (rank_ == root) finish(user, out);
-  });
+  return enqueue(
+      OpType::REDUCE, "tutti:reduce", {t}, bytesOf(t),
+      [this, t, red, dtype, root] {
+        at::Tensor user = t, in = dense(t);
+        if (red.premultiply) in = in.mul(red.factor);  // a non-root's tensor must not change
+        // Only the root's tensor changes: other ranks reduce into scratch.
+        at::Tensor out = rank_ == root ? in : at::empty_like(in);
+        check(tuttiReduce(ptr(in), ptr(out), in.numel(), dtype, red.op, root, comm_, nullptr),
+              "reduce");
+        if (rank_ == root) finish(user, out);
+      },
+      opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter(
@@ -207,7 +251,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter(
         check(tuttiReduceScatter(ptr(flat), ptr(d), d.numel(), dtype, red.op, comm_, nullptr),
               "reduce_scatter");
         finish(user, d);
-      });
+      },
+      opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_reduce_scatter_base(
@@ -228,7 +273,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_reduce_scatter_base(
         check(tuttiReduceScatter(ptr(src), ptr(d), d.numel(), dtype, red.op, comm_, nullptr),
               "reduce_scatter_tensor");
         finish(user, d);
-      });
+      },
+      opts.asyncOp);
 }
 
 // ---- data movement ----
@@ -241,16 +287,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::broadcast(std::vector<at::Tens
     throw std::invalid_argument("tutti broadcast: rootTensor must be 0 (one tensor per process)");
   auto dtype = dataTypeOf(t);
   int root = opts.rootRank;
-  return enqueue(OpType::BROADCAST, "tutti:broadcast", {t}, bytesOf(t), [this, t, dtype, root] {
-    at::Tensor user = t, d = dense(t);
-    check(tuttiBroadcast(ptr(d), ptr(d), d.numel(), dtype, root, comm_, nullptr), "broadcast");
-    finish(user, d);
-  });
+  return enqueue(
+      OpType::BROADCAST, "tutti:broadcast", {t}, bytesOf(t),
+      [this, t, dtype, root] {
+        at::Tensor user = t, d = dense(t);
+        check(tuttiBroadcast(ptr(d), ptr(d), d.numel(), dtype, root, comm_, nullptr), "broadcast");
+        finish(user, d);
+      },
+      opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
-    const c10d::AllgatherOptions&) {
+    const c10d::AllgatherOptions& opts) {
   at::Tensor in = single(inputs, "allgather");
   if (outputs.size() != 1 || static_cast<int>(outputs[0].size()) != size_)
     throw std::invalid_argument("tutti allgather: expects one output list of " +
@@ -272,23 +321,23 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather(
                                 std::to_string(in.numel()));
   auto dtype = dataTypeOf(in);
   auto outs = outputs[0];
-  return enqueue(OpType::ALLGATHER, "tutti:all_gather", outs, total * in.element_size(),
-                 [this, in, outs, counts, displs, even, total, dtype]() mutable {
-                   at::Tensor src = dense(in), flat = at::empty({int64_t(total)}, in.options());
-                   if (even)
-                     check(tuttiAllGather(ptr(src), ptr(flat), counts[0], dtype, comm_, nullptr),
-                           "allgather");
-                   else
-                     check(tuttiAllGatherV(ptr(src), src.numel(), ptr(flat), counts.data(),
-                                           displs.data(), dtype, comm_, nullptr),
-                           "allgather");
-                   unflatten(flat, outs);
-                 });
+  return enqueue(
+      OpType::ALLGATHER, "tutti:all_gather", outs, total * in.element_size(),
+      [this, in, outs, counts, displs, even, total, dtype]() mutable {
+        at::Tensor src = dense(in), flat = at::empty({int64_t(total)}, in.options());
+        if (even)
+          check(tuttiAllGather(ptr(src), ptr(flat), counts[0], dtype, comm_, nullptr), "allgather");
+        else
+          check(tuttiAllGatherV(ptr(src), src.numel(), ptr(flat), counts.data(), displs.data(),
+                                dtype, comm_, nullptr),
+                "allgather");
+        unflatten(flat, outs);
+      },
+      opts.asyncOp);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_allgather_base(at::Tensor& output,
-                                                                  at::Tensor& input,
-                                                                  const c10d::AllgatherOptions&) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_allgather_base(
+    at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
   checkCpu(output, "the output");
   checkSameType(output, input, "all_gather_into_tensor");
   if (output.numel() != input.numel() * size_)
@@ -296,18 +345,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_allgather_base(at::Tensor& ou
                                 std::to_string(size_) + ") x the input's elements");
   auto dtype = dataTypeOf(input);
   at::Tensor out = output, in = input;
-  return enqueue(OpType::_ALLGATHER_BASE, "tutti:all_gather_base", {out}, bytesOf(out),
-                 [this, out, in, dtype] {
-                   at::Tensor user = out, d = dense(out), src = dense(in);
-                   check(tuttiAllGather(ptr(src), ptr(d), src.numel(), dtype, comm_, nullptr),
-                         "all_gather_into_tensor");
-                   finish(user, d);
-                 });
+  return enqueue(
+      OpType::_ALLGATHER_BASE, "tutti:all_gather_base", {out}, bytesOf(out),
+      [this, out, in, dtype] {
+        at::Tensor user = out, d = dense(out), src = dense(in);
+        check(tuttiAllGather(ptr(src), ptr(d), src.numel(), dtype, comm_, nullptr),
+              "all_gather_into_tensor");
+        finish(user, d);
+      },
+      opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputLists, std::vector<at::Tensor>& inputs,
-    const c10d::AllgatherOptions&) {
+    const c10d::AllgatherOptions& opts) {
   if (inputs.empty()) throw std::invalid_argument("tutti allgather_coalesced: no input tensors");
   if (static_cast<int>(outputLists.size()) != size_)
     throw std::invalid_argument("tutti allgather_coalesced: expects " + std::to_string(size_) +
@@ -338,16 +389,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_coalesced(
   auto dtype = dataTypeOf(inputs[0]);
   std::vector<at::Tensor> all;
   for (auto& l : outputLists) all.insert(all.end(), l.begin(), l.end());
-  return enqueue(OpType::ALLGATHER_COALESCED, "tutti:all_gather_coalesced", all,
-                 total * inputs[0].element_size(),
-                 [this, inputs, all, counts, displs, total, dtype]() mutable {
-                   at::Tensor src = flatten(inputs, inputs[0]);
-                   at::Tensor flat = at::empty({int64_t(total)}, inputs[0].options());
-                   check(tuttiAllGatherV(ptr(src), src.numel(), ptr(flat), counts.data(),
-                                         displs.data(), dtype, comm_, nullptr),
-                         "allgather_coalesced");
-                   unflatten(flat, all);
-                 });
+  return enqueue(
+      OpType::ALLGATHER_COALESCED, "tutti:all_gather_coalesced", all,
+      total * inputs[0].element_size(),
+      [this, inputs, all, counts, displs, total, dtype]() mutable {
+        at::Tensor src = flatten(inputs, inputs[0]);
+        at::Tensor flat = at::empty({int64_t(total)}, inputs[0].options());
+        check(tuttiAllGatherV(ptr(src), src.numel(), ptr(flat), counts.data(), displs.data(), dtype,
+                              comm_, nullptr),
+              "allgather_coalesced");
+        unflatten(flat, all);
+      },
+      opts.asyncOp);
 }
 
 // gather's outputs / scatter's inputs: world_size tensors like `like` on the root, none
@@ -381,16 +434,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::gather(
   int root = opts.rootRank;
   std::vector<at::Tensor> outs = rootList(outputs, in, root, "gather", "output");
   auto dtype = dataTypeOf(in);
-  return enqueue(OpType::GATHER, "tutti:gather", outs, bytesOf(in) * size_,
-                 [this, in, outs, root, dtype]() mutable {
-                   at::Tensor src = dense(in);
-                   at::Tensor flat = rank_ == root ? at::empty({src.numel() * size_}, in.options())
-                                                   : at::Tensor();
-                   check(tuttiGather(ptr(src), rank_ == root ? ptr(flat) : nullptr, src.numel(),
-                                     dtype, root, comm_, nullptr),
-                         "gather");
-                   if (rank_ == root) unflatten(flat, outs);
-                 });
+  return enqueue(
+      OpType::GATHER, "tutti:gather", outs, bytesOf(in) * size_,
+      [this, in, outs, root, dtype]() mutable {
+        at::Tensor src = dense(in);
+        at::Tensor flat =
+            rank_ == root ? at::empty({src.numel() * size_}, in.options()) : at::Tensor();
+        check(tuttiGather(ptr(src), rank_ == root ? ptr(flat) : nullptr, src.numel(), dtype, root,
+                          comm_, nullptr),
+              "gather");
+        if (rank_ == root) unflatten(flat, outs);
+      },
+      opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::scatter(
@@ -401,15 +456,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::scatter(
   int root = opts.rootRank;
   std::vector<at::Tensor> ins = rootList(inputs, out, root, "scatter", "input");
   auto dtype = dataTypeOf(out);
-  return enqueue(OpType::SCATTER, "tutti:scatter", {out}, bytesOf(out) * size_,
-                 [this, out, ins, root, dtype] {
-                   at::Tensor user = out, d = dense(out);
-                   at::Tensor flat = rank_ == root ? flatten(ins, out) : at::Tensor();
-                   check(tuttiScatter(rank_ == root ? ptr(flat) : nullptr, ptr(d), d.numel(), dtype,
-                                      root, comm_, nullptr),
-                         "scatter");
-                   finish(user, d);
-                 });
+  return enqueue(
+      OpType::SCATTER, "tutti:scatter", {out}, bytesOf(out) * size_,
+      [this, out, ins, root, dtype] {
+        at::Tensor user = out, d = dense(out);
+        at::Tensor flat = rank_ == root ? flatten(ins, out) : at::Tensor();
+        check(tuttiScatter(rank_ == root ? ptr(flat) : nullptr, ptr(d), d.numel(), dtype, root,
+                           comm_, nullptr),
+              "scatter");
+        finish(user, d);
+      },
+      opts.asyncOp);
 }
 
 namespace {
@@ -454,7 +511,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall_base(at::Tensor& outp
                                                                 at::Tensor& input,
                                                                 std::vector<int64_t>& outputSplits,
                                                                 std::vector<int64_t>& inputSplits,
-                                                                const c10d::AllToAllOptions&) {
+                                                                const c10d::AllToAllOptions& opts) {
   checkCpu(output, "the output");
   checkSameType(output, input, "alltoall_base");
   dataTypeOf(input);
@@ -476,12 +533,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall_base(at::Tensor& outp
                                comm_, nullptr),
                 "alltoall_base");
         finish(user, d);
-      });
+      },
+      opts.asyncOp);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall(std::vector<at::Tensor>& outputs,
                                                            std::vector<at::Tensor>& inputs,
-                                                           const c10d::AllToAllOptions&) {
+                                                           const c10d::AllToAllOptions& opts) {
   if (static_cast<int>(outputs.size()) != size_ || static_cast<int>(inputs.size()) != size_)
     throw std::invalid_argument("tutti alltoall: expects world_size (" + std::to_string(size_) +
                                 ") input and output tensors");
@@ -498,21 +556,102 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall(std::vector<at::Tenso
     rOff += rc[r];
   }
   auto dtype = dataTypeOf(inputs[0]);
-  return enqueue(OpType::ALLTOALL, "tutti:all_to_all_list", outputs,
-                 sOff * inputs[0].element_size(),
-                 [this, outputs, inputs, sc, sd, rc, rd, rOff, dtype]() mutable {
-                   at::Tensor src = flatten(inputs, inputs[0]);
-                   at::Tensor flat = at::empty({int64_t(rOff)}, inputs[0].options());
-                   check(tuttiAllToAllV(ptr(src), sc.data(), sd.data(), ptr(flat), rc.data(),
-                                        rd.data(), dtype, comm_, nullptr),
-                         "alltoall");
-                   unflatten(flat, outputs);
-                 });
+  return enqueue(
+      OpType::ALLTOALL, "tutti:all_to_all_list", outputs, sOff * inputs[0].element_size(),
+      [this, outputs, inputs, sc, sd, rc, rd, rOff, dtype]() mutable {
+        at::Tensor src = flatten(inputs, inputs[0]);
+        at::Tensor flat = at::empty({int64_t(rOff)}, inputs[0].options());
+        check(tuttiAllToAllV(ptr(src), sc.data(), sd.data(), ptr(flat), rc.data(), rd.data(), dtype,
+                             comm_, nullptr),
+              "alltoall");
+        unflatten(flat, outputs);
+      },
+      opts.asyncOp);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::barrier(const c10d::BarrierOptions&) {
-  return enqueue(OpType::BARRIER, "tutti:barrier", {}, 0,
-                 [this] { check(tuttiBarrier(comm_, nullptr), "barrier"); });
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::barrier(const c10d::BarrierOptions& opts) {
+  return enqueue(
+      OpType::BARRIER, "tutti:barrier", {}, 0,
+      [this] { check(tuttiBarrier(comm_, nullptr), "barrier"); }, opts.asyncOp);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  if (outputs.size() != inputs.size() || inputs.empty())
+    throw std::invalid_argument(
+        "tutti all_gather_into_tensor_coalesced: as many outputs as inputs, at least one");
+  size_t bytes = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkCpu(outputs[i], "an output");
+    checkSameType(outputs[i], inputs[i], "all_gather_into_tensor_coalesced");
+    dataTypeOf(inputs[i]);
+    if (outputs[i].numel() != inputs[i].numel() * size_)
+      throw std::invalid_argument(
+          "tutti all_gather_into_tensor_coalesced: each output must hold world_size (" +
+          std::to_string(size_) + ") x its input's elements");
+    bytes += bytesOf(outputs[i]);
+  }
+  return enqueue(
+      OpType::COALESCED, "tutti:all_gather_into_tensor_coalesced", outputs, bytes,
+      [this, outputs, inputs]() mutable {
+        std::vector<at::Tensor> dst(outputs.size()), src(inputs.size());
+        check(tuttiGroupStart(), "all_gather_into_tensor_coalesced");
+        tuttiResult_t r = tuttiSuccess;
+        for (size_t i = 0; i < inputs.size() && r == tuttiSuccess; ++i) {
+          dst[i] = dense(outputs[i]);
+          src[i] = dense(inputs[i]);
+          r = tuttiAllGather(ptr(src[i]), ptr(dst[i]), src[i].numel(), dataTypeOf(src[i]), comm_,
+                             nullptr);
+        }
+        tuttiResult_t end = tuttiGroupEnd();
+        check(r != tuttiSuccess ? r : end, "all_gather_into_tensor_coalesced");
+        for (size_t i = 0; i < outputs.size(); ++i) finish(outputs[i], dst[i]);
+      },
+      opts.asyncOp);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  if (outputs.size() != inputs.size() || inputs.empty())
+    throw std::invalid_argument(
+        "tutti reduce_scatter_tensor_coalesced: as many outputs as inputs, at least one");
+  size_t bytes = 0;
+  std::vector<Reduction> reds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkCpu(outputs[i], "an output");
+    checkSameType(outputs[i], inputs[i], "reduce_scatter_tensor_coalesced");
+    if (inputs[i].numel() != outputs[i].numel() * size_)
+      throw std::invalid_argument(
+          "tutti reduce_scatter_tensor_coalesced: each input must hold world_size (" +
+          std::to_string(size_) + ") x its output's elements");
+    reds.push_back(reductionOf(opts.reduceOp, outputs[i].scalar_type()));
+    bytes += bytesOf(inputs[i]);
+  }
+  return enqueue(
+      OpType::COALESCED, "tutti:reduce_scatter_tensor_coalesced", outputs, bytes,
+      [this, outputs, inputs, reds]() mutable {
+        std::vector<at::Tensor> dst(outputs.size()), src(inputs.size());
+        check(tuttiGroupStart(), "reduce_scatter_tensor_coalesced");
+        tuttiResult_t r = tuttiSuccess;
+        for (size_t i = 0; i < inputs.size() && r == tuttiSuccess; ++i) {
+          dst[i] = dense(outputs[i]);
+          src[i] = dense(inputs[i]);
+          if (reds[i].premultiply) src[i] = src[i].mul(reds[i].factor);
+          r = tuttiReduceScatter(ptr(src[i]), ptr(dst[i]), dst[i].numel(), dataTypeOf(dst[i]),
+                                 reds[i].op, comm_, nullptr);
+        }
+        tuttiResult_t end = tuttiGroupEnd();
+        check(r != tuttiSuccess ? r : end, "reduce_scatter_tensor_coalesced");
+        for (size_t i = 0; i < outputs.size(); ++i) finish(outputs[i], dst[i]);
+      },
+      opts.asyncOp);
+}
+
+void ProcessGroupTutti::monitoredBarrier(const c10d::BarrierOptions& opts, bool) {
+  auto work = barrier(opts);
+  work->wait(opts.timeout.count() > 0 ? opts.timeout : std::chrono::milliseconds(0));
 }
 
 // ---- point to point ----
@@ -571,7 +710,7 @@ void ProcessGroupTutti::startCoalescing() {
   batch_.clear();
 }
 
-void ProcessGroupTutti::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& reqs) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::endCoalescing() {
   std::vector<P2p> batch;
   {
     std::lock_guard lock(coalesceMu_);
@@ -579,33 +718,43 @@ void ProcessGroupTutti::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>
     coalescing_ = false;
     batch.swap(batch_);
   }
+  std::vector<at::Tensor> outputs;
+  for (const auto& p : batch)
+    if (!p.isSend) outputs.push_back(p.tensor);
+  return enqueue(OpType::COALESCED, "tutti:batch_p2p", outputs, kNeverAtSubmit,
+                 [this, batch]() mutable {
+                   std::exception_ptr error;
+                   try {
+                     runBatch(batch);
+                   } catch (...) {
+                     error = std::current_exception();
+                   }
+                   for (auto& p : batch) p.work->complete(error);
+                   if (error) std::rethrow_exception(error);
+                 });
+}
+
+// The batch's sends and receives as one tutti group (they progress together, so any order of
+// posting on the ranks completes).
+void ProcessGroupTutti::runBatch(std::vector<P2p>& batch) {
   if (batch.empty()) return;
-  enqueue(OpType::UNKNOWN, "tutti:batch_p2p", {}, kNeverAtSubmit, [this, batch]() mutable {
-    std::exception_ptr error;
-    try {
-      std::vector<at::Tensor> recvDense(batch.size());
-      check(tuttiGroupStart(), "batch_isend_irecv");
-      tuttiResult_t r = tuttiSuccess;
-      for (size_t i = 0; i < batch.size() && r == tuttiSuccess; ++i) {
-        auto& p = batch[i];
-        auto dtype = dataTypeOf(p.tensor);
-        if (p.isSend) {
-          r = tuttiSend(ptr(p.tensor), p.tensor.numel(), dtype, p.peer, comm_, nullptr);
-        } else {
-          recvDense[i] = dense(p.tensor);
-          r = tuttiRecv(ptr(recvDense[i]), recvDense[i].numel(), dtype, p.peer, comm_, nullptr);
-        }
-      }
-      tuttiResult_t end = tuttiGroupEnd();
-      check(r != tuttiSuccess ? r : end, "batch_isend_irecv");
-      for (size_t i = 0; i < batch.size(); ++i)
-        if (!batch[i].isSend) finish(batch[i].tensor, recvDense[i]);
-    } catch (...) {
-      error = std::current_exception();
+  std::vector<at::Tensor> recvDense(batch.size());
+  check(tuttiGroupStart(), "batch_isend_irecv");
+  tuttiResult_t r = tuttiSuccess;
+  for (size_t i = 0; i < batch.size() && r == tuttiSuccess; ++i) {
+    auto& p = batch[i];
+    auto dtype = dataTypeOf(p.tensor);
+    if (p.isSend) {
+      r = tuttiSend(ptr(p.tensor), p.tensor.numel(), dtype, p.peer, comm_, nullptr);
+    } else {
+      recvDense[i] = dense(p.tensor);
+      r = tuttiRecv(ptr(recvDense[i]), recvDense[i].numel(), dtype, p.peer, comm_, nullptr);
     }
-    for (auto& p : batch) p.work->complete(error);
-    if (error) std::rethrow_exception(error);
-  });
+  }
+  tuttiResult_t end = tuttiGroupEnd();
+  check(r != tuttiSuccess ? r : end, "batch_isend_irecv");
+  for (size_t i = 0; i < batch.size(); ++i)
+    if (!batch[i].isSend) finish(batch[i].tensor, recvDense[i]);
 }
 
 // ---- tutti additions ----

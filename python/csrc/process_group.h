@@ -1,4 +1,4 @@
-// c10d::ProcessGroup over a tutti communicator: the "tutti" torch.distributed backend.
+// c10d::Backend (torch 2.x) over a tutti communicator: the "tutti" torch.distributed backend.
 // Every operation is checked on the caller's thread, then runs in issue order on the
 // WorkQueue (tensors made contiguous on the way in and copied back on the way out).
 #pragma once
@@ -7,7 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
@@ -27,7 +27,7 @@ struct GraphHandle {
   ~GraphHandle() { tuttiGraphDestroy(graph); }
 };
 
-class ProcessGroupTutti : public c10d::ProcessGroup {
+class ProcessGroupTutti : public c10d::Backend {
  public:
   // Collective over the group's ranks: meets through store (no port of tutti's own).
   // timeoutSeconds bounds every wait of the communicator (torch's group timeout).
@@ -75,11 +75,30 @@ class ProcessGroupTutti : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
-  // batch_isend_irecv: the sends and receives between start and end run as one tutti group.
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts) override;
+  // monitored_barrier: a barrier waited for with the given timeout; a rank that does not
+  // arrive fails it naming the rank (tutti's barrier error).
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) override;
+  // batch_isend_irecv / _coalescing_manager: the sends and receives between start and end
+  // run as one tutti group; endCoalescing returns the work of the whole batch.
+  bool supportsCoalescing() const override { return true; }
   void startCoalescing() override;
-  void endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& reqs) override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
   void setSequenceNumberForGroup() override {}
   uint64_t getSequenceNumberForGroup() override { return sequence_; }
+  // The default timeout of wait() for later operations (ms; 0: none).
+  void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
+  // Ends work in flight on every rank's communicator (tuttiCommAbort); later calls fail.
+  void abort() override;
+  // Runs what is queued, then destroys the communicator (a collective with the peers).
+  void shutdown() override;
+  // SUCCESS, TIMEOUT or REMOTE_ERROR from the communicator's first failure.
+  c10d::ErrorType getError() override;
 
   // tutti additions (tutti.torch): the compressed all-reduce (sum) of a float tensor.
   c10::intrusive_ptr<c10d::Work> allreduceCompressed(at::Tensor& tensor,
@@ -101,8 +120,11 @@ class ProcessGroupTutti : public c10d::ProcessGroup {
 
  private:
   using Body = std::function<void()>;
+  // Runs the operation now on the caller's thread (opts.asyncOp false: no queue hand-off,
+  // no worker) or queues it.
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const char* title,
-                                         std::vector<at::Tensor> outputs, size_t bytes, Body body);
+                                         std::vector<at::Tensor> outputs, size_t bytes, Body body,
+                                         bool asyncOp = true);
   // Throws with tutti's error text when r is not tuttiSuccess (marks the group failed).
   void check(tuttiResult_t r, const char* what);
   void drain();
@@ -114,6 +136,8 @@ class ProcessGroupTutti : public c10d::ProcessGroup {
   tuttiStore_t bridge_{};
   tuttiComm_t comm_ = nullptr;
   std::atomic<bool> failed_{false};
+  bool destroyed_ = false;
+  std::chrono::milliseconds timeout_{0};
   uint64_t sequence_ = 0;
   std::mutex coalesceMu_;
   bool coalescing_ = false;
@@ -124,6 +148,7 @@ class ProcessGroupTutti : public c10d::ProcessGroup {
     c10::intrusive_ptr<TuttiWork> work;
   };
   std::vector<P2p> batch_;
+  void runBatch(std::vector<P2p>& batch);
   std::shared_ptr<WorkQueue> queue_;  // works hold it weakly (wait() may run them)
 };
 

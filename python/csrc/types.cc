@@ -65,14 +65,14 @@ Reduction reductionOf(const c10d::ReduceOp& op, at::ScalarType type) {
     case c10d::ReduceOp::PREMUL_SUM: {
       if (!at::isFloatingType(type))
         throw std::invalid_argument("tutti: PREMUL_SUM needs a floating-point tensor");
-      auto* s = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
+      auto* s = dynamic_cast<c10d::PreMulSumSupplement*>(op.supplement_.get());
       if (s == nullptr) throw std::invalid_argument("tutti: PREMUL_SUM without its factor");
       r.op = tuttiSum;
       r.premultiply = true;
-      if (s->tensor_factors.empty()) {
+      if (!s->tensor_factor.defined()) {
         r.factor = s->double_factor;
       } else {
-        const at::Tensor& f = s->tensor_factors.front();
+        const at::Tensor& f = s->tensor_factor;
         if (f.numel() != 1)
           throw std::invalid_argument("tutti: PREMUL_SUM's tensor factor must hold one value");
         r.factor = f.to(at::kCPU).item<double>();

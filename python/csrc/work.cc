@@ -87,6 +87,7 @@ bool TuttiWork::wait(std::chrono::milliseconds timeout) {
     queue->noteWait(this);
     queue->runIfNext(this);
   }
+  if (timeout == kNoTimeout) timeout = defaultTimeout;
   std::unique_lock lock(mutex_);
   if (timeout == kNoTimeout) {
     cv_.wait(lock, [&] { return completed_; });

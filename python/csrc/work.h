@@ -40,6 +40,8 @@ class TuttiWork : public c10d::Work {
   void setQueue(std::weak_ptr<class WorkQueue> queue) { queue_ = std::move(queue); }
   // Called when wait() times out (the backend aborts its communicator).
   std::function<void()> onTimeout;
+  // wait() without a timeout waits this long (the group's setTimeout; 0: for ever).
+  std::chrono::milliseconds defaultTimeout{0};
 
  private:
   std::vector<at::Tensor> outputs_;

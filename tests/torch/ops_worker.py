@@ -12,6 +12,7 @@ import tutti.torch  # noqa: F401  registers the backend
 from verifiable import exact_equal, reduced, values
 
 warnings.filterwarnings("ignore", message=".*will be deprecated")
+warnings.filterwarnings("ignore", message=".*is deprecated. Please use", category=FutureWarning)
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "sync"
 ASYNC = MODE == "async"
@@ -303,6 +304,77 @@ outs = [torch.empty(3, dtype=torch.int64) for _ in range(n)]
 run(dist.all_gather, outs, values(rank, c, 3, torch.int64), group=g2)
 expect(all(torch.equal(outs[i], values(i, c, 3, torch.int64)) for i in range(n)),
        "new_group all_gather")
+
+# ---- torch 2.x: coalesced tensor collectives, monitored_barrier, functional collectives ----
+from torch.distributed.distributed_c10d import _coalescing_manager  # noqa: E402
+
+c1, c2 = next_call(), next_call()
+ins = [values(rank, c1, 33, torch.float32), values(rank, c2, 8, torch.int64)]
+outs = [torch.empty(33 * n, dtype=torch.float32), torch.empty(8 * n, dtype=torch.int64)]
+with _coalescing_manager(async_ops=ASYNC) as cm:  # allgather_into_tensor_coalesced
+    for o, i in zip(outs, ins):
+        dist.all_gather_into_tensor(o, i)
+if ASYNC:
+    cm.wait()
+expect(torch.equal(outs[0], torch.cat([values(r, c1, 33, torch.float32) for r in range(n)])) and
+       torch.equal(outs[1], torch.cat([values(r, c2, 8, torch.int64) for r in range(n)])),
+       "all_gather_into_tensor coalesced")
+c1, c2 = next_call(), next_call()
+ins = [values(rank, c1, 5 * n, torch.float64), values(rank, c2, 7 * n, torch.int32)]
+outs = [torch.empty(5, dtype=torch.float64), torch.empty(7, dtype=torch.int32)]
+with _coalescing_manager(async_ops=ASYNC) as cm:  # reduce_scatter_tensor_coalesced
+    for o, i in zip(outs, ins):
+        dist.reduce_scatter_tensor(o, i)
+if ASYNC:
+    cm.wait()
+expect(exact_equal(outs[0], reduced(n, c1, 5 * n, torch.float64, "sum")[rank * 5:rank * 5 + 5]) and
+       exact_equal(outs[1], reduced(n, c2, 7 * n, torch.int32, "sum")[rank * 7:rank * 7 + 7]),
+       "reduce_scatter_tensor coalesced")
+c = next_call()
+ts = [values(rank, c, 11, torch.float32), values(rank, c + 1000, 3, torch.float32)]
+with _coalescing_manager(async_ops=ASYNC) as cm:  # allreduce_coalesced
+    for t in ts:
+        dist.all_reduce(t)
+if ASYNC:
+    cm.wait()
+expect(exact_equal(ts[0], reduced(n, c, 11, torch.float32, "sum")) and
+       exact_equal(ts[1], reduced(n, c + 1000, 3, torch.float32, "sum")), "all_reduce coalesced")
+# torch's dist.monitored_barrier refuses every backend but gloo; the backend's own method runs.
+try:
+    dist.monitored_barrier(timeout=timedelta(seconds=30))
+    expect(False, "dist.monitored_barrier was expected to refuse a non-gloo backend")
+except ValueError as e:
+    expect("GLOO" in str(e), f"monitored_barrier refusal: {e}")
+backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+backend.monitored_barrier(timedelta(seconds=30), True)
+
+import torch.distributed._functional_collectives as funcol  # noqa: E402
+
+c = next_call()
+t = values(rank, c, 40, torch.float32)
+got = funcol.all_reduce(t, "sum", dist.group.WORLD)
+expect(exact_equal(got, reduced(n, c, 40, torch.float32, "sum")), "funcol all_reduce")
+c = next_call()
+got = funcol.all_gather_tensor(values(rank, c, 6, torch.float32), 0, dist.group.WORLD)
+expect(torch.equal(got, torch.cat([values(r, c, 6, torch.float32) for r in range(n)])),
+       "funcol all_gather_tensor")
+c = next_call()
+got = funcol.reduce_scatter_tensor(values(rank, c, 4 * n, torch.float32), "sum", 0,
+                                   dist.group.WORLD)
+expect(exact_equal(got, reduced(n, c, 4 * n, torch.float32, "sum")[rank * 4:rank * 4 + 4]),
+       "funcol reduce_scatter_tensor")
+
+
+@torch.compile(backend="eager", fullgraph=True)
+def compiled_step(x):
+    y = funcol.all_reduce(x * 2, "sum", dist.group.WORLD)
+    return funcol.all_gather_tensor(y + 1, 0, dist.group.WORLD)
+
+
+c = next_call()
+got = compiled_step(values(rank, c, 5, torch.float32))
+want = (reduced(n, c, 5, torch.float64, "sum") * 2 + 1).float()
+expect(torch.equal(got, want.repeat(n)), "funcol inside torch.compile")
 
 # ---- objects ----
 objs = [None] * n

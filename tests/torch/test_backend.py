@@ -71,3 +71,24 @@ def test_tuttirun_sets_torch_variables(n):
 def test_sync_runs_on_caller_async_on_worker(n):
     results = run_ranks(n, "placement_worker.py", timeout=120)
     assert all(rc == 0 for rc, _, _ in results), describe(results)
+
+
+def test_torchrun_launches_tutti_ranks(tmp_path):
+    """torchrun from the torch 2.x wheel (python3 -m torch.distributed.run) starts the ranks;
+    init_process_group("tutti") needs nothing else."""
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import torch, torch.distributed as dist, tutti.torch\n"
+        "dist.init_process_group('tutti')\n"
+        "r, n = dist.get_rank(), dist.get_world_size()\n"
+        "t = torch.arange(5, dtype=torch.float64) * (r + 1)\n"
+        "dist.all_reduce(t)\n"
+        "assert torch.equal(t, torch.arange(5, dtype=torch.float64) * n * (n + 1) / 2), t\n"
+        "print('torchrun ok', r, n, flush=True)\n"
+        "dist.destroy_process_group()\n")
+    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                          "--nproc-per-node", "3", str(script)],
+                         capture_output=True, text=True, env=dict(os.environ), timeout=180)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert sorted(l.split()[2] for l in out.stdout.splitlines()
+                  if l.startswith("torchrun ok")) == ["0", "1", "2"], out.stdout

@@ -18,13 +18,16 @@ __all__ = ["allreduce_compressed", "set_algorithm", "last_algorithm", "transport
 ProcessGroupTutti = _C.ProcessGroupTutti
 
 
-def _create(store, rank, size, timeout):
+def _create(dist_opts, backend_opts=None):
+    """The creator torch calls (extended API): a tutti communicator over the group's store."""
+    timeout = dist_opts.timeout
     seconds = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout)
-    return _C.ProcessGroupTutti(store, rank, size, seconds)
+    return _C.ProcessGroupTutti(dist_opts.store, dist_opts.group_rank, dist_opts.group_size,
+                                seconds)
 
 
 if "TUTTI" not in dist.Backend._plugins:
-    dist.Backend.register_backend("tutti", _create)
+    dist.Backend.register_backend("tutti", _create, extended_api=True, devices=["cpu"])
 
 
 def _group(group):
