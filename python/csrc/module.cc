@@ -102,6 +102,14 @@ PYBIND11_MODULE(_C, m) {
     d["error_feedback_keys"] = s.errorFeedbackKeys;
     return d;
   });
+  m.def(
+      "dump_trace",
+      [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg, const std::string& path) {
+        tuttiComm_t comm = tuttiGroup(pg).comm();
+        if (tuttiCommDumpTrace(comm, path.c_str()) != tuttiSuccess)
+          throw std::runtime_error(std::string("tutti dump_trace: ") + tuttiGetLastError(comm));
+      },
+      py::call_guard<py::gil_scoped_release>());
   m.def("is_tutti_group", [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
     return tuttiBackend(pg) != nullptr;
   });

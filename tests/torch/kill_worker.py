@@ -1,5 +1,6 @@
 """A rank killed mid-job: the survivors' next collective raises a RuntimeError naming it
-within the timeout (no hang). argv[1]: the rank to kill."""
+within 2 s (no hang), and the group's flight recorder (tutti.torch.dump_trace) still answers,
+showing the failed all-reduce. argv[1]: the rank to kill."""
 import os
 import signal
 import sys
@@ -9,7 +10,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-import tutti.torch  # noqa: F401
+import tutti.torch
 
 victim = int(sys.argv[1])
 dist.init_process_group("tutti", timeout=timedelta(seconds=30))
@@ -29,4 +30,11 @@ try:
 except RuntimeError as e:
     took = time.monotonic() - start
     print(f"rank {rank}: error after {took:.1f} s: {e}")
+    trace = tutti.torch.dump_trace()
+    if "llreduce" not in trace:
+        print(f"rank {rank}: the trace shows no all-reduce:\n{trace}", file=sys.stderr)
+        sys.exit(5)
+    if took >= 2.0:
+        print(f"rank {rank}: the error took {took:.1f} s (>= 2 s)", file=sys.stderr)
+        sys.exit(6)
     sys.exit(0 if f"rank {victim}" in str(e) else 4)

@@ -78,17 +78,16 @@ def test_torchrun_launches_tutti_ranks(tmp_path):
     init_process_group("tutti") needs nothing else."""
     script = tmp_path / "job.py"
     script.write_text(
-        "import torch, torch.distributed as dist, tutti.torch\n"
+        "import sys, torch, torch.distributed as dist, tutti.torch\n"
         "dist.init_process_group('tutti')\n"
         "r, n = dist.get_rank(), dist.get_world_size()\n"
         "t = torch.arange(5, dtype=torch.float64) * (r + 1)\n"
         "dist.all_reduce(t)\n"
         "assert torch.equal(t, torch.arange(5, dtype=torch.float64) * n * (n + 1) / 2), t\n"
-        "print('torchrun ok', r, n, flush=True)\n"
+        "open(f'{sys.argv[1]}/rank{r}', 'w').write(f'{r} {n}')\n"
         "dist.destroy_process_group()\n")
     out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                          "--nproc-per-node", "3", str(script)],
+                          "--nproc-per-node", "3", str(script), str(tmp_path)],
                          capture_output=True, text=True, env=dict(os.environ), timeout=180)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert sorted(l.split()[2] for l in out.stdout.splitlines()
-                  if l.startswith("torchrun ok")) == ["0", "1", "2"], out.stdout
+    assert [(tmp_path / f"rank{r}").read_text() for r in range(3)] == ["0 3", "1 3", "2 3"]

@@ -28,7 +28,8 @@ void usage(FILE* f) {
       "                   itself when it creates its first communicator)\n"
       "Each rank gets TUTTI_RANK, TUTTI_WORLD_SIZE, TUTTI_LOCAL_RANK, TUTTI_ADDR "
       "(rank 0 serves the TCP store there) and TUTTI_SECRET, and torch's RANK, WORLD_SIZE,\n"
-      "LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT (a port of its own).\n");
+      "LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT (a port of its own), and,\n"
+      "unless set, OMP_NUM_THREADS = max(1, cores / ranks on the host), as torchrun does.\n");
 }
 
 [[noreturn]] void bad(const std::string& msg) {

@@ -13,7 +13,7 @@ import torch.distributed as dist
 from . import _C  # noqa: E402  (needs torch.distributed loaded)
 
 __all__ = ["allreduce_compressed", "set_algorithm", "last_algorithm", "transports",
-           "compression_stats", "ProcessGroupTutti", "Graph", "neighbor_allreduce"]
+           "compression_stats", "dump_trace", "ProcessGroupTutti", "Graph", "neighbor_allreduce"]
 
 ProcessGroupTutti = _C.ProcessGroupTutti
 
@@ -62,6 +62,20 @@ def last_algorithm(group=None):
 
 def transports(group=None):
     return _C.transports(_group(group))
+
+
+def dump_trace(path=None, group=None):
+    """The group's flight recorder (tuttiCommDumpTrace): its last 64 calls with number, call,
+    algorithm, state and times, oldest first. Appended to the file at path, or returned as a
+    string when path is None. Works on a failed group too."""
+    pg = _group(group)
+    if path is not None:
+        _C.dump_trace(pg, str(path))
+        return None
+    import tempfile
+    with tempfile.NamedTemporaryFile("r", prefix="tutti-trace-", suffix=".txt") as f:
+        _C.dump_trace(pg, f.name)
+        return f.read()
 
 
 def compression_stats(group=None):
