@@ -56,8 +56,9 @@ fi
 # Python packages for the python3 on PATH (pyenv's on the project's machines).
 if [ "${TUTTI_SETUP_NO_PIP:-0}" != 1 ]; then
   if ! python3 -c 'import torch, sys; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' 2>/dev/null ||
-     ! python3 -c 'import pytest, numpy' 2>/dev/null; then
-    python3 -m pip install -q --disable-pip-version-check torch==2.13.0 pytest numpy
+     ! python3 -c 'import pytest, numpy, scikit_build_core' 2>/dev/null; then
+    python3 -m pip install -q --disable-pip-version-check torch==2.13.0 pytest numpy \
+      scikit-build-core
   fi
 fi
 

@@ -93,9 +93,17 @@ ProcessGroupTutti::ProcessGroupTutti(const c10::intrusive_ptr<c10d::Store>& stor
     throw std::runtime_error(std::string("tutti: communicator init failed: ") +
                              tuttiGetErrorString(r) + ": " + tuttiGetLastError(nullptr));
   queue_ = std::make_shared<WorkQueue>(inlineBytesFromEnv());
+  pending_->submit = [this](std::vector<P2p> batch) {
+    submitBatch(std::move(batch), "tutti:p2p_group");
+  };
 }
 
 ProcessGroupTutti::~ProcessGroupTutti() {
+  pending_->flush();
+  {
+    std::lock_guard lock(pending_->mu);
+    pending_->submit = nullptr;
+  }
   queue_.reset();  // runs (or fails) what is queued
   if (destroyed_) return;
   if (failed_) tuttiCommAbort(comm_);  // a failed group leaves without waiting for peers
@@ -109,6 +117,7 @@ void ProcessGroupTutti::abort() {
 
 void ProcessGroupTutti::shutdown() {
   if (destroyed_) return;
+  pending_->flush();
   queue_.reset();
   if (failed_) tuttiCommAbort(comm_);
   tuttiCommDestroy(comm_);
@@ -144,6 +153,7 @@ void ProcessGroupTutti::check(tuttiResult_t r, const char* what) {
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(OpType type, const char* title,
                                                           std::vector<at::Tensor> outputs,
                                                           size_t bytes, Body body, bool asyncOp) {
+  pending_->flush();  // point-to-point posted before this operation runs before it
   // A synchronous call (async_op=False) runs at submit whenever nothing is queued before it.
   if (!asyncOp && bytes != kNeverAtSubmit) bytes = 0;
   {
@@ -660,41 +670,52 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::send(std::vector<at::Tensor>& 
                                                        int tag) {
   at::Tensor t = single(tensors, "send");
   checkRoot(dst, size_, "send");
-  auto dtype = dataTypeOf(t);
-  {
-    std::lock_guard lock(coalesceMu_);
-    if (coalescing_) {
-      auto work = c10::make_intrusive<TuttiWork>(rank_, OpType::SEND, "tutti:send",
-                                                 std::vector<at::Tensor>{t}, nullptr, bytesOf(t));
-      batch_.push_back({true, dst, dense(t), work});
-      return work;
-    }
-  }
-  at::Tensor d = dense(t);
-  return enqueue(OpType::SEND, "tutti:send", {t}, kNeverAtSubmit, [this, d, dst, dtype] {
-    check(tuttiSend(ptr(d), d.numel(), dtype, dst, comm_, nullptr), "send");
-  });
+  return postP2p(true, dst, dense(t), OpType::SEND, "tutti:send");
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::recv(std::vector<at::Tensor>& tensors, int src,
                                                        int tag) {
   at::Tensor t = single(tensors, "recv");
   checkRoot(src, size_, "recv");
-  auto dtype = dataTypeOf(t);
+  return postP2p(false, src, t, OpType::RECV, "tutti:recv");
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::postP2p(bool isSend, int peer, at::Tensor tensor,
+                                                          OpType type, const char* title) {
+  auto work = c10::make_intrusive<TuttiWork>(rank_, type, title, std::vector<at::Tensor>{tensor},
+                                             nullptr, bytesOf(tensor));
   {
     std::lock_guard lock(coalesceMu_);
-    if (coalescing_) {
-      auto work = c10::make_intrusive<TuttiWork>(rank_, OpType::RECV, "tutti:recv",
-                                                 std::vector<at::Tensor>{t}, nullptr, bytesOf(t));
-      batch_.push_back({false, src, t, work});
+    if (coalescing_) {  // batch_isend_irecv: runs at endCoalescing
+      batch_.push_back({isSend, peer, tensor, work});
       return work;
     }
   }
-  return enqueue(OpType::RECV, "tutti:recv", {t}, kNeverAtSubmit, [this, t, src, dtype] {
-    at::Tensor user = t, d = dense(t);
-    check(tuttiRecv(ptr(d), d.numel(), dtype, src, comm_, nullptr), "recv");
-    finish(user, d);
-  });
+  work->defaultTimeout = timeout_;
+  work->beforeUse = [pending = std::weak_ptr<PendingP2p>(pending_)] {
+    if (auto p = pending.lock()) p->flush();
+  };
+  std::lock_guard lock(pending_->mu);
+  pending_->ops.push_back({isSend, peer, tensor, work});
+  return work;
+}
+
+void PendingP2p::flush() {
+  std::vector<P2pOp> batch;
+  std::function<void(std::vector<P2pOp>)> run;
+  {
+    std::lock_guard lock(mu);
+    if (ops.empty()) return;
+    batch.swap(ops);
+    run = submit;
+  }
+  if (run) {
+    run(std::move(batch));
+    return;
+  }
+  auto error = std::make_exception_ptr(
+      std::runtime_error("tutti: the process group was destroyed before this send/recv ran"));
+  for (auto& p : batch) p.work->complete(error);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::recvAnysource(std::vector<at::Tensor>&, int) {
@@ -704,6 +725,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::recvAnysource(std::vector<at::
 }
 
 void ProcessGroupTutti::startCoalescing() {
+  pending_->flush();  // what was posted before the batch runs before it
   std::lock_guard lock(coalesceMu_);
   if (coalescing_) throw std::invalid_argument("tutti: coalescing already started");
   coalescing_ = true;
@@ -718,20 +740,24 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::endCoalescing() {
     coalescing_ = false;
     batch.swap(batch_);
   }
+  return submitBatch(std::move(batch), "tutti:batch_p2p");
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::submitBatch(std::vector<P2p> batch,
+                                                              const char* title) {
   std::vector<at::Tensor> outputs;
   for (const auto& p : batch)
     if (!p.isSend) outputs.push_back(p.tensor);
-  return enqueue(OpType::COALESCED, "tutti:batch_p2p", outputs, kNeverAtSubmit,
-                 [this, batch]() mutable {
-                   std::exception_ptr error;
-                   try {
-                     runBatch(batch);
-                   } catch (...) {
-                     error = std::current_exception();
-                   }
-                   for (auto& p : batch) p.work->complete(error);
-                   if (error) std::rethrow_exception(error);
-                 });
+  return enqueue(OpType::COALESCED, title, outputs, kNeverAtSubmit, [this, batch]() mutable {
+    std::exception_ptr error;
+    try {
+      runBatch(batch);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    for (auto& p : batch) p.work->complete(error);
+    if (error) std::rethrow_exception(error);
+  });
 }
 
 // The batch's sends and receives as one tutti group (they progress together, so any order of

@@ -27,6 +27,26 @@ struct GraphHandle {
   ~GraphHandle() { tuttiGraphDestroy(graph); }
 };
 
+// One send or receive of a batch (batch_isend_irecv) or of the point-to-point operations
+// posted outside one, and the work it returned.
+struct P2pOp {
+  bool isSend;
+  int peer;
+  at::Tensor tensor;
+  c10::intrusive_ptr<TuttiWork> work;
+};
+
+// isend/irecv posted outside a batch wait here until something needs them -- a wait, a
+// completion poll or a future on one of them, or the group's next other operation -- and then
+// run as one tutti group: ranks that each post irecv before isend (in any order, any number)
+// complete, as with gloo, instead of blocking each other on a worker that runs one at a time.
+struct PendingP2p {
+  std::mutex mu;
+  std::vector<P2pOp> ops;
+  std::function<void(std::vector<P2pOp>)> submit;  // the group's; cleared when it goes
+  void flush();
+};
+
 class ProcessGroupTutti : public c10d::Backend {
  public:
   // Collective over the group's ranks: meets through store (no port of tutti's own).
@@ -141,14 +161,15 @@ class ProcessGroupTutti : public c10d::Backend {
   uint64_t sequence_ = 0;
   std::mutex coalesceMu_;
   bool coalescing_ = false;
-  struct P2p {
-    bool isSend;
-    int peer;
-    at::Tensor tensor;
-    c10::intrusive_ptr<TuttiWork> work;
-  };
+  using P2p = P2pOp;
   std::vector<P2p> batch_;
+  std::shared_ptr<PendingP2p> pending_ = std::make_shared<PendingP2p>();
   void runBatch(std::vector<P2p>& batch);
+  // Queues the batch as one work that completes each operation's own work.
+  c10::intrusive_ptr<c10d::Work> submitBatch(std::vector<P2p> batch, const char* title);
+  // A send or receive posted outside a batch: pending until flushed (PendingP2p).
+  c10::intrusive_ptr<c10d::Work> postP2p(bool isSend, int peer, at::Tensor tensor,
+                                         c10d::OpType type, const char* title);
   std::shared_ptr<WorkQueue> queue_;  // works hold it weakly (wait() may run them)
 };
 

@@ -42,6 +42,7 @@ void TuttiWork::markFuture(std::exception_ptr error) {
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> TuttiWork::getFuture() {
+  if (beforeUse) beforeUse();
   if (auto queue = queue_.lock()) queue->noteAsync();  // DDP's hooks: asynchronous use
   std::lock_guard lock(futureMu_);
   if (future_) return future_;
@@ -78,11 +79,13 @@ bool TuttiWork::waitedRightAway(std::chrono::microseconds cpuGap,
 }
 
 bool TuttiWork::isCompleted() {
+  if (beforeUse) beforeUse();
   if (auto queue = queue_.lock()) queue->noteAsync();
   return c10d::Work::isCompleted();
 }
 
 bool TuttiWork::wait(std::chrono::milliseconds timeout) {
+  if (beforeUse) beforeUse();
   if (auto queue = queue_.lock()) {
     queue->noteWait(this);
     queue->runIfNext(this);

@@ -38,6 +38,9 @@ class TuttiWork : public c10d::Work {
   bool waitedRightAway(std::chrono::microseconds cpuGap, std::chrono::microseconds wallGap) const;
   // The queue that runs this work: wait() runs it on the waiting thread when it is next.
   void setQueue(std::weak_ptr<class WorkQueue> queue) { queue_ = std::move(queue); }
+  // Called first by wait(), isCompleted() and getFuture() (pending point-to-point work is
+  // flushed into a group there).
+  std::function<void()> beforeUse;
   // Called when wait() times out (the backend aborts its communicator).
   std::function<void()> onTimeout;
   // wait() without a timeout waits this long (the group's setTimeout; 0: for ever).

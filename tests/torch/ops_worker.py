@@ -273,6 +273,20 @@ if n > 1:
     for r in reqs:
         r.wait()
     expect(torch.equal(got, values(prv, c, 10, torch.int64)), "isend/irecv small")
+    # irecv before isend, each posted on its own (no batch), on every rank, large enough to
+    # block a transfer that waits for its receiver: grouped when first waited for.
+    c = next_call()
+    want_p = values(prv, c, 100, torch.float32).repeat(big // 100 + 1)[:big]
+    want_n = values(nxt, c + 1, 100, torch.float32).repeat(big // 100 + 1)[:big]
+    got_p, got_n = torch.empty(big), torch.empty(big)
+    reqs = [dist.irecv(got_p, prv), dist.irecv(got_n, nxt),
+            dist.isend(values(rank, c, 100, torch.float32).repeat(big // 100 + 1)[:big], nxt),
+            dist.isend(values(rank, c + 1, 100, torch.float32).repeat(big // 100 + 1)[:big], prv)]
+    for r in reqs:
+        r.wait()
+    expect(torch.equal(got_p, want_p) and torch.equal(got_n, want_n),
+           "irecv before isend, unbatched")
+    next_call()
     # irecv before isend on every rank: as one batch (run one after the other, as with
     # NCCL, they would wait for each other)
     c = next_call()
