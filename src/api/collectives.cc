@@ -174,10 +174,13 @@ TUTTI_API const char* tuttiAlgorithms(const char* collective) {
   // Built once: the registry is fixed at compile time.
   static const std::map<std::string, std::string> lists = [] {
     std::map<std::string, std::string> m;
-    for (const tutti::algo::AlgorithmInfo& info : tutti::algo::registry()) {
+    auto add = [&m](const tutti::algo::AlgorithmInfo& info) {
       std::string& list = m[tutti::algo::collName(info.coll)];
       list += (list.empty() ? "" : ",") + std::string(info.name);
-    }
+    };
+    for (const tutti::algo::AlgorithmInfo& info : tutti::algo::registry()) add(info);
+    // The neighbour all-reduce's builders live outside registry() (they need a graph).
+    for (const tutti::algo::AlgorithmInfo& info : tutti::algo::neighborAlgorithms()) add(info);
     return m;
   }();
   auto it = lists.find(collective);

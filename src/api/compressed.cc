@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "compress/compressed_allreduce.h"
 #include "group.h"
+#include "memory_space.h"
 
 using tutti::api::guarded;
 using tutti::api::ready;
@@ -53,7 +54,13 @@ TUTTI_API tuttiResult_t tuttiAllReduceCompressed(const void* sendbuff, void* rec
                   " is not supported (float32, float16 and bfloat16 only)");
     TUTTI_CHECK_ARG(count == 0 || (sendbuff != nullptr && recvbuff != nullptr),
                     "sendbuff or recvbuff is NULL with a non-zero count");
-    tutti::api::bufferBytes("count", count, datatype);
+    const size_t bytes = tutti::api::bufferBytes("count", count, datatype);
+    // Host memory only: a device pointer (or any pointer the host cannot read) is refused
+    // before anything moves, naming the buffer.
+    if (tutti::api::buffersOnDevice("tuttiAllReduceCompressed", {sendbuff, bytes, recvbuff, bytes}))
+      tutti::fail(tuttiInvalidArgument,
+                  "device buffers are not supported (the compressed all-reduce runs on the host; "
+                  "copy the tensor to host memory first)");
     if (tutti::api::groupDepth() > 0)
       tutti::fail(tuttiInvalidUsage,
                   "not allowed inside tuttiGroupStart/End (the compressed all-reduce runs alone)");
@@ -69,7 +76,6 @@ TUTTI_API tuttiResult_t tuttiAllReduceCompressed(const void* sendbuff, void* rec
       info.dtype = datatype;
       info.op = tuttiSum;
       info.extra = extra.c_str();
-      const size_t bytes = count * tutti::dtypeSize(datatype);
       perf = tutti::api::logCollective(comm, "tuttiAllReduceCompressed", info,
                                        {sendbuff, bytes, recvbuff, bytes}, stream, false, false,
                                        opCount);

@@ -13,7 +13,10 @@ std::string& threadLastError() {
 
 tuttiResult_t recordError(tuttiComm_t comm, const char* function, tuttiResult_t code,
                           const std::string& message) {
-  std::string text = std::string(function) + ": " + message;
+  // The function's name once, also when the message already starts with it (errors thrown
+  // by helpers that name the call themselves).
+  const std::string prefix = std::string(function) + ": ";
+  std::string text = message.rfind(prefix, 0) == 0 ? message : prefix + message;
   threadLastError() = text;
   if (comm != nullptr) {
     std::lock_guard<std::mutex> lock(comm->errorMutex);

@@ -309,7 +309,9 @@ TUTTI_API tuttiResult_t tuttiCommDestroy(tuttiComm_t comm) {
 }
 
 TUTTI_API tuttiResult_t tuttiCommGetAsyncError(tuttiComm_t comm, tuttiResult_t* asyncError) {
-  if (comm == nullptr || asyncError == nullptr) return tuttiInvalidArgument;
+  if (comm == nullptr || asyncError == nullptr)
+    return tutti::api::recordError(comm, "tuttiCommGetAsyncError", tuttiInvalidArgument,
+                                   comm == nullptr ? "comm is NULL" : "asyncError is NULL");
   *asyncError = comm->asyncError.load();
   if (*asyncError == tuttiSuccess) *asyncError = comm->failure.load();
   if (*asyncError == tuttiSuccess && comm->impl && comm->impl->aborted())
