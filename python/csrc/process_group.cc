@@ -606,16 +606,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_into_tensor_coalesce
       OpType::COALESCED, "tutti:all_gather_into_tensor_coalesced", outputs, bytes,
       [this, outputs, inputs]() mutable {
         std::vector<at::Tensor> dst(outputs.size()), src(inputs.size());
-        check(tuttiGroupStart(), "all_gather_into_tensor_coalesced");
-        tuttiResult_t r = tuttiSuccess;
-        for (size_t i = 0; i < inputs.size() && r == tuttiSuccess; ++i) {
+        grouped("all_gather_into_tensor_coalesced", inputs.size(), [&](size_t i) {
           dst[i] = dense(outputs[i]);
           src[i] = dense(inputs[i]);
-          r = tuttiAllGather(ptr(src[i]), ptr(dst[i]), src[i].numel(), dataTypeOf(src[i]), comm_,
-                             nullptr);
-        }
-        tuttiResult_t end = tuttiGroupEnd();
-        check(r != tuttiSuccess ? r : end, "all_gather_into_tensor_coalesced");
+          return tuttiAllGather(ptr(src[i]), ptr(dst[i]), src[i].numel(), dataTypeOf(src[i]), comm_,
+                                nullptr);
+        });
         for (size_t i = 0; i < outputs.size(); ++i) finish(outputs[i], dst[i]);
       },
       opts.asyncOp);
@@ -643,17 +639,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter_tensor_coalesce
       OpType::COALESCED, "tutti:reduce_scatter_tensor_coalesced", outputs, bytes,
       [this, outputs, inputs, reds]() mutable {
         std::vector<at::Tensor> dst(outputs.size()), src(inputs.size());
-        check(tuttiGroupStart(), "reduce_scatter_tensor_coalesced");
-        tuttiResult_t r = tuttiSuccess;
-        for (size_t i = 0; i < inputs.size() && r == tuttiSuccess; ++i) {
+        grouped("reduce_scatter_tensor_coalesced", inputs.size(), [&](size_t i) {
           dst[i] = dense(outputs[i]);
           src[i] = dense(inputs[i]);
           if (reds[i].premultiply) src[i] = src[i].mul(reds[i].factor);
-          r = tuttiReduceScatter(ptr(src[i]), ptr(dst[i]), dst[i].numel(), dataTypeOf(dst[i]),
-                                 reds[i].op, comm_, nullptr);
-        }
-        tuttiResult_t end = tuttiGroupEnd();
-        check(r != tuttiSuccess ? r : end, "reduce_scatter_tensor_coalesced");
+          return tuttiReduceScatter(ptr(src[i]), ptr(dst[i]), dst[i].numel(), dataTypeOf(dst[i]),
+                                    reds[i].op, comm_, nullptr);
+        });
         for (size_t i = 0; i < outputs.size(); ++i) finish(outputs[i], dst[i]);
       },
       opts.asyncOp);
@@ -760,25 +752,28 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::submitBatch(std::vector<P2p> b
   });
 }
 
+// call(i) for i < n inside one tutti group (they progress together); throws the first failure.
+void ProcessGroupTutti::grouped(const char* what, size_t n,
+                                const std::function<tuttiResult_t(size_t)>& call) {
+  check(tuttiGroupStart(), what);
+  tuttiResult_t r = tuttiSuccess;
+  for (size_t i = 0; i < n && r == tuttiSuccess; ++i) r = call(i);
+  tuttiResult_t end = tuttiGroupEnd();
+  check(r != tuttiSuccess ? r : end, what);
+}
+
 // The batch's sends and receives as one tutti group (they progress together, so any order of
 // posting on the ranks completes).
 void ProcessGroupTutti::runBatch(std::vector<P2p>& batch) {
   if (batch.empty()) return;
   std::vector<at::Tensor> recvDense(batch.size());
-  check(tuttiGroupStart(), "batch_isend_irecv");
-  tuttiResult_t r = tuttiSuccess;
-  for (size_t i = 0; i < batch.size() && r == tuttiSuccess; ++i) {
+  grouped("batch_isend_irecv", batch.size(), [&](size_t i) {
     auto& p = batch[i];
     auto dtype = dataTypeOf(p.tensor);
-    if (p.isSend) {
-      r = tuttiSend(ptr(p.tensor), p.tensor.numel(), dtype, p.peer, comm_, nullptr);
-    } else {
-      recvDense[i] = dense(p.tensor);
-      r = tuttiRecv(ptr(recvDense[i]), recvDense[i].numel(), dtype, p.peer, comm_, nullptr);
-    }
-  }
-  tuttiResult_t end = tuttiGroupEnd();
-  check(r != tuttiSuccess ? r : end, "batch_isend_irecv");
+    if (p.isSend) return tuttiSend(ptr(p.tensor), p.tensor.numel(), dtype, p.peer, comm_, nullptr);
+    recvDense[i] = dense(p.tensor);
+    return tuttiRecv(ptr(recvDense[i]), recvDense[i].numel(), dtype, p.peer, comm_, nullptr);
+  });
   for (size_t i = 0; i < batch.size(); ++i)
     if (!batch[i].isSend) finish(batch[i].tensor, recvDense[i]);
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -165,6 +166,7 @@ class ProcessGroupTutti : public c10d::Backend {
   std::vector<P2p> batch_;
   std::shared_ptr<PendingP2p> pending_ = std::make_shared<PendingP2p>();
   void runBatch(std::vector<P2p>& batch);
+  void grouped(const char* what, size_t n, const std::function<tuttiResult_t(size_t)>& call);
   // Queues the batch as one work that completes each operation's own work.
   c10::intrusive_ptr<c10d::Work> submitBatch(std::vector<P2p> batch, const char* title);
   // A send or receive posted outside a batch: pending until flushed (PendingP2p).
