@@ -56,7 +56,7 @@ if [ -n "${DEVROOT:-}" ]; then
 fi
 say "source $SRC, build $BUILD, results $RES, $(nproc) cores"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version \
-  --format=csv,noheader 2>&1 2>/dev/null | tee -a "$SUMMARY"
+  --format=csv,noheader 2>&1 | tee -a "$SUMMARY"
 
 # ---- 1. build ----
 TARGETS="tutti tuttirun all_reduce_perf cuda_reduce_test cuda_collectives_test cuda_ipc_fifo_test"
@@ -101,7 +101,7 @@ if [ $GPU = 1 ]; then
   IPC=(env TUTTI_TRANSPORT=cuda_ipc TUTTI_SHM_WINDOW_BYTES=0)
   step cuda_ipc_device 90 "${IPC[@]}" TUTTI_DEBUG=INFO TUTTI_DEBUG_SUBSYS=TRANSPORT \
     "$COLL" --gtest_filter='Ranks/DeviceCollectives.*/1:Ranks/DeviceCollectives.*/2:DeviceBuffers.*'
-  grep -ho "cuda_ipc: rank [0-9]* <-> .*" "$RES/cuda_ipc_device.log" | cut -c1-160 | sort | uniq -c | sort -rn | head -5 2>/dev/null | tee -a "$SUMMARY"
+  grep -ho "cuda_ipc: rank [0-9]* <-> .*" "$RES/cuda_ipc_device.log" 2>/dev/null | cut -c1-160 | sort | uniq -c | sort -rn | head -5 | tee -a "$SUMMARY"
   step cuda_ipc_hoststaging 60 "${IPC[@]}" TUTTI_CUDA_IPC_P2P=0 \
     "$COLL" --gtest_filter='Ranks/DeviceCollectives.*/1'
   step all_reduce_perf_cuda_np2_cuda_ipc 60 "${IPC[@]}" "$RUN" -np 2 --timeout 55 \

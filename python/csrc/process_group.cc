@@ -71,6 +71,31 @@ void finish(at::Tensor& user, const at::Tensor& work) {
   if (!work.is_same(user)) user.copy_(work);
 }
 
+// The pairs of a coalesced all-gather (gather: each output holds size x its input) or
+// reduce-scatter (each input holds size x its output): checked like the single calls; returns
+// the bytes of the larger side.
+size_t checkCoalesced(const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs,
+                      int size, bool gather) {
+  const char* op = gather ? "all_gather_into_tensor_coalesced" : "reduce_scatter_tensor_coalesced";
+  const std::string prefix = std::string("tutti ") + op + ": ";
+  if (outputs.size() != inputs.size() || inputs.empty())
+    throw std::invalid_argument(prefix + "as many outputs as inputs, at least one");
+  size_t bytes = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkCpu(outputs[i], "an output");
+    checkSameType(outputs[i], inputs[i], op);
+    dataTypeOf(inputs[i]);
+    const at::Tensor& big = gather ? outputs[i] : inputs[i];
+    const at::Tensor& small = gather ? inputs[i] : outputs[i];
+    if (big.numel() != small.numel() * size)
+      throw std::invalid_argument(prefix + "each " + (gather ? "output" : "input") +
+                                  " must hold world_size (" + std::to_string(size) + ") x its " +
+                                  (gather ? "input" : "output") + "'s elements");
+    bytes += bytesOf(big);
+  }
+  return bytes;
+}
+
 void checkRoot(int root, int size, const char* op) {
   if (root < 0 || root >= size)
     throw std::invalid_argument(std::string("tutti ") + op + ": root " + std::to_string(root) +
@@ -588,20 +613,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::barrier(const c10d::BarrierOpt
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions& opts) {
-  if (outputs.size() != inputs.size() || inputs.empty())
-    throw std::invalid_argument(
-        "tutti all_gather_into_tensor_coalesced: as many outputs as inputs, at least one");
-  size_t bytes = 0;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    checkCpu(outputs[i], "an output");
-    checkSameType(outputs[i], inputs[i], "all_gather_into_tensor_coalesced");
-    dataTypeOf(inputs[i]);
-    if (outputs[i].numel() != inputs[i].numel() * size_)
-      throw std::invalid_argument(
-          "tutti all_gather_into_tensor_coalesced: each output must hold world_size (" +
-          std::to_string(size_) + ") x its input's elements");
-    bytes += bytesOf(outputs[i]);
-  }
+  const size_t bytes = checkCoalesced(outputs, inputs, size_, true);
   return enqueue(
       OpType::COALESCED, "tutti:all_gather_into_tensor_coalesced", outputs, bytes,
       [this, outputs, inputs]() mutable {
@@ -620,21 +632,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_into_tensor_coalesce
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::ReduceScatterOptions& opts) {
-  if (outputs.size() != inputs.size() || inputs.empty())
-    throw std::invalid_argument(
-        "tutti reduce_scatter_tensor_coalesced: as many outputs as inputs, at least one");
-  size_t bytes = 0;
+  const size_t bytes = checkCoalesced(outputs, inputs, size_, false);
   std::vector<Reduction> reds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    checkCpu(outputs[i], "an output");
-    checkSameType(outputs[i], inputs[i], "reduce_scatter_tensor_coalesced");
-    if (inputs[i].numel() != outputs[i].numel() * size_)
-      throw std::invalid_argument(
-          "tutti reduce_scatter_tensor_coalesced: each input must hold world_size (" +
-          std::to_string(size_) + ") x its output's elements");
-    reds.push_back(reductionOf(opts.reduceOp, outputs[i].scalar_type()));
-    bytes += bytesOf(inputs[i]);
-  }
+  for (const auto& out : outputs) reds.push_back(reductionOf(opts.reduceOp, out.scalar_type()));
   return enqueue(
       OpType::COALESCED, "tutti:reduce_scatter_tensor_coalesced", outputs, bytes,
       [this, outputs, inputs, reds]() mutable {
