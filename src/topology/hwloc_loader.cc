@@ -339,10 +339,14 @@ Topology loadHwlocXml(std::string_view content, std::string_view name) {
          ": hwloc refused the XML (hwloc_topology_set_xmlbuffer: ",
          std::string(std::strerror(errno)), ")");
   }
+  errno = 0;
   if (hwloc_topology_load(h.t) != 0) {
+    // hwloc does not always set errno (it prints its reason on stderr then).
+    const int err = errno;
     fail(tuttiInvalidArgument, "topology file ", std::string(name),
-         ": hwloc could not import the XML (hwloc_topology_load: ",
-         std::string(std::strerror(errno)), "); check that it is a complete hwloc v1/v2 export");
+         ": hwloc could not import the XML (hwloc_topology_load",
+         err != 0 ? std::string(": ") + std::strerror(err) : std::string(),
+         "); check that it is a complete hwloc v1/v2 export");
   }
   Topology t;
   t.source = Source::kHwlocXml;

@@ -1,7 +1,10 @@
 // Checks on hwloc XML before libhwloc imports it. libhwloc 2.9 trusts its own exports: a
 // CPU-side object without one of its four sets crashes it (a NUMANode without
 // complete_nodeset: NULL dereference in hwloc_bitmap_or) or makes it leak. hwloc writes all four
-// on every such object, v1 and v2 alike, so a file without them did not come from hwloc.
+// on every such object, v1 and v2 alike, so a file without them did not come from hwloc. And it
+// reads a type by prefix ("Ma", "NU", "Co" ...), which skips these checks and crashed it
+// (`<object type="NU" cpuset=""/>`: NULL dereference after "Topology became empty"): hwloc
+// writes full type names, so only those are accepted.
 #include <string>
 
 #include "common/error.h"
@@ -10,8 +13,7 @@
 namespace tutti::topo::detail {
 namespace {
 
-// The CPU-side types of hwloc v1 and v2 (I/O and Misc objects carry no sets; hwloc refuses
-// unknown types itself).
+// The CPU-side types of hwloc v1 and v2 (I/O and Misc objects carry no sets).
 bool isCpuSideType(const std::string& type) {
   static constexpr const char* kTypes[] = {"System",   "Machine",  "Package",  "Socket",  "Die",
                                            "NUMANode", "Group",    "Core",     "PU",      "Cache",
@@ -22,12 +24,22 @@ bool isCpuSideType(const std::string& type) {
   return false;
 }
 
+bool isIoOrMiscType(const std::string& type) {
+  return type == "Bridge" || type == "PCIDev" || type == "OSDev" || type == "Misc";
+}
+
 void checkObjects(const xml::Element& e, std::string_view name) {
   if (e.name == "object") {
     const std::string* type = e.attr("type");
     if (type == nullptr) {
       fail(tuttiInvalidArgument, "topology file ", std::string(name), ":", e.line,
            ": <object> has no type attribute");
+    }
+    if (!isCpuSideType(*type) && !isIoOrMiscType(*type)) {
+      fail(tuttiInvalidArgument, "topology file ", std::string(name), ":", e.line,
+           ": <object type=\"", *type,
+           "\"> is not an hwloc object type (hwloc writes Machine, Package, Core, PU, NUMANode, "
+           "L1Cache ..., Bridge, PCIDev, OSDev, Misc: export the topology with lstopo)");
     }
     if (isCpuSideType(*type)) {
       for (const char* set : {"cpuset", "complete_cpuset", "nodeset", "complete_nodeset"}) {

@@ -96,6 +96,22 @@ TEST(TopologyErrors, HwlocObjectWithoutItsSets) {
   expectContains(m, "<object type=\"NUMANode\"> has no complete_nodeset attribute");
 }
 
+// hwloc reads an object type by prefix ("NU" is NUMANode); libhwloc 2.9 then crashed on
+// `<object type="NU" cpuset=""/>` (found by the hwloc fuzz target, 2026-11-27). tutti accepts
+// only the full names hwloc writes, before hwloc sees the file.
+TEST(TopologyErrors, UnknownOrAbbreviatedObjectTypeRefused) {
+  std::string m = errorOf(fixture("hwloc2_unknown_type.xml"));
+  expectContains(m, "hwloc2_unknown_type.xml:4");
+  expectContains(m, "<object type=\"NoSuchType\"> is not an hwloc object type");
+  try {
+    topo::loadTopologyBuffer("<topology><object type=\"NU\" cpuset=\"\"/></topology>", "nu.xml");
+    ADD_FAILURE() << "an abbreviated type loaded";
+  } catch (const tutti::Error& e) {
+    expectContains(e.what(), "nu.xml:1");
+    expectContains(e.what(), "<object type=\"NU\"> is not an hwloc object type");
+  }
+}
+
 TEST(TopologyErrors, HwlocRefusalIsReported) {
   std::string m = errorOf(fixture("hwloc2_rejected.xml"));
   expectContains(m, "hwloc2_rejected.xml");
