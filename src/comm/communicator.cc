@@ -451,8 +451,9 @@ void Communicator::failWith(tuttiResult_t code, const std::string& text, int fir
     TUTTI_INFO(kInit, "rank " << rank_ << ": could not record the failure: " << e.what());
   }
   // The peers may still wait on this rank in this call or the next: closing the connections
-  // turns their waits into errors naming this rank instead of a timeout, or a success with
-  // data from another call.
+  // and marking the shared window failed turn their waits into errors naming this rank
+  // instead of a timeout, or a success with data from another call.
+  if (window_) window_->markFailed();
   if (links_) links_->closeAll();
 }
 

@@ -41,9 +41,13 @@ class Window {
   // call, so no peer sleeps on a post past the call that made it).
   virtual void flushPosts() {}
   // Blocks until `rank` has posted `phase` or later: polls for policy.spinUs, then sleeps.
-  // Throws tuttiRemoteError naming the rank when it died, tuttiTimeout after
-  // policy.timeoutSec without progress, tuttiRemoteError when the communicator is aborted.
+  // Throws tuttiRemoteError naming the rank when it died or marked itself failed,
+  // tuttiTimeout after policy.timeoutSec without progress, tuttiRemoteError when the
+  // communicator is aborted.
   virtual void wait(int rank, uint32_t phase, const WaitPolicy& policy) = 0;
+  // This rank's communicator has failed and will post no more: peers waiting on this rank
+  // (now or later) fail at once, naming it, instead of at their timeout. Irreversible.
+  virtual void markFailed() {}
   // A small tag describing this rank's current call (what the caller wants peers to check,
   // e.g. collective / count / dtype). Written before post(), read after wait() returned.
   // Two slots, used by alternate calls: a peer may already be one call ahead (see halves)

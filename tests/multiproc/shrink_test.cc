@@ -105,60 +105,58 @@ void checkCollectives(tuttiComm_t comm, const std::vector<int>& members) {
 }
 
 struct Case {
-  const char* name;
-  const char* transport;  // TUTTI_TRANSPORT ("" = by priority)
+  std::string name;
+  const char* transport;  // TUTTI_TRANSPORT ("" = by priority: shm on one host)
   int victim;
+  int n = 4;
+  size_t count = 20000;  // doubles per all-reduce
 };
 
-class KilledRank : public ::testing::TestWithParam<Case> {
- protected:
-  void SetUp() override {
-    if (*GetParam().transport) setenv("TUTTI_TRANSPORT", GetParam().transport, 1);
-    setenv("TUTTI_TIMEOUT", "20", 1);
-  }
-  void TearDown() override {
-    unsetenv("TUTTI_TRANSPORT");
-    unsetenv("TUTTI_TIMEOUT");
-  }
-};
-
-// 4 ranks all-reduce in a loop; the victim dies before its 4th call, while the others are in
-// it. The survivors' errors name it, they agree on {victim}, shrink (aborting the failed
-// parent) and run verified collectives on 3 ranks.
-TEST_P(KilledRank, SurvivorsAgreeShrinkAndGoOn) {
-  constexpr int n = 4;
-  const int victim = GetParam().victim;
+// One kill trial: n ranks all-reduce `count` doubles in a loop; the victim dies before its 4th
+// call, while the others are in it. Every survivor's call fails within a few seconds (far
+// below TUTTI_TIMEOUT = 20 s: a survivor that gave up must release the peers waiting on it,
+// E1), naming the victim; they agree on {victim}, shrink (aborting the failed parent) and run
+// verified collectives on n - 1 ranks.
+void killTrial(const Case& c) {
+  if (*c.transport) setenv("TUTTI_TRANSPORT", c.transport, 1);
+  setenv("TUTTI_TIMEOUT", "20", 1);
+  const int n = c.n, victim = c.victim;
   Rank0Id ids;
   auto r = runRanks(n, [&](int rank) {
     tuttiUniqueId id;
     ASSERT_TRUE(ids.get(rank, &id));
     tuttiComm_t comm = nullptr;
     TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
-    std::vector<double> buf(20000);
+    std::vector<double> buf(c.count);
     tuttiResult_t res = tuttiSuccess;
+    auto lastCall = std::chrono::steady_clock::now();
     for (int call = 0; call < 100 && res == tuttiSuccess; ++call) {
       if (rank == victim && call == 3) ::raise(SIGKILL);
       for (size_t i = 0; i < buf.size(); ++i) buf[i] = input(rank, i, call);
+      lastCall = std::chrono::steady_clock::now();
       res =
           tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat64, tuttiSum, comm, nullptr);
     }
+    const double failSec = secondsSince(lastCall);
     std::string msg = tuttiGetLastError(comm);
     ASSERT_EQ(res, tuttiRemoteError) << msg;
     EXPECT_NE(msg.find("(the first rank to fail: " + std::to_string(victim) + ")"),
               std::string::npos)
         << msg;
+    EXPECT_LT(failSec, 5.0) << "the failed call took " << failSec << " s: " << msg;
 
     auto t0 = std::chrono::steady_clock::now();
-    int failed[n] = {-1, -1, -1, -1}, nfailed = -1;
-    TUTTI_ASSERT_OK(tuttiCommAgreeFailedRanks(comm, failed, &nfailed), comm);
+    std::vector<int> failed(n, -1);
+    int nfailed = -1;
+    TUTTI_ASSERT_OK(tuttiCommAgreeFailedRanks(comm, failed.data(), &nfailed), comm);
     ASSERT_EQ(nfailed, 1);
     EXPECT_EQ(failed[0], victim);
     double agreeSec = secondsSince(t0);
 
     t0 = std::chrono::steady_clock::now();
     tuttiComm_t small = nullptr;
-    TUTTI_ASSERT_OK(tuttiCommShrink(comm, failed, nfailed, &small, nullptr, TUTTI_SHRINK_ABORT),
-                    comm);
+    TUTTI_ASSERT_OK(
+        tuttiCommShrink(comm, failed.data(), nfailed, &small, nullptr, TUTTI_SHRINK_ABORT), comm);
     double shrinkSec = secondsSince(t0);
     ASSERT_NE(small, nullptr);
     std::vector<int> members;
@@ -170,24 +168,61 @@ TEST_P(KilledRank, SurvivorsAgreeShrinkAndGoOn) {
     checkCollectives(small, members);
     EXPECT_LT(agreeSec, 5.0);
     EXPECT_LT(shrinkSec, 5.0);
-    std::printf("rank %d: agreement %.3f s, shrink %.3f s\n", rank, agreeSec, shrinkSec);
+    std::printf("rank %d: failed call %.3f s, agreement %.3f s, shrink %.3f s\n", rank, failSec,
+                agreeSec, shrinkSec);
     EXPECT_EQ(tuttiCommDestroy(small), tuttiSuccess) << tuttiGetLastError(nullptr);
     t0 = std::chrono::steady_clock::now();
     tuttiCommDestroy(comm);  // aborted by the shrink: prompt
     EXPECT_LT(secondsSince(t0), 1.0);
   });
+  unsetenv("TUTTI_TRANSPORT");
+  unsetenv("TUTTI_TIMEOUT");
   EXPECT_EQ(r.ranks[victim].signal, SIGKILL) << r.describe();
   for (int q = 0; q < n; ++q) {
-    if (q != victim) EXPECT_TRUE(r.ranks[q].ok()) << r.describe();
+    if (q != victim) EXPECT_TRUE(r.ranks[q].ok()) << c.name << "\n" << r.describe();
   }
 }
 
+class KilledRank : public ::testing::TestWithParam<Case> {};
+TEST_P(KilledRank, SurvivorsAgreeShrinkAndGoOn) { killTrial(GetParam()); }
+
+// The default run: every victim at 4 ranks over shm; 4 MiB (the size of E1, where the
+// direct algorithms' shared window carries the call) at 4 and 6 ranks; tcp.
 INSTANTIATE_TEST_SUITE_P(Victims, KilledRank,
                          ::testing::Values(Case{"shm_rank0", "", 0}, Case{"shm_rank1", "", 1},
                                            Case{"shm_rank2", "", 2}, Case{"shm_rank3", "", 3},
-                                           Case{"tcp_rank0", "tcp", 0},
-                                           Case{"tcp_rank2", "tcp", 2}),
-                         [](const auto& info) { return std::string(info.param.name); });
+                                           Case{"shm_4MiB_rank0", "", 0, 4, 524288},
+                                           Case{"shm_6ranks_4MiB_rank3", "", 3, 6, 524288},
+                                           Case{"shm_6ranks_8B_rank5", "", 5, 6, 1},
+                                           Case{"tcp_rank0", "tcp", 0}, Case{"tcp_rank2", "tcp", 2},
+                                           Case{"tcp_6ranks_4MiB_rank1", "tcp", 1, 6, 524288}),
+                         [](const auto& info) { return info.param.name; });
+
+// The repeated trials (ctest kill_trials_test, label long): 24 over shm and 24 over tcp at 4
+// and 6 ranks, 8 B to 4 MiB, the victim rotating over every rank.
+std::vector<Case> trials() {
+  std::vector<Case> v;
+  const size_t counts[] = {1, 128, 8192, 131072, 524288, 65536};
+  for (const char* transport : {"", "tcp"})
+    for (int t = 0; t < 24; ++t) {
+      const int n = t % 2 == 0 ? 4 : 6;
+      const size_t count = counts[t % 6];
+      const int victim = (t / 2) % n;
+      v.push_back({std::string(*transport ? "tcp" : "shm") + "_trial" + std::to_string(t) + "_n" +
+                       std::to_string(n) + "_count" + std::to_string(count) + "_rank" +
+                       std::to_string(victim),
+                   transport, victim, n, count});
+    }
+  return v;
+}
+class KillTrials : public ::testing::TestWithParam<Case> {};
+TEST_P(KillTrials, SurvivorsAgreeShrinkAndGoOn) {
+  if (getenv("TUTTI_TEST_KILL_TRIALS") == nullptr)
+    GTEST_SKIP() << "set TUTTI_TEST_KILL_TRIALS=1 (ctest -L long does) for the repeated trials";
+  killTrial(GetParam());
+}
+INSTANTIATE_TEST_SUITE_P(Repeated, KillTrials, ::testing::ValuesIn(trials()),
+                         [](const auto& info) { return info.param.name; });
 
 // Nothing failed: ranks 0-2 (or 1-3) exclude a live rank that calls nothing meanwhile, shrink
 // and run verified collectives; the parent stays usable by all four afterwards.

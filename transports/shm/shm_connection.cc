@@ -44,18 +44,37 @@ ShmConnection::ShmConnection(ConnectionParts parts)
   hotBytes_ = std::min<uint64_t>(kFifoHotBytes, outSize_ / 2);
 }
 
+ShmConnection::~ShmConnection() {
+  out_->senderClosed.store(1, std::memory_order_release);
+  in_->receiverClosed.store(1, std::memory_order_release);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  p_.peerBell.ringMaybeClosed();  // it may sleep on its bell in a send or receive here
+}
+
 std::string ShmConnection::peerName() const {
   return "rank " + std::to_string(p_.peer.rank) + " (host " + p_.peer.hostname + ", pid " +
          std::to_string(p_.peer.pid) + ")";
 }
 
 void ShmConnection::throwPeerDied(const char* during) {
+  if (peerClosed_)
+    fail(tuttiRemoteError, "shm: rank ", p_.rank, ": peer ", peerName(),
+         " closed the connection (its communicator failed or was destroyed) during ", during);
   fail(tuttiRemoteError, "shm: rank ", p_.rank, ": peer ", peerName(), " died during ", during);
 }
 
-// Called when a step made no progress: rate-limited check of the peer process.
+bool ShmConnection::peerClosedIt() {
+  if (!peerClosed_ && (in_->senderClosed.load(std::memory_order_acquire) != 0 ||
+                       out_->receiverClosed.load(std::memory_order_acquire) != 0))
+    peerClosed_ = peerDead_ = true;
+  return peerClosed_;
+}
+
+// Called when a step made no progress: the peer's closed flags (two loads), and a
+// rate-limited check of the peer process.
 bool ShmConnection::peerGone() {
-  if (!peerDead_ && ++stalls_ % kStallsPerDeathCheck == 0) peerDead_ = proc_.exited();
+  if (peerDead_ || peerClosedIt()) return true;
+  if (++stalls_ % kStallsPerDeathCheck == 0) peerDead_ = proc_.exited();
   return peerDead_;
 }
 
@@ -398,7 +417,10 @@ void ShmConnection::collectWaitFds(std::vector<int>& fds) {
 bool ShmConnection::canProgress() const {
   bool sendActive = sstate_ != SendState::kIdle && sstate_ != SendState::kDone;
   bool recvActive = rstate_ != RecvState::kIdle && rstate_ != RecvState::kDone;
-  if (peerDead_ && (sendActive || recvActive)) return true;
+  if ((sendActive || recvActive) &&
+      (peerDead_ || in_->senderClosed.load(std::memory_order_relaxed) != 0 ||
+       out_->receiverClosed.load(std::memory_order_relaxed) != 0))
+    return true;
   if (pendingZeroSends_ > 0 && roundUpRecord(shead_) + kRecord <= out_->tail.load() + outSize_)
     return true;
   if (pendingZeroRecvs_ > 0 && in_->head.load() >= roundUpRecord(rtail_) + kRecord) return true;
@@ -440,7 +462,7 @@ bool ShmConnection::prepareToSleep() {
 void ShmConnection::afterSleep() {
   out_->ownerSleeping.store(0, std::memory_order_relaxed);
   p_.bell.drain();
-  if (!peerDead_ && proc_.waitFd() >= 0) peerDead_ = proc_.exited();
+  if (!peerDead_ && !peerClosedIt() && proc_.waitFd() >= 0) peerDead_ = proc_.exited();
 }
 
 }  // namespace tutti::transport::shm

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "interfaces/transport.h"
 #include "shm_layout.h"
 #include "shm_os.h"
-#include "interfaces/transport.h"
 
 namespace tutti::transport::shm {
 
@@ -26,6 +26,9 @@ struct ConnectionParts {
 class ShmConnection final : public Connection {
  public:
   explicit ShmConnection(ConnectionParts parts);
+  // Marks both segments closed by this side and rings the peer, so that a peer blocked on
+  // this connection fails at once (its error says this rank closed the connection).
+  ~ShmConnection() override;
 
   const char* transportName() const override { return "shm"; }
   int peer() const override { return p_.peer.rank; }
@@ -54,6 +57,7 @@ class ShmConnection final : public Connection {
   bool recvCma();
   bool canProgress() const;
   bool peerGone();
+  bool peerClosedIt();  // reads the peer's closed flags; sets peerClosed_ and peerDead_
   [[noreturn]] void throwPeerDied(const char* during);
   void publishHead();
   void publishTail();
@@ -94,7 +98,8 @@ class ShmConnection final : public Connection {
   uint32_t pendingZeroRecvs_ = 0;
 
   uint32_t stalls_ = 0;
-  bool peerDead_ = false;
+  bool peerDead_ = false;  // its process is gone, or (peerClosed_) it closed the connection
+  bool peerClosed_ = false;
 };
 
 }  // namespace tutti::transport::shm

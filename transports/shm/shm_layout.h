@@ -33,6 +33,11 @@ struct Ctrl {
   alignas(64) std::atomic<uint32_t> ownerSleeping;
   // Receiver -> sender for single-copy messages: (seq << 1) | refused.
   alignas(64) std::atomic<uint64_t> cmaAck;
+  // Set when that side closed the connection (its communicator failed or was destroyed):
+  // the other side's send or receive that cannot complete fails at once instead of waiting
+  // for the process to exit or the timeout.
+  alignas(64) std::atomic<uint32_t> senderClosed;
+  std::atomic<uint32_t> receiverClosed;
 };
 static_assert(sizeof(Ctrl) <= kCtrlBytes);
 

@@ -297,6 +297,23 @@ void Bell::ring() const {
   [[maybe_unused]] ssize_t r = ::write(fd_.get(), &c, 1);
 }
 
+void Bell::ringMaybeClosed() const {
+  if (!fd_.valid()) return;
+  sigset_t pipeSig, old, pending;
+  sigemptyset(&pipeSig);
+  sigaddset(&pipeSig, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipeSig, &old);
+  sigpending(&pending);
+  const bool wasPending = sigismember(&pending, SIGPIPE) == 1;
+  char c = 1;
+  ssize_t r = ::write(fd_.get(), &c, 1);
+  if (r < 0 && errno == EPIPE && !wasPending) {
+    timespec zero{0, 0};
+    sigtimedwait(&pipeSig, nullptr, &zero);  // the SIGPIPE this write raised on this thread
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
 PeerProcess::PeerProcess(pid_t pid) : pid_(pid) {
 #ifdef SYS_pidfd_open
   int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));

@@ -99,6 +99,9 @@ class Bell {
   Bell() = default;
   static Bell open(const std::string& path);
   void ring() const;
+  // ring() for a peer that may have closed its end (it exited or destroyed its side): the
+  // write's SIGPIPE is blocked and discarded instead of ending this process.
+  void ringMaybeClosed() const;
 
  private:
   Fd fd_;

@@ -78,6 +78,13 @@ class ShmWindow final : public Window {
       futex(&c->phase, FUTEX_WAKE, INT_MAX, nullptr);
   }
 
+  void markFailed() override {
+    WindowCtrl* c = ctrl(rank_);
+    if (c->failed.exchange(1, std::memory_order_seq_cst) != 0) return;
+    // Waiters sleep on the phase word: wake them all so that they see the flag now.
+    futex(&c->phase, FUTEX_WAKE, INT_MAX, nullptr);
+  }
+
   void setTag(int slot, const Tag& t) override {
     TUTTI_ASSERT(slot >= 0 && slot < kTagSlots);
     ctrl(rank_)->tag[slot][0] = t[0];
@@ -138,6 +145,10 @@ class ShmWindow final : public Window {
       if (procs_[rank] && procs_[rank]->exited())
         fail(tuttiRemoteError, "shm window: rank ", rank_, ": peer ", describe(rank),
              " died while this rank waited for it (phase ", phase, ", it reached ", cur, ")");
+      if (c->failed.load(std::memory_order_acquire) != 0)
+        fail(tuttiRemoteError, "shm window: rank ", rank_, ": peer ", describe(rank),
+             " gave up (its call failed) while this rank waited for it (phase ", phase,
+             ", it reached ", cur, ")");
       if (now - lastChange > timeoutSec)
         fail(tuttiTimeout, "shm window: rank ", rank_, ": no progress for ", timeoutSec,
              " s (TUTTI_TIMEOUT) waiting for ", describe(rank), " to reach phase ", phase,

@@ -1,7 +1,8 @@
 // The shm transport's shared window: one segment per rank (a 4 KiB control page with the
 // rank's phase counter, then the region), mapped by every rank of the communicator. Waits
 // spin, then sleep on a futex on the peer's phase word (shared between processes), waking
-// every few milliseconds to check the peer process, the abort flag and the deadline.
+// every few milliseconds to check the peer process, its failed flag, the abort flag and the
+// deadline.
 #pragma once
 
 #include <atomic>
@@ -9,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "shm_os.h"
 #include "interfaces/transport.h"
 #include "interfaces/window.h"
+#include "shm_os.h"
 
 namespace tutti::transport::shm {
 
@@ -24,6 +25,9 @@ struct WindowCtrl {
   alignas(64) std::atomic<uint32_t> phase;    // the futex word
   uint64_t tag[2][2];                         // Window::setTag, per slot (ordered by phase)
   alignas(64) std::atomic<uint32_t> waiters;  // peers sleeping (or about to) on phase
+  // Set once by the owner when its communicator failed (Window::markFailed): its phase will
+  // not move again, and a peer waiting on it fails at once instead of at the timeout.
+  alignas(64) std::atomic<uint32_t> failed;
 };
 
 struct WindowConfig {
