@@ -2,9 +2,11 @@
  * mpirun, srun, sbatch), one all-reduce of per-rank distinct values checked against the
  * closed-form sum, print one line per rank, destroy.
  *
- *   launch_check [--count N] [--die-rank R]
+ *   launch_check [--count N] [--die-rank R [--die-by-exit]]
  *
- * --die-rank R: after a first all-reduce, rank R kills itself (SIGKILL) and every other rank
+ * --die-rank R: after a first all-reduce, rank R kills itself (SIGKILL; with --die-by-exit it
+ * ends with _exit(137) instead: no handler, destructor or tutti cleanup runs either way, but
+ * MPICH's Hydra ends the whole job when a process dies of a signal) and every other rank
  * runs a second all-reduce, which must fail: it prints "rank r: error: <tutti's message>"
  * (naming rank R) and exits 3. Exit status: 0 all good, 1 init failed, 2 a wrong value,
  * 3 a collective failed. */
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tutti/tutti.h"
 
@@ -47,17 +50,22 @@ static int allReduceChecked(tuttiComm_t comm, int rank, int n, size_t count, int
 
 int main(int argc, char** argv) {
   size_t count = 100000;
-  int dieRank = -1;
+  int dieRank = -1, dieByExit = 0;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--count") && i + 1 < argc) {
       count = strtoull(argv[++i], NULL, 10);
     } else if (!strcmp(argv[i], "--die-rank") && i + 1 < argc) {
       dieRank = atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--die-by-exit")) {
+      dieByExit = 1;
     } else {
-      fprintf(stderr, "usage: %s [--count N] [--die-rank R]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--count N] [--die-rank R [--die-by-exit]]\n", argv[0]);
       return 1;
     }
   }
+  /* MPICH's Hydra with -disable-auto-cleanup tells the processes connected to it that one has
+   * failed with SIGUSR1, which would end them before tutti reports the failure. */
+  if (dieByExit) signal(SIGUSR1, SIG_IGN);
   tuttiComm_t comm = NULL;
   tuttiResult_t res = tuttiCommInitFromEnv(&comm, NULL);
   if (res != tuttiSuccess) {
@@ -70,7 +78,10 @@ int main(int argc, char** argv) {
   int rc = allReduceChecked(comm, rank, n, count, 0);
   if (rc == 0 && dieRank >= 0) {
     fflush(stdout);
-    if (rank == dieRank) raise(SIGKILL);
+    if (rank == dieRank) {
+      if (dieByExit) _exit(137);
+      raise(SIGKILL);
+    }
     rc = allReduceChecked(comm, rank, n, count, 1);
   }
   if (rc == 0) printf("rank %d of %d: all-reduce of %zu doubles correct\n", rank, n, count);

@@ -26,7 +26,7 @@ required=(build-essential cmake ninja-build pkg-config git python3
           libgtest-dev libgmock-dev libbenchmark-dev
           libhwloc-dev hwloc libibverbs-dev ibverbs-utils rdma-core
           ibverbs-providers qemu-system-x86 busybox-static cpio kmod xz-utils
-          libopenmpi-dev openmpi-bin libpmix-dev
+          libopenmpi-dev openmpi-bin libpmix-dev mpich
           slurmctld slurmd slurm-client munge
           iproute2 procps util-linux gnuplot-nox
           clang "libfuzzer-$llvm-dev" "libclang-rt-$llvm-dev")

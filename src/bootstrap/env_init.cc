@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "bootstrap/hostlist.h"
+#include "bootstrap/pmi_simple.h"
 #include "bootstrap/pmix_launch.h"
 #include "bootstrap/secret.h"
 #include "bootstrap/sock_addr.h"
@@ -146,6 +147,7 @@ LaunchInfo launchInfoFromEnv() {
       {"tuttirun", "TUTTI_RANK", "TUTTI_WORLD_SIZE", "TUTTI_LOCAL_RANK"},
       {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
       {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+      {"hydra", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
       {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
   };
   const Launcher* l = nullptr;
@@ -165,7 +167,7 @@ LaunchInfo launchInfoFromEnv() {
     info.rank = job.rank;
     info.nranks = job.nranks;
     info.localRank = job.localRank;
-    info.viaPmix = true;
+    info.viaLauncher = true;
     return info;
   }
   if (!l)
@@ -209,6 +211,9 @@ LaunchInfo launchInfoFromEnv() {
     info.addr = (v6 ? "[" + *host + "]" : *host) + ":" + std::to_string(tuttiPort);
   } else if (!env::isSet("TUTTI_STORE_FILE") && info.source == "slurm") {
     slurmAddress(info);
+  } else if (!env::isSet("TUTTI_STORE_FILE") && info.source == "hydra" && underPmiSimple()) {
+    info.viaLauncher = true;  // rank 0's address and secret through PMI-1 (rendezvous.cc)
+    return info;
   } else if (!env::isSet("TUTTI_STORE_FILE")) {
     fail(tuttiInvalidArgument, info.source, " launch: no rendezvous address for ", l->rank, "=",
          info.rank,

@@ -5,6 +5,9 @@
 //             TUTTI_ADDR / MASTER_ADDR / TUTTI_STORE_FILE: rank, size and local rank from
 //             the server; the rendezvous address travels through PMIx (rendezvous.h)
 //   Open MPI  OMPI_COMM_WORLD_RANK/_SIZE/_LOCAL_RANK
+//   Hydra     PMI_RANK, PMI_SIZE, MPI_LOCALRANKID (MPICH's and Intel MPI's mpiexec); with PMI_FD
+//             and no TUTTI_ADDR / MASTER_ADDR / TUTTI_STORE_FILE the rendezvous address travels
+//             through the PMI-1 key-value space (pmi_simple.h)
 //   Slurm     SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
 // The address is TUTTI_ADDR if set, else MASTER_ADDR:MASTER_PORT (not needed when
 // TUTTI_STORE_FILE names a file store); under Slurm with neither, the first host of the
@@ -26,8 +29,10 @@ struct LaunchInfo {
   std::string addr;       // "host:port" of rank 0's TCP store ("" with TUTTI_STORE_FILE)
   std::string bindAddr;   // where rank 0 listens when not addr (Slurm: the wildcard address)
   std::string secretHex;  // 32 hex digits
-  std::string source;     // "tuttirun", "torchrun", "pmix", "openmpi", "slurm"
-  bool viaPmix = false;   // addr and secretHex come from rank 0 through PMIx at rendezvous
+  std::string source;     // "tuttirun", "torchrun", "pmix", "openmpi", "hydra", "slurm"
+  // addr and secretHex come from rank 0 through the launcher at rendezvous: PMIx (source
+  // "pmix") or PMI-1 (source "hydra").
+  bool viaLauncher = false;
 };
 
 // The rendezvous port of a Slurm step without TUTTI_PORT or reserved ports:

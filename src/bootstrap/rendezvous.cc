@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "bootstrap/file_store.h"
+#include "bootstrap/pmi_simple.h"
 #include "bootstrap/pmix_launch.h"
 #include "bootstrap/unique_id.h"
 #include "common/env.h"
@@ -57,9 +58,10 @@ std::shared_ptr<TcpStoreServer> launchServer(const std::string& key, const SockA
   if (!slot) slot = std::make_shared<TcpStoreServer>(addr, secret);
   return slot;
 }
-// Under PMIx: rank 0 serves on the advertised interface (an ephemeral port) with a random
-// secret and broadcasts "<addr>|<secret hex>" through PMIx, once per process (the fence is
-// collective over the job; later inits from the environment reuse the answer).
+// Under PMIx or PMI-1 (Hydra): rank 0 serves on the advertised interface (an ephemeral port)
+// with a random secret and broadcasts "<addr>|<secret hex>" through the launcher, once per
+// process (the fence or barrier is collective over the job; later inits from the environment
+// reuse the answer).
 std::mutex pmixMu;
 std::string pmixRendezvous;  // "<addr>|<secret hex>", empty before the first exchange
 SockAddr pmixBind;           // rank 0: where its server listens
@@ -77,13 +79,15 @@ LaunchInfo withPmixAddress(LaunchInfo info, const Deadline& deadline,
       *server = launchServer("pmix", pmixBind, pmixSecret);
       mine = (*server)->address() + "|" + secretToHex(pmixSecret);
     }
-    pmixRendezvous = pmixBroadcastFromRank0("rendezvous", mine, deadline);
+    pmixRendezvous = info.source == "hydra"
+                         ? pmiSimpleBroadcastFromRank0("rendezvous", mine, deadline)
+                         : pmixBroadcastFromRank0("rendezvous", mine, deadline);
   } else if (info.rank == 0) {
     *server = launchServer("pmix", pmixBind, pmixSecret);
   }
   size_t bar = pmixRendezvous.find('|');
   if (bar == std::string::npos)
-    fail(tuttiSystemError, "PMIx launch: rank 0's rendezvous '", pmixRendezvous,
+    fail(tuttiSystemError, info.source, " launch: rank 0's rendezvous '", pmixRendezvous,
          "' is not <addr>|<secret>");
   info.addr = pmixRendezvous.substr(0, bar);
   info.secretHex = pmixRendezvous.substr(bar + 1);
@@ -92,13 +96,13 @@ LaunchInfo withPmixAddress(LaunchInfo info, const Deadline& deadline,
 }  // namespace
 
 Rendezvous rendezvousFromLaunchInfo(const LaunchInfo& launch, const Deadline& deadline) {
-  if (launch.viaPmix) {
+  if (launch.viaLauncher) {
     Rendezvous r;
     LaunchInfo info = withPmixAddress(launch, deadline, &r.server);
-    Secret secret = secretFromHex(info.secretHex, "PMIx rendezvous secret");
-    SockAddr addr = SockAddr::parse(info.addr, "PMIx rendezvous address");
-    TUTTI_INFO(kBootstrap, "launch from pmix: rank " << info.rank << " of " << info.nranks
-                                                     << ", rank 0's store at " << info.addr);
+    Secret secret = secretFromHex(info.secretHex, "launcher rendezvous secret");
+    SockAddr addr = SockAddr::parse(info.addr, "launcher rendezvous address");
+    TUTTI_INFO(kBootstrap, "launch from " << info.source << ": rank " << info.rank << " of "
+                                          << info.nranks << ", rank 0's store at " << info.addr);
     r.store = std::make_shared<TcpStore>(addr, secret, deadline);
     return r;
   }

@@ -8,6 +8,14 @@ Cases (exit 0 pass, 1 fail, 77 skipped with the reason printed):
                   nccl-tests table with every #wrong 0 (tests/perf/check_perf_run.py)
   mpirun-killed   mpirun --enable-recovery -np N launch_check --die-rank 2: every other rank
                   fails its all-reduce with an error naming rank 2, within the timeout
+  mpich-perf      MPICH's Hydra (mpiexec.hydra -n N all_reduce_perf -c 1): the rendezvous
+                  through the PMI-1 key-value space (PMI_FD), the table with every #wrong 0
+  mpich-killed    mpiexec.hydra -disable-auto-cleanup -n N launch_check --die-rank 2
+                  --die-by-exit: as mpirun-killed (rank 2 ends with _exit: Hydra 4.0 ends the
+                  whole job, -disable-auto-cleanup or not, when a process dies of a signal)
+Open MPI's mpirun is /usr/bin/mpirun.openmpi and MPICH's mpiexec /usr/bin/mpiexec.hydra where
+Debian installs them (both can be installed; /usr/bin/mpirun is whichever the alternatives
+system picked), else mpirun / mpiexec.mpich on PATH.
   srun-perf       srun -n N --mpi=pmix all_reduce_perf -c 1 (run under tools/slurm-local.sh)
   srun-env        srun -n N --mpi=none launch_check: no PMIx, the address from the Slurm
                   variables (first host of the step's node list, the port from the job ids)
@@ -36,7 +44,8 @@ TIMEOUT_S = 20  # TUTTI_TIMEOUT given to the ranks that must notice the dead one
 def clean_env():
     """The environment without anything that would tell tutti where to meet."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("TUTTI_", "MASTER_", "OMPI_", "PMIX_", "SLURM_JOB", "SLURM_STEP",
+           if not k.startswith(("TUTTI_", "MASTER_", "OMPI_", "PMIX_", "PMI_", "MPI_LOCAL",
+                                "HYDRA_", "SLURM_JOB", "SLURM_STEP",
                                 "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "RANK",
                                 "WORLD_SIZE", "LOCAL_RANK"))}
     if "SLURM_CONF" in os.environ:
@@ -58,13 +67,18 @@ def pmix_built(build):
 
 
 def mpirun_cmd(np):
-    mpirun = shutil.which("mpirun")
+    mpirun = shutil.which("mpirun.openmpi") or shutil.which("mpirun")
     if not mpirun:
         return None
     cmd = [mpirun]
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
     return cmd + ["--oversubscribe", "-np", str(np)]
+
+
+def mpich_cmd(np):
+    hydra = shutil.which("mpiexec.hydra") or shutil.which("mpiexec.mpich")
+    return [hydra, "-n", str(np)] if hydra else None
 
 
 def run(cmd, env, timeout=120):
@@ -142,8 +156,9 @@ def wait_job(job, env, timeout):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["mpirun-perf", "mpirun-killed", "srun-perf", "srun-env",
-                                     "srun-killed", "sbatch"])
+    ap.add_argument("case", choices=["mpirun-perf", "mpirun-killed", "mpich-perf",
+                                     "mpich-killed", "srun-perf", "srun-env", "srun-killed",
+                                     "sbatch"])
     ap.add_argument("--build", required=True)
     ap.add_argument("--np", type=int, default=4)
     a = ap.parse_args()
@@ -163,6 +178,18 @@ def main():
         # --enable-recovery the other ranks live to report tutti's error.
         p, secs = run(launch[:1] + ["--enable-recovery"] + launch[1:] +
                       [app, "--die-rank", str(DIE_RANK)], killed_env())
+        return check_killed(p.stdout, secs, np)
+
+    if a.case.startswith("mpich"):
+        launch = mpich_cmd(np)
+        if launch is None:
+            return skip("MPICH's mpiexec.hydra is not installed (apt-get install mpich)")
+        if a.case == "mpich-perf":
+            return perf(launch + [perf_bin], clean_env())
+        # Hydra ends the whole job when a rank exits non-zero unless told not to clean up, and
+        # when one dies of a signal in any case: the rank leaves with _exit, no cleanup.
+        p, secs = run(launch[:1] + ["-disable-auto-cleanup"] + launch[1:] +
+                      [app, "--die-rank", str(DIE_RANK), "--die-by-exit"], killed_env())
         return check_killed(p.stdout, secs, np)
 
     if not os.environ.get("SLURM_CONF"):
