@@ -62,6 +62,30 @@ inline tuttiUniqueId uniqueId() {
   return id;
 }
 
+// tuttiGetVersion: major * 10000 + minor * 100 + patch.
+inline int version() {
+  int v = 0;
+  check(tuttiGetVersion(&v));
+  return v;
+}
+
+// tuttiAlgorithms: the algorithm names of a collective ("allreduce", ...); throws Error
+// (tuttiInvalidArgument) for an unknown collective.
+inline std::vector<std::string> algorithms(const std::string& collective) {
+  const char* list = tuttiAlgorithms(collective.c_str());
+  if (list == nullptr)
+    throw Error(tuttiInvalidArgument, "tuttiAlgorithms: unknown collective '" + collective + "'");
+  std::vector<std::string> names;
+  std::string all(list);
+  for (size_t start = 0; start <= all.size();) {
+    size_t comma = all.find(',', start);
+    if (comma == std::string::npos) comma = all.size();
+    if (comma > start) names.push_back(all.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return names;
+}
+
 class Graph;
 
 class Comm {
@@ -135,6 +159,24 @@ class Comm {
     return c;
   }
   void abort() const { check(tuttiCommAbort(comm_), comm_); }
+  // tuttiCommAgreeFailedRanks: the failed ranks every live rank agrees on, ascending.
+  std::vector<int> agreeFailedRanks() const {
+    std::vector<int> failed(static_cast<size_t>(size()));
+    int count = 0;
+    check(tuttiCommAgreeFailedRanks(comm_, failed.data(), &count), comm_);
+    failed.resize(static_cast<size_t>(count));
+    return failed;
+  }
+  // tuttiCommShrink: a communicator of the ranks not in `exclude` (flags
+  // TUTTI_SHRINK_DEFAULT or TUTTI_SHRINK_ABORT).
+  Comm shrink(std::vector<int> exclude, int flags = TUTTI_SHRINK_DEFAULT,
+              tuttiConfig_t* config = nullptr) const {
+    Comm c;
+    check(tuttiCommShrink(comm_, exclude.data(), static_cast<int>(exclude.size()), &c.comm_, config,
+                          flags),
+          comm_);
+    return c;
+  }
   // The communicator's asynchronous state: tuttiSuccess, tuttiInProgress, or its first
   // failure (returned, not thrown).
   tuttiResult_t asyncError() const {

@@ -1,5 +1,6 @@
 #include "process_group.h"
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <numeric>
@@ -15,9 +16,18 @@ namespace {
 
 using c10d::OpType;
 
+// TUTTI_TORCH_INLINE_BYTES (docs/env.md): a non-negative integer, else the process group is
+// refused naming the value.
 size_t inlineBytesFromEnv() {
   const char* v = std::getenv("TUTTI_TORCH_INLINE_BYTES");
-  return v ? std::strtoull(v, nullptr, 10) : size_t{64} << 10;
+  if (v == nullptr || *v == '\0') return size_t{64} << 10;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (*end != '\0' || errno != 0 || std::string(v).find('-') != std::string::npos)
+    throw std::invalid_argument(std::string("tutti: TUTTI_TORCH_INLINE_BYTES='") + v +
+                                "' is not a non-negative integer (bytes)");
+  return static_cast<size_t>(n);
 }
 
 size_t bytesOf(const at::Tensor& t) { return t.numel() * t.element_size(); }

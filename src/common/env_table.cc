@@ -20,9 +20,6 @@ constexpr Var kVars[] = {
     {"TUTTI_DEBUG_FILE", Type::kString, "", "INIT",
      "Write log lines to this file instead of stderr; %h expands to the host name, %p to "
      "the pid."},
-    {"TUTTI_TEST_DIE_AT", Type::kString, "", "INIT",
-     "Test only: PHASE:RANK makes that rank kill itself (SIGKILL) when it reaches the phase: "
-     "window (shared window setup) or connect (connection setup)."},
     // ---- bootstrap / launch ----
     {"TUTTI_TIMEOUT", Type::kDouble, "60", "BOOTSTRAP",
      "Seconds any wait (rendezvous, connection, transfer without progress) may last before "
@@ -171,8 +168,16 @@ constexpr Var kVars[] = {
     // ---- compression ----
     {"TUTTI_COMPRESS", Type::kString, "", "COMPRESS",
      "Default compressor for tuttiAllReduceCompressed: none, topk:RATIO, qsgd:S."},
-    // ---- test only ----
-    {"TUTTI_TEST_CORRUPT", Type::kBool, "0", "PERF",
+    // ---- the torch backend (python/csrc, read when a process group is created) ----
+    {"TUTTI_TORCH_INLINE_BYTES", Type::kInt, "65536", "TORCH",
+     "The torch backend runs an operation of at most this many bytes on the caller's thread "
+     "when its worker is idle and nothing is queued (docs/pytorch.md); 0: every operation "
+     "goes through the worker. Not a non-negative integer: the process group is refused."},
+    // ---- test only: for tutti's own tests, not for users ----
+    {"TUTTI_TEST_DIE_AT", Type::kString, "", "TEST ONLY (not for users)",
+     "Test only: PHASE:RANK makes that rank kill itself (SIGKILL) when it reaches the phase: "
+     "window (shared window setup) or connect (connection setup)."},
+    {"TUTTI_TEST_CORRUPT", Type::kBool, "0", "TEST ONLY (not for users)",
      "Test only: perf tests corrupt one result element on purpose (checks #wrong)."},
 };
 }  // namespace

@@ -1,9 +1,11 @@
 // The C++ wrapper (include/tutti/tutti.hpp) over the whole C API, on 3 forked ranks: every
 // collective through spans and pointers, send/recv in a Group, split, a neighbour graph, the
-// compressed all-reduce, introspection, and errors thrown as tutti::Error with the C code and
+// compressed all-reduce, introspection, version and algorithm lists, agreement and shrink, and
+// errors thrown as tutti::Error with the C code and
 // text. Inputs differ per rank, element and call; expected values are computed here.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <string>
@@ -174,6 +176,33 @@ void collectives(int rank, const tuttiUniqueId& id) {
 TEST(TuttiHpp, EveryCallOfTheCApiThroughTheWrapper) {
   tuttiUniqueId id = makeId();
   auto r = runRanks(kRanks, [&](int rank) { collectives(rank, id); });
+  EXPECT_RANKS_OK(r);
+}
+
+// The library-level calls and recovery through the wrapper: version, the algorithm lists,
+// agreement on (no) failed ranks, and a shrink that excludes nobody, then a call on it.
+TEST(TuttiHpp, VersionAlgorithmsAgreeAndShrink) {
+  EXPECT_EQ(tutti::version(), TUTTI_VERSION_CODE);
+  const std::vector<std::string> ring = tutti::algorithms("allreduce");
+  EXPECT_NE(std::find(ring.begin(), ring.end(), "ring"), ring.end());
+  EXPECT_EQ(std::string(tuttiAlgorithms("allreduce")).find(",,"), std::string::npos);
+  try {
+    tutti::algorithms("allsorts");
+    ADD_FAILURE() << "an unknown collective did not throw";
+  } catch (const tutti::Error& e) {
+    EXPECT_EQ(e.code(), tuttiInvalidArgument);
+  }
+  tuttiUniqueId id = makeId();
+  auto r = runRanks(kRanks, [&](int rank) {
+    tutti::Comm comm = tutti::Comm::fromUniqueId(kRanks, id, rank);
+    EXPECT_TRUE(comm.agreeFailedRanks().empty());
+    tutti::Comm same = comm.shrink({});
+    ASSERT_EQ(same.size(), kRanks);
+    std::vector<int64_t> x = inputs(77, rank, 5);
+    same.allReduce(std::span<int64_t>(x), tuttiSum);
+    for (size_t i = 0; i < x.size(); ++i)
+      ASSERT_EQ(x[i], value(77, 0, i) + value(77, 1, i) + value(77, 2, i)) << i;
+  });
   EXPECT_RANKS_OK(r);
 }
 
