@@ -30,19 +30,25 @@ function(tutti_expose_files target alias)
   endif()
 endfunction()
 
-# tutti_add_test(NAME name SOURCES ... LIBS ... LABELS ... [TIMEOUT s])
+# tutti_add_test(NAME name SOURCES ... LIBS ... LABELS ... [TIMEOUT s] [PROCESSORS n])
 # The binary's main() is tests/harness/skip_main.cc: a run whose tests all skipped exits 77,
 # which ctest shows as "Skipped" (SKIP_RETURN_CODE) with the GTEST_SKIP reasons in its output.
 function(tutti_add_test)
-  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "" "NAME;TIMEOUT;PROCESSORS" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} tutti_gtest_main GTest::gtest Threads::Threads)
   add_test(NAME ${T_NAME} COMMAND ${T_NAME})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
+  if(NOT T_PROCESSORS)
+    set(T_PROCESSORS 1)
+  endif()
+  # PROCESSORS: the most ranks (processes or threads) the test runs at once; the fork harness
+  # fails a test that runs more (TUTTI_TEST_PROCESSORS).
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
-                       SKIP_RETURN_CODE 77)
+                       SKIP_RETURN_CODE 77 PROCESSORS ${T_PROCESSORS})
+  set_property(TEST ${T_NAME} APPEND PROPERTY ENVIRONMENT "TUTTI_TEST_PROCESSORS=${T_PROCESSORS}")
 endfunction()
 
 # Gives every test of the calling directory TUTTI_TEST_ENVIRONMENT (cmake/TuttiOptions.cmake),

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <sstream>
@@ -80,6 +81,12 @@ std::string RanksResult::describe() const {
 }
 
 RanksResult runRanks(int nranks, std::function<void(int rank)> body, double timeoutSec) {
+  // ctest's PROCESSORS (tutti_add_test passes it as TUTTI_TEST_PROCESSORS): a test that runs
+  // more ranks than it declares would overload the machine beside other tests.
+  if (const char* declared = std::getenv("TUTTI_TEST_PROCESSORS");
+      declared != nullptr && nranks > std::atoi(declared))
+    ADD_FAILURE() << "runs " << nranks << " ranks but declares PROCESSORS " << declared
+                  << " (tutti_add_test ... PROCESSORS " << nranks << ")";
   using Clock = std::chrono::steady_clock;
   RanksResult result;
   result.ranks.resize(nranks);

@@ -1,5 +1,8 @@
 #include "harness/threads_harness.h"
 
+#include <gtest/gtest.h>
+
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -8,6 +11,11 @@
 namespace tutti::test {
 
 void runThreads(int nranks, std::function<void(int rank)> body) {
+  // ctest's PROCESSORS, as runRanks checks it (fork_harness.cc).
+  if (const char* declared = std::getenv("TUTTI_TEST_PROCESSORS");
+      declared != nullptr && nranks > std::atoi(declared))
+    ADD_FAILURE() << "runs " << nranks << " rank threads but declares PROCESSORS " << declared
+                  << " (tutti_add_test ... PROCESSORS " << nranks << ")";
   std::mutex mu;
   std::exception_ptr first;
   std::vector<std::thread> threads;

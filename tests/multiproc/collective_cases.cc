@@ -238,7 +238,34 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n, bool* notA
   return verifiable::firstMismatch(prep.spec, resultAt, prep.expected.data(), checkElems);
 }
 
-std::vector<Case> buildCases(int n, bool full) {
+namespace {
+
+// The element types of each width, and the one of them the core matrix runs at the large count
+// at n ranks: rotated with n, so that the rank counts together cover every type.
+tuttiDataType_t rotatedType(size_t width, int n) {
+  static const std::vector<tuttiDataType_t> byWidth[] = {{tuttiInt8, tuttiUint8},
+                                                         {tuttiFloat16, tuttiBfloat16},
+                                                         {tuttiFloat32, tuttiInt32, tuttiUint32},
+                                                         {tuttiFloat64, tuttiInt64, tuttiUint64}};
+  const size_t w = width == 1 ? 0 : width == 2 ? 1 : width == 4 ? 2 : 3;
+  const auto& types = byWidth[w];
+  return types[static_cast<size_t>(n + static_cast<int>(w)) % types.size()];
+}
+
+// Whether the core matrix runs (dtype, op, in-place) at the large count at n ranks: float32 sum
+// in and out of place always (what users run most); else per element width the rotated type
+// with the op rotated the same way, in place or not by the rank count's parity.
+bool coreLargeCase(const CollDesc& cd, tuttiDataType_t t, tuttiRedOp_t op, bool inPlace, int n) {
+  if (t == tuttiFloat32 && op == tuttiSum) return true;
+  const size_t width = verifiable::elementSize(t);
+  if (t != rotatedType(width, n)) return false;
+  if (cd.hasOp && op != kAllOps[static_cast<size_t>(n) % std::size(kAllOps)]) return false;
+  return inPlace == ((n + static_cast<int>(width)) % 2 == 1);
+}
+
+}  // namespace
+
+std::vector<Case> buildCases(int n, Matrix matrix) {
   std::vector<Case> cases;
   const size_t big = (1u << 20) + 3;
   // TUTTI_TEST_ONLY_ALGO=direct restricts the matrix to one algorithm name (used to rerun
@@ -250,24 +277,12 @@ std::vector<Case> buildCases(int n, bool full) {
       for (tuttiRedOp_t op : kAllOps) {
         if (!cd.hasOp && op != tuttiSum) continue;
         for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}, big}) {
-          bool bigCase = count == big;
-          if (bigCase) {
-            // The slice: large counts for float32 sum and int32 max only.
-            if (!full &&
-                !((t == tuttiFloat32 && op == tuttiSum) || (t == tuttiInt32 && op == tuttiMax)))
-              continue;
-            if (cd.coll == C::kAllGather || cd.coll == C::kAllToAll ||
-                cd.coll == C::kReduceScatter) {
-              if (n > 4 && !full) continue;
-            }
-          }
-          if (!full && count == 1023 && t != tuttiFloat32 && t != tuttiFloat16 && t != tuttiInt8)
-            continue;
           std::vector<int> roots = {0};
           if ((cd.coll == C::kBroadcast || cd.coll == C::kReduce) && n > 1) roots.push_back(n - 1);
           for (int root : roots) {
             for (bool inPlace : {false, true}) {
-              if (cd.coll == C::kAllToAll && inPlace) continue;
+              if (count == big && matrix == Matrix::kCore && !coreLargeCase(cd, t, op, inPlace, n))
+                continue;
               for (const char* algo : cd.algos) {
                 if (only && std::string(only) != algo) continue;
                 cases.push_back({&cd, algo, t, op, count, inPlace, root});

@@ -1,7 +1,8 @@
 // Correctness of every collective x algorithm x dtype x op x count x in-place over real
 // processes (shm within the host), against a float64 / exact-integer reference.
-// The "Slice" suites (label multiproc) cover every dtype and op at small counts plus large
-// counts for a few; the "Full" suites (label matrix) run the whole matrix.
+// The "Core" suites (label multiproc, the default run) run every dtype and op at the small
+// counts and a rotated few at the large count (collective_cases.h); the "Full" suites (label
+// matrix) run the whole product.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -13,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "interfaces/algorithm.h"
 #include "collective_cases.h"
 #include "comm_test_util.h"
 #include "common/dtype.h"
 #include "common/env.h"
 #include "harness/fork_harness.h"
+#include "interfaces/algorithm.h"
 #include "tutti/tutti.h"
 
 namespace tutti::test {
@@ -42,9 +43,10 @@ bool registryApplies(const Case& c, int n) {
   return info->applicable(a);
 }
 
-void runMatrix(int n, bool full) {
+void runMatrix(int n, Matrix matrix) {
+  const bool full = matrix == Matrix::kFull;
   tuttiUniqueId id = makeId();
-  auto cases = buildCases(n, full);
+  auto cases = buildCases(n, matrix);
   auto result = runRanks(
       n,
       [&](int rank) {
@@ -79,21 +81,21 @@ void runMatrix(int n, bool full) {
   EXPECT_TRUE(result.allOk()) << result.describe();
 }
 
-class Slice : public ::testing::TestWithParam<int> {};
-TEST_P(Slice, EveryCollectiveAlgorithmDtypeOp) { runMatrix(GetParam(), false); }
-INSTANTIATE_TEST_SUITE_P(Ranks, Slice, ::testing::Values(1, 2, 3, 4, 5, 7, 8));
+class Core : public ::testing::TestWithParam<int> {};
+TEST_P(Core, EveryCollectiveAlgorithmDtypeOp) { runMatrix(GetParam(), Matrix::kCore); }
+INSTANTIATE_TEST_SUITE_P(Ranks, Core, ::testing::Values(1, 2, 3, 4, 5, 7, 8));
 
 class Full : public ::testing::TestWithParam<int> {};
 TEST_P(Full, EveryCollectiveAlgorithmDtypeOpCount) {
   if (getenv("TUTTI_TEST_FULL_MATRIX") == nullptr)
     GTEST_SKIP() << "set TUTTI_TEST_FULL_MATRIX=1 (ctest -L matrix does) for the full matrix";
-  runMatrix(GetParam(), true);
+  runMatrix(GetParam(), Matrix::kFull);
 }
 INSTANTIATE_TEST_SUITE_P(Ranks, Full, ::testing::Values(1, 2, 3, 4, 5, 7, 8));
 
 // The algorithms that do not apply at a rank count on one host (the registry's applicability
 // with a shared window from 2 ranks on): one skipped test each, so that ctest shows them as
-// skipped with the reason (collectives_not_applicable_npN_test). Slice and Full check that the
+// skipped with the reason (collectives_not_applicable_npN_test). Core and Full check that the
 // library refuses exactly those cases.
 struct Inapplicable {
   int n;
@@ -119,7 +121,7 @@ TEST_P(NotApplicable, RefusedAsTheRegistrySays) {
   const Inapplicable& p = GetParam();
   GTEST_SKIP() << algo::collName(p.info->coll) << ":" << p.info->name << " does not apply at "
                << p.n << " rank(s) on one host (" << p.info->description
-               << "); the Slice and Full runs check that the library refuses every such case";
+               << "); the Core and Full runs check that the library refuses every such case";
 }
 INSTANTIATE_TEST_SUITE_P(Registry, NotApplicable, ::testing::ValuesIn(inapplicable()),
                          [](const ::testing::TestParamInfo<Inapplicable>& i) {

@@ -37,34 +37,25 @@ namespace {
 
 using mutation::FaultInfo;
 
-// The matrix cases of the collectives a fault touches: every algorithm (and the automatic
-// choice), counts 1, 7, 1023, in and out of place, roots 0 and n-1; float32, int32 and
-// bfloat16 with sum and max, or (deterministic mode) float32 and float64 rank-order sums.
+// The cases of the core matrix (buildCases(n, Matrix::kCore), the default run's) that a fault
+// touches: its collectives with every algorithm (and the automatic choice), counts 1, 7 and
+// 1023, in and out of place, roots 0 and n-1; float32, int32 and bfloat16 with sum and max,
+// or (deterministic mode) float32 and float64 with rank-order sums.
 std::vector<Case> casesFor(const FaultInfo& f, int n) {
+  const std::vector<tuttiDataType_t> types =
+      f.deterministic ? std::vector{tuttiFloat32, tuttiFloat64}
+                      : std::vector{tuttiFloat32, tuttiInt32, tuttiBfloat16};
+  auto has = [](const auto& list, auto x) {
+    return std::find(list.begin(), list.end(), x) != list.end();
+  };
   std::vector<Case> cases;
-  for (const CollDesc& cd : colls()) {
+  for (Case c : buildCases(n, Matrix::kCore)) {
     bool wanted = false;
-    for (algo::Coll c : f.colls) wanted |= std::string(algo::collName(c)) == cd.name;
-    if (!wanted) continue;
-    std::vector<tuttiDataType_t> types = f.deterministic
-                                             ? std::vector{tuttiFloat32, tuttiFloat64}
-                                             : std::vector{tuttiFloat32, tuttiInt32, tuttiBfloat16};
-    std::vector<tuttiRedOp_t> ops = {tuttiSum};
-    if (cd.hasOp && !f.deterministic) ops.push_back(tuttiMax);
-    std::vector<int> roots = {0};
-    if ((cd.coll == C::kBroadcast || cd.coll == C::kReduce) && n > 1) roots.push_back(n - 1);
-    for (tuttiDataType_t t : types)
-      for (tuttiRedOp_t op : ops)
-        for (size_t count : {size_t{1}, size_t{7}, size_t{1023}})
-          for (int root : roots)
-            for (bool inPlace : {false, true}) {
-              if (cd.coll == C::kAllToAll && inPlace) continue;
-              for (const char* algo : cd.algos) {
-                Case c{&cd, algo, t, op, count, inPlace, root};
-                c.inOrder = f.deterministic;
-                cases.push_back(c);
-              }
-            }
+    for (algo::Coll coll : f.colls) wanted |= coll == c.coll->algoColl;
+    if (!wanted || c.count == 0 || c.count > 1023 || !has(types, c.dtype)) continue;
+    if (c.op != tuttiSum && (f.deterministic || !c.coll->hasOp || c.op != tuttiMax)) continue;
+    c.inOrder = f.deterministic;
+    cases.push_back(c);
   }
   return cases;
 }

@@ -1,6 +1,7 @@
 """One rank of the torch 2.x tests on DeviceMesh: FSDP2 and DTensor over a backend.
-argv: backend ("tutti" or "gloo"), mode ("fsdp" or "dtensor"), output path (rank 0 saves
-what the test compares: the parameters after training, or the DTensor results).
+argv: backend ("tutti" or "gloo"), modes ("fsdp", "dtensor" or both as "fsdp,dtensor": run one
+after the other in one process group), output path prefix (rank 0 saves what the test
+compares to <prefix>.<mode>: the parameters after training, or the DTensor results).
 Environment: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT."""
 import sys
 import warnings
@@ -14,7 +15,7 @@ import tutti.torch  # noqa: F401  registers the backend
 warnings.filterwarnings("ignore", category=FutureWarning)
 warnings.filterwarnings("ignore", category=UserWarning)
 
-backend, mode, path = sys.argv[1], sys.argv[2], sys.argv[3]
+backend, modes, prefix = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
 dist.init_process_group(backend)
 rank, n = dist.get_rank(), dist.get_world_size()
 torch.manual_seed(0)
@@ -34,7 +35,7 @@ def batch(step):
     return x, y
 
 
-if mode == "fsdp":
+def run_fsdp(path):
     from torch.distributed.fsdp import fully_shard
     mesh = init_device_mesh("cpu", (n,))
     model = mlp()
@@ -52,7 +53,9 @@ if mode == "fsdp":
     full = torch.cat([p.full_tensor().reshape(-1) for p in model.parameters()])
     if rank == 0:
         torch.save(full, path)
-elif mode == "dtensor":
+
+
+def run_dtensor(path):
     from torch.distributed.tensor import Replicate, Shard, distribute_tensor
     from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
                                                    parallelize_module)
@@ -88,6 +91,10 @@ elif mode == "dtensor":
         print(f"rank {rank}: tp {ok_tp} local {local_ok} replicate {ok_rep} back {ok_back}",
               file=sys.stderr)
         sys.exit(1)
+
+
+for mode in modes:
+    {"fsdp": run_fsdp, "dtensor": run_dtensor}[mode](prefix + "." + mode)
 dist.barrier()
 dist.destroy_process_group()
-print(f"rank {rank}: {mode} done on {backend}")
+print(f"rank {rank}: {','.join(modes)} done on {backend}")

@@ -9,22 +9,16 @@ import torch
 from launch import describe, run_ranks
 
 
-def test_fsdp2_matches_gloo():
+def test_fsdp2_matches_gloo_and_dtensor_on_a_2x2_mesh():
+    """One launch on gloo (FSDP2), one on tutti (FSDP2, then DTensor in the same group)."""
     with tempfile.TemporaryDirectory() as d:
-        params = {}
-        for backend in ("gloo", "tutti"):
-            path = os.path.join(d, backend + ".pt")
-            results = run_ranks(4, "mesh_worker.py", [backend, "fsdp", path], timeout=300)
+        prefix = {b: os.path.join(d, b) for b in ("gloo", "tutti")}
+        for backend, modes in (("gloo", "fsdp"), ("tutti", "fsdp,dtensor")):
+            results = run_ranks(4, "mesh_worker.py", [backend, modes, prefix[backend]],
+                                timeout=300)
             assert all(rc == 0 for rc, _, _ in results), describe(results)
-            params[backend] = torch.load(path)
-        assert params["tutti"].numel() == params["gloo"].numel() > 0
-        diff = (params["gloo"] - params["tutti"]).abs().max().item()
+        gloo, tutti = (torch.load(prefix[b] + ".fsdp") for b in ("gloo", "tutti"))
+        assert tutti.numel() == gloo.numel() > 0
+        diff = (gloo - tutti).abs().max().item()
         assert diff < 1e-10, f"FSDP2 on tutti and on gloo differ by {diff}"
-
-
-def test_dtensor_on_a_2x2_mesh():
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "flags.pt")
-        results = run_ranks(4, "mesh_worker.py", ["tutti", "dtensor", path], timeout=300)
-        assert all(rc == 0 for rc, _, _ in results), describe(results)
-        assert torch.load(path).tolist() == [1, 1, 1, 1]
+        assert torch.load(prefix["tutti"] + ".dtensor").tolist() == [1, 1, 1, 1]
