@@ -151,7 +151,9 @@ constexpr Var kVars[] = {
      "TUTTI_TOPO_DEVICE). A file that does not load is tuttiInvalidArgument at init."},
     {"TUTTI_TOPO_DUMP_FILE", Type::kString, "", "TOPO",
      "Write the detected topology to this file: hwloc XML when probed with hwloc, tutti "
-     "JSON when loaded from a file or when the name ends in .json."},
+     "JSON when loaded from a file or when the name ends in .json. %h expands to the host "
+     "name, %p to the pid (one file per process); without them the ranks of a host write the "
+     "same path, each replacing it whole (written aside, then renamed)."},
     {"TUTTI_TOPO_DEVICE", Type::kString, "", "TOPO",
      "The device of the topology this rank stands for: gpu:N, numa:N, N (a GPU when the "
      "topology has GPUs, else a NUMA node), a GPU's PCI bus id, or local (the launcher's "

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <string_view>
 
@@ -145,8 +147,14 @@ void configureLocked() {
     if (c.out != stderr) fclose(c.out);
     c.out = stderr;
     if (!file.empty()) {
-      FILE* f = fopen(expandPath(file, c.host).c_str(), "a");
-      if (f != nullptr) c.out = f;
+      const std::string path = expandPath(file, c.host);
+      FILE* f = fopen(path.c_str(), "a");
+      if (f != nullptr) {
+        c.out = f;
+      } else {
+        problems += "TUTTI_DEBUG_FILE=" + file + ": cannot open " + path + " (" +
+                    std::strerror(errno) + "); logging to stderr\n";
+      }
     }
   } catch (...) {
   }

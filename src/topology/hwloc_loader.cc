@@ -1,5 +1,6 @@
 // hwloc loaders: live discovery and XML v1/v2 import, both through libhwloc, into the model.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -371,7 +372,12 @@ Topology probeHwloc(const std::string& dumpPath) {
   if (hwloc_topology_load(h.t) != 0) throwSystemError("hwloc_topology_load (live discovery)");
   keepPciaccessLoaded();
   if (!dumpPath.empty()) {
-    if (hwloc_topology_export_xml(h.t, dumpPath.c_str(), 0) != 0) {
+    // Written next to the target and renamed over it: ranks of one host that share the path
+    // replace a complete file, never write into each other's.
+    const std::string tmp = dumpPath + ".tmp." + std::to_string(::getpid());
+    if (hwloc_topology_export_xml(h.t, tmp.c_str(), 0) != 0 ||
+        std::rename(tmp.c_str(), dumpPath.c_str()) != 0) {
+      std::remove(tmp.c_str());
       throwSystemError("hwloc_topology_export_xml to " + dumpPath + " (TUTTI_TOPO_DUMP_FILE)");
     }
     TUTTI_INFO(kTopo, "topology written to " << dumpPath << " (hwloc XML)");

@@ -1,5 +1,8 @@
 #include "topology/load.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -95,9 +98,36 @@ Topology probeTopology(const std::string& hwlocDumpPath) {
 #endif
 }
 
+namespace {
+
+// TUTTI_TOPO_DUMP_FILE with %h (host name) and %p (pid) expanded, %% a percent sign.
+std::string dumpPathFromEnv() {
+  const std::string pattern = env::getString("TUTTI_TOPO_DUMP_FILE");
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%' || i + 1 == pattern.size()) {
+      out += pattern[i];
+      continue;
+    }
+    const char c = pattern[++i];
+    if (c == 'h') {
+      char host[256] = {0};
+      ::gethostname(host, sizeof(host) - 1);
+      out += host;
+    } else if (c == 'p') {
+      out += std::to_string(::getpid());
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Topology discoverTopology() {
   std::string file = env::getString("TUTTI_TOPO_FILE");
-  std::string dump = env::getString("TUTTI_TOPO_DUMP_FILE");
+  std::string dump = dumpPathFromEnv();
   Topology t;
   bool dumped = false;
   if (!file.empty()) {
@@ -118,11 +148,17 @@ Topology discoverTopology() {
 }
 
 void dumpTopologyJson(const Topology& topo, const std::string& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  // Written next to the target and renamed over it (see probeHwloc).
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   if (!out) throwSystemError("cannot open " + path + " for writing (TUTTI_TOPO_DUMP_FILE)");
   out << topologyJson(topo);
   out.flush();
-  if (!out) throwSystemError("cannot write " + path + " (TUTTI_TOPO_DUMP_FILE)");
+  out.close();
+  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throwSystemError("cannot write " + path + " (TUTTI_TOPO_DUMP_FILE)");
+  }
 }
 
 }  // namespace tutti::topo

@@ -70,6 +70,51 @@ TEST(LogSubsys, DocumentationListsTheSubsystems) {
         << "docs/logging.md does not say what " << s << " prints";
 }
 
+// An unwritable TUTTI_DEBUG_FILE is said on stderr (the log goes there instead), not ignored.
+TEST(LogFile, UnwritableDebugFileIsReported) {
+  int rc = 0;
+  std::string out = run(std::string(TUTTIRUN_PATH) +
+                            " -np 2 --timeout 120 -x TUTTI_DEBUG=WARN"
+                            " -x TUTTI_DEBUG_FILE=/nonexistent-dir/tutti-%p.log " +
+                            LOG_SUBSYS_JOB_PATH,
+                        &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("TUTTI_DEBUG_FILE=/nonexistent-dir/tutti-%p.log: cannot open "
+                     "/nonexistent-dir/tutti-"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("No such file or directory); logging to stderr"), std::string::npos) << out;
+}
+
+// TUTTI_TOPO_DUMP_FILE: %p gives one file per process; a shared path holds one complete
+// topology however many ranks of the host write it.
+TEST(TopoDump, PerProcessPlaceholderAndSharedPath) {
+  tutti::test::TempDir dir("tutti-topo-dump");
+  int rc = 0;
+  const std::string topo = std::string(" -x TUTTI_TOPO_FILE=") + TUTTI_SOURCE_DIR +
+                           "/tests/data/topologies/hwloc2_pascal_2xP100-pcie_cx5.xml ";
+  std::string out =
+      run(std::string(TUTTIRUN_PATH) + " -np 2 --timeout 120" + topo +
+              "-x TUTTI_TOPO_DUMP_FILE=" + dir.file("topo-%p.json") + " " + LOG_SUBSYS_JOB_PATH,
+          &rc);
+  ASSERT_EQ(rc, 0) << out;
+  std::string listing = run("ls " + dir.path(), &rc);
+  int files = 0;
+  std::istringstream names(listing);
+  for (std::string name; std::getline(names, name);) {
+    ++files;
+    EXPECT_EQ(name.rfind("topo-", 0), 0u) << name;
+    EXPECT_NE(readFile(dir.path() + "/" + name).find("\"packages\""), std::string::npos) << name;
+  }
+  EXPECT_EQ(files, 2) << listing;
+  out = run(std::string(TUTTIRUN_PATH) + " -np 2 --timeout 120" + topo +
+                "-x TUTTI_TOPO_DUMP_FILE=" + dir.file("shared.json") + " " + LOG_SUBSYS_JOB_PATH,
+            &rc);
+  ASSERT_EQ(rc, 0) << out;
+  const std::string shared = readFile(dir.file("shared.json"));
+  EXPECT_EQ(shared, readFile(dir.path() + "/" + listing.substr(0, listing.find('\n'))));
+}
+
 class LogSubsys : public testing::TestWithParam<std::string> {};
 
 TEST_P(LogSubsys, JobLogsThisSubsystemOnly) {
