@@ -41,7 +41,11 @@ const char* kAll[] = {"TUTTI_RANK",
                       "SLURM_JOBID",
                       "SLURM_STEPID",
                       "PMIX_NAMESPACE",
-                      "PMIX_RANK"};
+                      "PMIX_RANK",
+                      "PMI_RANK",
+                      "PMI_SIZE",
+                      "PMI_FD",
+                      "MPI_LOCALRANKID"};
 
 class EnvInit : public ::testing::Test {
  protected:
@@ -132,6 +136,38 @@ TEST_F(EnvInit, OpenMpiWithTuttiAddr) {
   EXPECT_EQ(i.rank, 1);
   EXPECT_EQ(i.localRank, 1);
   EXPECT_EQ(i.addr, "10.0.0.1:5555");
+}
+
+// MPICH's Hydra: rank, size and local rank from PMI_RANK, PMI_SIZE, MPI_LOCALRANKID; with
+// an address set it is used (no PMI exchange); with PMI_FD and no address the address comes
+// through PMI-1 at rendezvous (launch_mpich_perf_test runs that under mpiexec.hydra);
+// without either, the error says what to set.
+TEST_F(EnvInit, Hydra) {
+  set({{"PMI_RANK", "2"},
+       {"PMI_SIZE", "3"},
+       {"MPI_LOCALRANKID", "1"},
+       {"SLURM_PROCID", "0"},
+       {"SLURM_NTASKS", "1"},
+       {"TUTTI_ADDR", "10.0.0.2:7000"}});
+  LaunchInfo i = launchInfoFromEnv();
+  EXPECT_EQ(i.source, "hydra");
+  EXPECT_EQ(i.rank, 2);
+  EXPECT_EQ(i.nranks, 3);
+  EXPECT_EQ(i.localRank, 1);
+  EXPECT_EQ(i.addr, "10.0.0.2:7000");
+  EXPECT_FALSE(i.viaLauncher);
+  ::unsetenv("TUTTI_ADDR");
+  ::unsetenv("SLURM_PROCID");
+  ::unsetenv("SLURM_NTASKS");
+  set({{"PMI_FD", "9"}});
+  i = launchInfoFromEnv();
+  EXPECT_EQ(i.source, "hydra");
+  EXPECT_TRUE(i.viaLauncher);
+  EXPECT_TRUE(i.addr.empty());
+  ::unsetenv("PMI_FD");
+  expectInvalid("hydra launch: no rendezvous address for PMI_RANK=2");
+  set({{"PMI_RANK", "3"}, {"PMI_FD", "9"}});
+  expectInvalid("PMI_RANK=3 is out of range for PMI_SIZE=3");
 }
 
 TEST_F(EnvInit, Slurm) {
