@@ -2,6 +2,8 @@
 // it was made from, the asynchronous-init thread, and the last error.
 #pragma once
 
+#include <unistd.h>
+
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -12,6 +14,7 @@
 #include "call_log.h"
 #include "comm/communicator.h"
 #include "compress/compressed_allreduce.h"
+#include "fork_guard.h"
 #include "tutti/tutti.h"
 
 namespace tutti::api {
@@ -29,6 +32,10 @@ struct tuttiComm {
   tuttiComm(const tuttiComm&) = delete;
   tuttiComm& operator=(const tuttiComm&) = delete;
   const uint64_t serial = tutti::api::registerComm();
+  // The process that made the handle, and its fork count then (fork_guard.h): a forked
+  // child's calls on it are refused.
+  const uint64_t forkGeneration = tutti::api::forkGeneration();
+  const pid_t creatorPid = ::getpid();
   std::unique_ptr<tutti::Communicator> impl;
   std::shared_ptr<tutti::bootstrap::Store> store;
   std::shared_ptr<void> storeServer;  // keeps rank 0's TCP store server alive

@@ -51,6 +51,8 @@ Communicator& ready(tuttiComm_t comm) {
 
 Communicator& initialised(tuttiComm_t comm) {
   TUTTI_CHECK_ARG(comm != nullptr, "comm is NULL");
+  if (std::string why = forkedAway(comm->forkGeneration, comm->creatorPid); !why.empty())
+    fail(tuttiInvalidUsage, why);
   tuttiResult_t async = comm->asyncError.load();
   if (async == tuttiInProgress)
     fail(tuttiInvalidUsage, "communicator is still initialising (poll tuttiCommGetAsyncError)");

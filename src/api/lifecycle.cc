@@ -268,6 +268,11 @@ TUTTI_API tuttiResult_t tuttiCommAbort(tuttiComm_t comm) {
     tutti::api::threadLastError() = "tuttiCommAbort: comm is NULL";
     return tuttiInvalidArgument;
   }
+  if (std::string why = tutti::api::forkedAway(comm->forkGeneration, comm->creatorPid);
+      !why.empty()) {
+    // The parent's communicator: aborting it from here would end the parent's calls.
+    return tutti::api::recordError(comm, "tuttiCommAbort", tuttiInvalidUsage, why);
+  }
   comm->abortRequested = true;
   try {
     std::lock_guard<std::mutex> lock(comm->initMutex);
@@ -280,6 +285,14 @@ TUTTI_API tuttiResult_t tuttiCommAbort(tuttiComm_t comm) {
 
 TUTTI_API tuttiResult_t tuttiCommDestroy(tuttiComm_t comm) {
   if (comm == nullptr) return tuttiSuccess;
+  if (std::string why = tutti::api::forkedAway(comm->forkGeneration, comm->creatorPid);
+      !why.empty()) {
+    // The child's copy is left as it is: releasing it would close connections and mark
+    // shared segments that the parent still uses, or join threads the child does not have.
+    tutti::api::threadLastError() =
+        "tuttiCommDestroy: " + why + " (the child's copy of it is left alone)";
+    return tuttiInvalidUsage;
+  }
   if (comm->initThread.joinable()) comm->initThread.join();
   std::unique_ptr<tuttiComm> owned(comm);
   // After a detected failure the other ranks may never arrive at the leave handshake (a dead

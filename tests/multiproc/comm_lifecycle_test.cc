@@ -5,10 +5,12 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -340,6 +342,54 @@ TEST(CommInit, AbortFromAnotherThreadUnblocksInit) {
     EXPECT_EQ(tuttiCommDestroy(comm), tuttiSuccess);
   });
   EXPECT_TRUE(result.allOk()) << result.describe();
+}
+
+// After fork(), the child holds a copy of the parent's communicator (issue 30, E4): every
+// call there, abort and destroy included, is tuttiInvalidUsage naming both processes, and the
+// parent's communicator goes on (a verified all-reduce on both ranks after the child ended).
+TEST(CommFork, ChildCannotUseTheParentsCommunicator) {
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(2, [&](int rank) {
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 2, id, rank), nullptr);
+    std::vector<double> x(1000);
+    auto fill = [&](int call) {
+      for (size_t i = 0; i < x.size(); ++i) x[i] = rank * 1e6 + call * 1e3 + static_cast<double>(i);
+    };
+    fill(0);
+    TUTTI_ASSERT_OK(
+        tuttiAllReduce(x.data(), x.data(), x.size(), tuttiFloat64, tuttiSum, comm, nullptr), comm);
+    if (rank == 0) {
+      pid_t child = ::fork();
+      if (child == 0) {
+        int bad = 0;
+        std::vector<double> y(1000, 1.0);
+        tuttiResult_t r =
+            tuttiAllReduce(y.data(), y.data(), y.size(), tuttiFloat64, tuttiSum, comm, nullptr);
+        std::string msg = tuttiGetLastError(comm);
+        bad += r != tuttiInvalidUsage;
+        bad += msg.find("is a child made by fork()") == std::string::npos;
+        bad += msg.find("process " + std::to_string(::getppid())) == std::string::npos;
+        bad += tuttiCommAbort(comm) != tuttiInvalidUsage;
+        bad += tuttiCommDestroy(comm) != tuttiInvalidUsage;
+        if (bad) std::fprintf(stderr, "child: %d wrong answers; last: %s\n", bad, msg.c_str());
+        ::_exit(bad == 0 ? 0 : 1);
+      }
+      int status = 0;
+      ASSERT_EQ(::waitpid(child, &status, 0), child);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+    }
+    for (int call = 1; call <= 2; ++call) {
+      fill(call);
+      TUTTI_ASSERT_OK(
+          tuttiAllReduce(x.data(), x.data(), x.size(), tuttiFloat64, tuttiSum, comm, nullptr),
+          comm);
+      for (size_t i = 0; i < x.size(); ++i)
+        ASSERT_EQ(x[i], 1e6 + 2 * (call * 1e3 + static_cast<double>(i))) << i;
+    }
+    TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+  });
+  EXPECT_RANKS_OK(result);
 }
 
 TEST(CommApi, BadArgumentsAreRejectedWithMessages) {
