@@ -74,6 +74,77 @@ def compare_tables(path):
     return "\n".join(out)
 
 
+def medians(csv_path):
+    """{system: {size: (busbw, time_us)}} of the median rows of a compare.py CSV."""
+    out = {}
+    for ln in open(csv_path).read().splitlines()[1:]:
+        f = ln.split(",")
+        if len(f) == 5 and f[1] == "median":
+            out.setdefault(f[0], {})[int(f[2])] = (float(f[3]), float(f[4]))
+    return out
+
+
+def ceiling_shares(txt_path):
+    """{size: tutti % of the memory ceiling} from a compare.py table."""
+    shares = {}
+    mode = None
+    for ln in open(txt_path).read().splitlines():
+        if ln.startswith("# all-reduce"):
+            mode = "bw"
+        elif ln.startswith("# median time"):
+            mode = None
+        toks = ln.split()
+        if mode == "bw" and toks and toks[0].isdigit() and toks[-1].endswith("%"):
+            shares[int(toks[0])] = toks[-1]
+    return shares
+
+
+def span(values, fmt):
+    values = [v for v in values if v is not None]
+    if not values:
+        return "-"
+    lo, hi = min(values), max(values)
+    return fmt % lo if fmt % lo == fmt % hi else (fmt % lo) + "-" + (fmt % hi)
+
+
+def headline(d):
+    """The headline table of docs/performance.md from d/allreduce_np<N>.{csv,txt}: time per
+    call at 8-256 B, tutti/MPI by time at 512 B - 32 KiB, by busbw above, tutti/Gloo over all
+    sizes, tutti's share of the memory ceiling from 16 MiB."""
+    head = ("| ranks | 8 - 256 B (us per call) | 512 B - 32 KiB (tutti/MPI) | 64 KiB - 1 MiB "
+            "| 4 - 256 MiB | tutti / Gloo ring, hd | % of memory ceiling (>= 16 MiB) |")
+    out = [head, "|---|---|---|---|---|---|---|"]
+    for n, txt in by_rank_count(d, "allreduce_np"):
+        csv = txt[:-4] + ".csv"
+        if not os.path.exists(csv):
+            continue
+        m = medians(csv)
+        tutti, mpi = m.get("tutti", {}), m.get("mpi", {})
+        sizes = sorted(tutti)
+
+        def ratio_time(lo, hi):
+            return [mpi[z][1] / tutti[z][1] for z in sizes
+                    if lo <= z <= hi and z in mpi and tutti[z][1] > 0]
+
+        def ratio_bw(other, lo, hi):
+            o = m.get(other, {})
+            return [tutti[z][0] / o[z][0] for z in sizes
+                    if lo <= z <= hi and z in o and o[z][0] > 0]
+
+        small_t = [tutti[z][1] for z in sizes if z <= 256]
+        small_m = [mpi[z][1] for z in sizes if z <= 256 and z in mpi]
+        shares = ceiling_shares(txt)
+        ceil = [float(shares[z][:-1]) for z in sizes if z >= 16 << 20 and z in shares]
+        out.append("| %d | %s vs MPI %s | %sx | %sx | %sx | %s, %s | %s |" % (
+            n, span(small_t, "%.2f"), span(small_m, "%.2f"),
+            span(ratio_time(512, 32 << 10), "%.1f"), span(ratio_bw("mpi", 64 << 10, 1 << 20), "%.1f"),
+            span(ratio_bw("mpi", 4 << 20, 256 << 20), "%.1f"),
+            span(ratio_bw("gloo", 0, 1 << 40), "%.1f") + "x",
+            span(ratio_bw("gloo-hd", 0, 1 << 40), "%.1f") + "x",
+            span(ceil, "%.0f") + "%"))
+    return "\n".join(out)
+
+
 def sweep_table(path):
     text = open(path).read()
     header = None
@@ -120,6 +191,9 @@ def by_rank_count(d, prefix):
 
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "docs/perf"
+    print("### Headline (medians; ratios > 1: tutti faster)\n")
+    print(headline(d))
+    print()
     for n, f in by_rank_count(d, "allreduce_np"):
         print("### All-reduce, %s ranks: tutti vs Open MPI vs Gloo (busbw GB/s)\n" % n)
         print(compare_tables(f))
