@@ -61,4 +61,30 @@ void checkHwlocXml(const xml::Document& doc, std::string_view name) {
   checkObjects(*doc.root, name);
 }
 
+// hwloc's libxml import compares the DOCTYPE's system id without checking that there is one:
+// `<!DOCTYPEo><topology/>` crashed it (strcmp on NULL; found by the hwloc fuzz target). hwloc
+// writes `<!DOCTYPE topology SYSTEM "hwloc.dtd">` (v1) or "hwloc2.dtd" (v2): a DOCTYPE must be
+// one of those.
+void checkHwlocDoctype(std::string_view content, std::string_view name) {
+  const size_t at = content.find("<!DOCTYPE");
+  if (at == std::string_view::npos) return;
+  const size_t end = content.find('>', at);
+  std::string decl(content.substr(at, end == std::string_view::npos ? 80 : end + 1 - at));
+  std::string words;  // the declaration with runs of whitespace as one space
+  for (char c : decl) {
+    const bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r';
+    if (!space)
+      words += c;
+    else if (!words.empty() && words.back() != ' ')
+      words += ' ';
+  }
+  if (words == "<!DOCTYPE topology SYSTEM \"hwloc.dtd\">" ||
+      words == "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">")
+    return;
+  fail(tuttiInvalidArgument, "topology file ", std::string(name), ": the DOCTYPE ",
+       decl.substr(0, 80),
+       " is not hwloc's (<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">, or \"hwloc.dtd\" for v1): "
+       "export the topology with lstopo");
+}
+
 }  // namespace tutti::topo::detail

@@ -76,7 +76,10 @@ Topology loadTopologyBuffer(std::string_view content, std::string_view name) {
   // the format, before hwloc sees them.
   xml::Document doc = xml::parse(content, name);
   FileFormat f = formatOf(*doc.root, name);
-  if (f != FileFormat::kNccl) detail::checkHwlocXml(doc, name);
+  if (f != FileFormat::kNccl) {
+    detail::checkHwlocDoctype(content, name);
+    detail::checkHwlocXml(doc, name);
+  }
   Topology t =
       f == FileFormat::kNccl ? detail::loadNcclXml(doc, name) : detail::loadHwlocXml(content, name);
   TUTTI_INFO(kTopo, "loaded " << name << ": " << t.gpus.size() << " GPUs, " << t.nics.size()

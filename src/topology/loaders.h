@@ -15,6 +15,8 @@ Topology loadNcclXml(const xml::Document& doc, std::string_view name);
 
 // Refuses hwloc XML that libhwloc would crash or leak on (a CPU-side <object> without its
 // four sets), naming the file, the line and the missing attribute.
+// The DOCTYPE of an hwloc file, if any, is the one hwloc writes.
+void checkHwlocDoctype(std::string_view content, std::string_view name);
 void checkHwlocXml(const xml::Document& doc, std::string_view name);
 
 // hwloc XML v1 (no version attribute) or v2 (version="2.x"): hwloc parses `content`.

@@ -112,6 +112,17 @@ TEST(TopologyErrors, UnknownOrAbbreviatedObjectTypeRefused) {
   }
 }
 
+// hwloc's libxml import compared a DOCTYPE's missing system id (strcmp on NULL) and crashed
+// on `<!DOCTYPEo><topology/>` (found by the hwloc fuzz target): only hwloc's own DOCTYPEs pass.
+TEST(TopologyErrors, ForeignDoctypeRefused) {
+  try {
+    topo::loadTopologyBuffer("<!DOCTYPEo><topology/>", "doctype.xml");
+    ADD_FAILURE() << "a foreign DOCTYPE loaded";
+  } catch (const tutti::Error& e) {
+    expectContains(e.what(), "doctype.xml: the DOCTYPE <!DOCTYPEo> is not hwloc's");
+  }
+}
+
 TEST(TopologyErrors, HwlocRefusalIsReported) {
   std::string m = errorOf(fixture("hwloc2_rejected.xml"));
   expectContains(m, "hwloc2_rejected.xml");
