@@ -329,6 +329,12 @@ void Communicator::rethrowCallFailure() {
     if (auto record = failureRecordOf(e.peer())) {
       first = record->first;
       text += "; rank " + std::to_string(e.peer()) + " had failed before: " + record->second;
+    } else if (auto other = anyOtherFailureRecord(e.peer())) {
+      // The peer left no record (a killed rank), but another survivor that saw a failure
+      // did: it names the rank that failed first. Asked before the standby probes, which
+      // take a survivor that already destroyed its communicator for a dead rank.
+      first = other->first;
+      text += "; rank " + std::to_string(other->by) + " had failed before: " + other->text;
     } else if (int dead = firstDeadRankIfAlive(e.peer()); dead >= 0) {
       // No record (the store may have died with its rank), but the peer is alive: it gave up
       // after a failure elsewhere. The rank that is gone is found at its standby address.
@@ -421,6 +427,14 @@ void Communicator::writeTraceFile(const std::string& cause) const {
                      "\n" + traceText();
   std::fwrite(text.data(), 1, text.size(), f);
   std::fclose(f);
+}
+
+std::optional<Communicator::OtherRecord> Communicator::anyOtherFailureRecord(int peer) {
+  for (int r = 0; r < nranks_; ++r) {
+    if (r == rank_ || r == peer) continue;
+    if (auto record = failureRecordOf(r)) return OtherRecord{r, record->first, record->second};
+  }
+  return std::nullopt;
 }
 
 std::optional<std::pair<int, std::string>> Communicator::failureRecordOf(int peer) {

@@ -187,6 +187,14 @@ class Communicator {
   // "fail/<rank>" = "<first failed rank>\n<text>", and closes the connections.
   void failWith(tuttiResult_t code, const std::string& text, int firstFailed);
   std::optional<std::pair<int, std::string>> failureRecordOf(int peer);
+  // The first failure record of a rank other than this one and `peer`: who wrote it, the
+  // rank it holds responsible and its text.
+  struct OtherRecord {
+    int by;
+    int first;
+    std::string text;
+  };
+  std::optional<OtherRecord> anyOtherFailureRecord(int peer);
   // TOPO INFO: this rank's place and ring neighbour with the hop's link class; rank 0 also
   // the whole ring order.
   void logPlacement() const;
