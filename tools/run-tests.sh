@@ -2,7 +2,7 @@
 # README command 2: install, build, then every test (ctest).
 # Extra arguments go to ctest instead of the default selection (e.g. -L unit, -LE netns).
 # By default everything but the opt-in labels runs: "matrix" (the full product of the
-# collectives matrix, ~18 min on 2 cores; the default run has its core) and "long" (the
+# collectives matrix, ~11 min on 2 cores; the default run has its core) and "long" (the
 # simulator matrix at 1 Mi elements, the 256 MiB tcp pair matrix, the 5-minute soak, the wheel
 # build). Run them with
 #   tools/run-tests.sh -L matrix
