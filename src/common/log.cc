@@ -101,24 +101,6 @@ unsigned parseMask(const std::string& s, std::string* problems) {
   return negate ? ~mask : mask;
 }
 
-std::string expandPath(const std::string& pattern, const std::string& host) {
-  std::string out;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] == '%' && i + 1 < pattern.size()) {
-      char c = pattern[++i];
-      if (c == 'h')
-        out += host;
-      else if (c == 'p')
-        out += std::to_string(getpid());
-      else
-        out += c;
-    } else {
-      out += pattern[i];
-    }
-  }
-  return out;
-}
-
 std::mutex& mutex() {
   static std::mutex m;
   return m;
@@ -204,5 +186,29 @@ void write(Level level, Subsys subsys, const std::string& message) {
 
 void setThreadRank(int rank) { tlsRank = rank; }
 int threadRank() { return tlsRank; }
+
+std::string expandPath(const std::string& pattern, const std::string& host) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size()) {
+      char c = pattern[++i];
+      if (c == 'h')
+        out += host;
+      else if (c == 'p')
+        out += std::to_string(getpid());
+      else
+        out += c;
+    } else {
+      out += pattern[i];
+    }
+  }
+  return out;
+}
+
+std::string expandPath(const std::string& pattern) {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return expandPath(pattern, host);
+}
 
 }  // namespace tutti::log

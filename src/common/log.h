@@ -36,6 +36,11 @@ int threadRank();
 // Re-reads the environment (tests change it between cases).
 void reconfigure();
 
+// A file name pattern with %h (the host name) and %p (the pid) expanded; any other %c is c
+// (%% a percent sign). TUTTI_DEBUG_FILE and TUTTI_TOPO_DUMP_FILE use it.
+std::string expandPath(const std::string& pattern, const std::string& host);
+std::string expandPath(const std::string& pattern);
+
 }  // namespace tutti::log
 
 #define TUTTI_LOG(level, subsys, expr)                                                     \

@@ -101,36 +101,9 @@ Topology probeTopology(const std::string& hwlocDumpPath) {
 #endif
 }
 
-namespace {
-
-// TUTTI_TOPO_DUMP_FILE with %h (host name) and %p (pid) expanded, %% a percent sign.
-std::string dumpPathFromEnv() {
-  const std::string pattern = env::getString("TUTTI_TOPO_DUMP_FILE");
-  std::string out;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] != '%' || i + 1 == pattern.size()) {
-      out += pattern[i];
-      continue;
-    }
-    const char c = pattern[++i];
-    if (c == 'h') {
-      char host[256] = {0};
-      ::gethostname(host, sizeof(host) - 1);
-      out += host;
-    } else if (c == 'p') {
-      out += std::to_string(::getpid());
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 Topology discoverTopology() {
   std::string file = env::getString("TUTTI_TOPO_FILE");
-  std::string dump = dumpPathFromEnv();
+  std::string dump = log::expandPath(env::getString("TUTTI_TOPO_DUMP_FILE"));
   Topology t;
   bool dumped = false;
   if (!file.empty()) {
