@@ -125,7 +125,8 @@ TUTTI_API tuttiResult_t tuttiCommInitFromEnv(tuttiComm_t* comm, tuttiConfig_t* c
 TUTTI_API tuttiResult_t tuttiCommInitMPI(tuttiComm_t* comm, void* mpiComm, tuttiConfig_t* config);
 /* A caller's key-value store for the rendezvous (tutti addition, in the spirit of Gloo's
  * rendezvous store and torch's c10d::Store): every rank passes an equivalent store and no
- * port is opened by tutti for the rendezvous. The callbacks may be called from any thread,
+ * port is opened by tutti for the rendezvous (each rank listens on one standby socket for
+ * recovery, as every communicator does: tuttiCommShrink). The callbacks may be called from any thread,
  * including after init (by tuttiCommSplit and tuttiCommDestroy), so ctx must stay valid until
  * tuttiCommDestroy returns; each returns 0 on success and non-zero on failure. Each
  * communicator needs a store (or key namespace) of its own. */
@@ -160,8 +161,9 @@ TUTTI_API tuttiResult_t tuttiCommSplit(tuttiComm_t comm, int color, int key, tut
  * range or twice in the list, all ranks excluded, or the caller in the list; tuttiRemoteError
  * naming a rank not in the list that has failed; tuttiTimeout naming a live rank that did not
  * call within the timeout. With TUTTI_SHRINK_DEFAULT comm stays as it was (usable when it
- * was healthy). Needs comm made over tutti's TCP store (a unique id, the environment, a
- * shrink): tuttiUnsupported for tuttiCommInitRankStore's and TUTTI_STORE_FILE's. */
+ * was healthy). Works whatever store comm was made over (a unique id, the environment, a
+ * file store, a caller's store, a shrink); tuttiUnsupported only when a rank could not open
+ * its standby socket at init (it warned then). */
 #define TUTTI_SHRINK_DEFAULT 0x00
 #define TUTTI_SHRINK_ABORT 0x01
 TUTTI_API tuttiResult_t tuttiCommShrink(tuttiComm_t comm, int* excludeRanksList,

@@ -1,6 +1,7 @@
 // tutti.torch._C: the ProcessGroupTutti class (a torch.distributed ProcessGroup) and the
 // tutti additions reachable from Python. The backend is registered by tutti/torch/__init__.py.
 #include <pybind11/chrono.h>
+#include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -108,6 +109,21 @@ PYBIND11_MODULE(_C, m) {
         tuttiComm_t comm = tuttiGroup(pg).comm();
         if (tuttiCommDumpTrace(comm, path.c_str()) != tuttiSuccess)
           throw std::runtime_error(std::string("tutti dump_trace: ") + tuttiGetLastError(comm));
+      },
+      py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "agree_failed_ranks",
+      [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+        tuttiComm_t comm = tuttiGroup(pg).comm();
+        int size = 0;
+        tuttiCommCount(comm, &size);
+        std::vector<int> failed(size > 0 ? size : 1);
+        int count = 0;
+        if (tuttiCommAgreeFailedRanks(comm, failed.data(), &count) != tuttiSuccess)
+          throw std::runtime_error(std::string("tutti agree_failed_ranks: ") +
+                                   tuttiGetLastError(comm));
+        failed.resize(count);
+        return failed;
       },
       py::call_guard<py::gil_scoped_release>());
   m.def("is_tutti_group", [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {

@@ -1,11 +1,13 @@
 #include "process_group.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "store_bridge.h"
 #include "types.h"
@@ -106,6 +108,20 @@ size_t checkCoalesced(const std::vector<at::Tensor>& outputs, const std::vector<
   return bytes;
 }
 
+int rankIn(tuttiComm_t comm) {
+  int rank = 0;
+  if (tuttiCommUserRank(comm, &rank) != tuttiSuccess)
+    throw std::runtime_error(std::string("tutti: ") + tuttiGetLastError(comm));
+  return rank;
+}
+
+int sizeOf(tuttiComm_t comm) {
+  int size = 0;
+  if (tuttiCommCount(comm, &size) != tuttiSuccess)
+    throw std::runtime_error(std::string("tutti: ") + tuttiGetLastError(comm));
+  return size;
+}
+
 void checkRoot(int root, int size, const char* op) {
   if (root < 0 || root >= size)
     throw std::invalid_argument(std::string("tutti ") + op + ": root " + std::to_string(root) +
@@ -127,7 +143,22 @@ ProcessGroupTutti::ProcessGroupTutti(const c10::intrusive_ptr<c10d::Store>& stor
   if (r != tuttiSuccess)
     throw std::runtime_error(std::string("tutti: communicator init failed: ") +
                              tuttiGetErrorString(r) + ": " + tuttiGetLastError(nullptr));
-  queue_ = std::make_shared<WorkQueue>(inlineBytesFromEnv());
+  commTimeout_ = std::chrono::milliseconds(config.timeoutMs > 0 ? config.timeoutMs : 0);
+  startQueue();
+}
+
+ProcessGroupTutti::ProcessGroupTutti(tuttiComm_t comm, std::chrono::milliseconds timeout,
+                                     c10::intrusive_ptr<c10d::Store> store)
+    : c10d::Backend(rankIn(comm), sizeOf(comm)),
+      store_(std::move(store)),
+      comm_(comm),
+      commTimeout_(timeout) {
+  startQueue();
+}
+
+void ProcessGroupTutti::startQueue() {
+  inlineBytes_ = inlineBytesFromEnv();
+  queue_ = std::make_shared<WorkQueue>(inlineBytes_);
   pending_->submit = [this](std::vector<P2p> batch) {
     submitBatch(std::move(batch), "tutti:p2p_group");
   };
@@ -159,6 +190,97 @@ void ProcessGroupTutti::shutdown() {
   comm_ = nullptr;
   destroyed_ = true;
   queue_ = std::make_shared<WorkQueue>(0);  // later operations fail at the C call
+}
+
+void ProcessGroupTutti::quiesce() {
+  pending_->flush();
+  auto old = std::exchange(queue_, std::make_shared<WorkQueue>(inlineBytes_));
+  old.reset();  // joins its worker once what is queued has run (or failed)
+}
+
+std::chrono::milliseconds ProcessGroupTutti::childTimeout(
+    const c10::intrusive_ptr<Options>& opts) const {
+  return opts && opts->timeout.count() > 0 ? opts->timeout : commTimeout_;
+}
+
+namespace {
+// A communicator config with the timeout of a child group (0: the parent's).
+tuttiConfig_t childConfig(std::chrono::milliseconds timeout) {
+  tuttiConfig_t config = TUTTI_CONFIG_INITIALIZER;
+  if (timeout.count() >= 1 && timeout.count() < 2000000000)
+    config.timeoutMs = static_cast<int>(timeout.count());
+  return config;
+}
+}  // namespace
+
+c10::intrusive_ptr<c10d::Backend> ProcessGroupTutti::shrink(
+    const std::vector<int64_t>& ranks_to_exclude, int shrink_flags,
+    const c10::intrusive_ptr<Options>& opts) {
+  if (destroyed_) throw std::runtime_error("tutti shrink: the group was shut down");
+  if ((shrink_flags & ~1) != 0)
+    throw std::invalid_argument("tutti shrink: unknown shrink_flags " +
+                                std::to_string(shrink_flags) +
+                                " (SHRINK_DEFAULT 0, SHRINK_ABORT 1)");
+  const bool abortFirst = (shrink_flags & 1) != 0;
+  if (abortFirst) abort();  // work in flight fails at once instead of being waited for
+  quiesce();
+  std::vector<int> exclude;
+  for (int64_t r : ranks_to_exclude) {
+    if (r < 0 || r >= size_)
+      throw std::invalid_argument("tutti shrink: rank " + std::to_string(r) + " out of range [0, " +
+                                  std::to_string(size_) + ")");
+    exclude.push_back(static_cast<int>(r));
+  }
+  const auto timeout = childTimeout(opts);
+  tuttiConfig_t config = childConfig(timeout);
+  tuttiComm_t child = nullptr;
+  tuttiResult_t r =
+      tuttiCommShrink(comm_, exclude.data(), static_cast<int>(exclude.size()), &child, &config,
+                      abortFirst ? TUTTI_SHRINK_ABORT : TUTTI_SHRINK_DEFAULT);
+  if (r != tuttiSuccess)
+    throw std::runtime_error(std::string("tutti shrink failed: ") + tuttiGetErrorString(r) + ": " +
+                             tuttiGetLastError(comm_));
+  return c10::make_intrusive<ProcessGroupTutti>(child, timeout);
+}
+
+c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupTutti::getBackendOptions() {
+  return c10::make_intrusive<Options>(
+      "tutti", commTimeout_.count() > 0 ? commTimeout_ : ::kBackendDefaultTimeout);
+}
+
+c10::intrusive_ptr<c10d::Backend> ProcessGroupTutti::split(
+    const c10::intrusive_ptr<c10d::Store>& /*store*/, const std::vector<int>& ranks,
+    const c10::intrusive_ptr<Options>& opts) {
+  if (destroyed_) throw std::runtime_error("tutti split: the group was shut down");
+  for (size_t i = 0; i < ranks.size(); ++i)
+    if (ranks[i] < 0 || ranks[i] >= size_ || (i > 0 && ranks[i] <= ranks[i - 1]))
+      throw std::invalid_argument(
+          "tutti split: ranks must be distinct ranks of the parent group in ascending order");
+  auto me = std::find(ranks.begin(), ranks.end(), rank_);
+  // Groups are disjoint, so the lowest rank names a group; its members are ordered by rank.
+  const int color = me == ranks.end() ? TUTTI_SPLIT_NOCOLOR : ranks.front();
+  const int key = static_cast<int>(me - ranks.begin());
+  quiesce();  // the split is a collective call on the communicator, after what was issued
+  const auto timeout = childTimeout(opts);
+  tuttiConfig_t config = childConfig(timeout);
+  tuttiComm_t child = nullptr;
+  tuttiResult_t r = tuttiCommSplit(comm_, color, key, &child, &config);
+  if (r != tuttiSuccess)
+    throw std::runtime_error(std::string("tutti split failed: ") + tuttiGetErrorString(r) + ": " +
+                             tuttiGetLastError(comm_));
+  if (child == nullptr) return nullptr;
+  int childSize = 0;
+  tuttiCommCount(child, &childSize);
+  if (childSize != static_cast<int>(ranks.size())) {
+    tuttiCommDestroy(child);
+    throw std::invalid_argument("tutti split: this rank's group has " +
+                                std::to_string(ranks.size()) + " ranks, but " +
+                                std::to_string(childSize) +
+                                " ranks named the same lowest rank: the groups must be disjoint "
+                                "and every member must pass the same ranks");
+  }
+  // The child meets (destroy, its own splits) through this group's store: it keeps it.
+  return c10::make_intrusive<ProcessGroupTutti>(child, timeout, store_);
 }
 
 c10d::ErrorType ProcessGroupTutti::getError() {

@@ -54,6 +54,11 @@ class ProcessGroupTutti : public c10d::Backend {
   // timeoutSeconds bounds every wait of the communicator (torch's group timeout).
   ProcessGroupTutti(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                     double timeoutSeconds);
+  // A group over comm, which it owns from now on (a shrink's or a split's child);
+  // commTimeout: comm's timeout, passed on to its own children (0: TUTTI_TIMEOUT). store: the
+  // caller's store comm still reaches through (a split's: its parent's), kept alive here.
+  ProcessGroupTutti(tuttiComm_t comm, std::chrono::milliseconds commTimeout,
+                    c10::intrusive_ptr<c10d::Store> store = {});
   ~ProcessGroupTutti() override;
 
   const std::string getBackendName() const override { return "tutti"; }
@@ -120,6 +125,23 @@ class ProcessGroupTutti : public c10d::Backend {
   void shutdown() override;
   // SUCCESS, TIMEOUT or REMOTE_ERROR from the communicator's first failure.
   c10d::ErrorType getError() override;
+  // torch.distributed.shrink_group: the group without ranks_to_exclude (tuttiCommShrink;
+  // collective over the other ranks; works after a rank died, this group failed). Work queued
+  // here runs (or fails) first; shrink_flags SHRINK_ABORT (1) aborts it instead.
+  bool supportsShrinking() const override { return true; }
+  c10::intrusive_ptr<c10d::Backend> shrink(const std::vector<int64_t>& ranks_to_exclude,
+                                           int shrink_flags,
+                                           const c10::intrusive_ptr<Options>& opts) override;
+  // ProcessGroup.split_group (torch.distributed.split_group, DeviceMesh where a device is
+  // bound): every rank of this group calls with its own sorted group of ranks (disjoint across
+  // ranks), or ranks without itself to take no part; tuttiCommSplit, no rendezvous. nullptr
+  // for a rank that takes no part.
+  bool supportsSplitting() const override { return true; }
+  // The options a split child starts from: backend "tutti" and the communicator's timeout.
+  c10::intrusive_ptr<Options> getBackendOptions() override;
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store,
+                                          const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<Options>& opts) override;
 
   // tutti additions (tutti.torch): the compressed all-reduce (sum) of a float tensor.
   c10::intrusive_ptr<c10d::Work> allreduceCompressed(at::Tensor& tensor,
@@ -158,7 +180,8 @@ class ProcessGroupTutti : public c10d::Backend {
   tuttiComm_t comm_ = nullptr;
   std::atomic<bool> failed_{false};
   bool destroyed_ = false;
-  std::chrono::milliseconds timeout_{0};
+  std::chrono::milliseconds timeout_{0};      // wait()'s default (setTimeout; 0: none)
+  std::chrono::milliseconds commTimeout_{0};  // the communicator's (0: TUTTI_TIMEOUT)
   uint64_t sequence_ = 0;
   std::mutex coalesceMu_;
   bool coalescing_ = false;
@@ -172,6 +195,12 @@ class ProcessGroupTutti : public c10d::Backend {
   // A send or receive posted outside a batch: pending until flushed (PendingP2p).
   c10::intrusive_ptr<c10d::Work> postP2p(bool isSend, int peer, at::Tensor tensor,
                                          c10d::OpType type, const char* title);
+  // Runs (or fails) every operation issued so far, on a fresh queue from then on.
+  void quiesce();
+  // The communicator config for a child: opts' timeout when given, else this group's.
+  std::chrono::milliseconds childTimeout(const c10::intrusive_ptr<Options>& opts) const;
+  void startQueue();
+  size_t inlineBytes_ = 0;
   std::shared_ptr<WorkQueue> queue_;  // works hold it weakly (wait() may run them)
 };
 

@@ -136,14 +136,15 @@ void bindOnce(const std::vector<int>& hostOf, int rank) {
   });
 }
 
-// This rank's standby store, on the address it reaches the store from. Only over tutti's
-// TCP store (a unique id, the environment, a shrink), whose server lives in one rank's
-// process: a caller's store (tuttiCommInitRankStore, which opens no port) or a file store
-// outlives the ranks, and these communicators cannot shrink.
+// This rank's standby store (recovery: failure probes, agreement, shrink), on the address
+// the rank reaches tutti's TCP store from, else -- over a caller's store
+// (tuttiCommInitRankStore) or a file store, which tell no address -- on the advertised
+// interface (TUTTI_BOOTSTRAP_IFNAME), as the bootstrap ring does. It is the one port such a
+// communicator opens besides the transports' own.
 void openStandby(bootstrap::Store* store, std::unique_ptr<bootstrap::StandbyStore>* out) {
   try {
     std::string host = store->localHost();
-    if (host.empty()) return;
+    if (host.empty()) host = bootstrap::advertisedAddress().host();
     *out = std::make_unique<bootstrap::StandbyStore>(host);
   } catch (const Error& e) {
     TUTTI_WARN(kInit, "no standby store, tuttiCommShrink will fail: " << e.what());

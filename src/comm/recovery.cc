@@ -72,10 +72,8 @@ int Communicator::firstDeadRankIfAlive(int peer) const {
 std::shared_ptr<bootstrap::Store> Communicator::connectStandby(int r, const Deadline& deadline) {
   if (!standbyOf_[r].valid())
     fail(tuttiUnsupported, describePeer(r),
-         " has no standby store: only communicators made over tutti's TCP store (a unique id, "
-         "the environment, a shrink) can shrink or agree (not tuttiCommInitRankStore's, which "
-         "opens no port, nor TUTTI_STORE_FILE's), and a rank that could not listen at init "
-         "has none");
+         " has no standby store (it could not listen at init: see its warning), so this "
+         "communicator cannot shrink or agree");
   if (r == rank_) standby_->serve();
   for (;;) {
     if (probeRank(r, deadline) != bootstrap::Liveness::kAlive && r != rank_) return nullptr;

@@ -29,28 +29,31 @@ TEST_P(P2p, SizesBetweenEveryPair) {
   const std::vector<size_t> sizes = {0, 1, 3, 4097, 1000003, size_t{64} << 20};
   tuttiUniqueId id = makeId();
   std::string transport = GetParam();
-  auto result = runRanks(n, [&](int rank) {
-    tuttiComm_t comm = nullptr;
-    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
-    for (size_t bytes : sizes) {
-      for (int a = 0; a < n; ++a) {
-        for (int b = 0; b < n; ++b) {
-          if (a == b || (rank != a && rank != b)) continue;
-          std::vector<uint8_t> buf(bytes);
-          if (rank == a) {
-            for (size_t i = 0; i < bytes; ++i) buf[i] = pattern(a, b, i);
-            TUTTI_ASSERT_OK(tuttiSend(buf.data(), bytes, tuttiUint8, b, comm, nullptr), comm);
-          } else {
-            TUTTI_ASSERT_OK(tuttiRecv(buf.data(), bytes, tuttiUint8, a, comm, nullptr), comm);
-            for (size_t i = 0; i < bytes; ++i)
-              ASSERT_EQ(buf[i], pattern(a, b, i)) << bytes << " B from " << a << " at " << i;
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        tuttiComm_t comm = nullptr;
+        TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+        for (size_t bytes : sizes) {
+          for (int a = 0; a < n; ++a) {
+            for (int b = 0; b < n; ++b) {
+              if (a == b || (rank != a && rank != b)) continue;
+              std::vector<uint8_t> buf(bytes);
+              if (rank == a) {
+                for (size_t i = 0; i < bytes; ++i) buf[i] = pattern(a, b, i);
+                TUTTI_ASSERT_OK(tuttiSend(buf.data(), bytes, tuttiUint8, b, comm, nullptr), comm);
+              } else {
+                TUTTI_ASSERT_OK(tuttiRecv(buf.data(), bytes, tuttiUint8, a, comm, nullptr), comm);
+                for (size_t i = 0; i < bytes; ++i)
+                  ASSERT_EQ(buf[i], pattern(a, b, i)) << bytes << " B from " << a << " at " << i;
+              }
+            }
           }
         }
-      }
-    }
-    EXPECT_EQ(std::string(tuttiCommTransports(comm)), transport);
-    TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
-  }, 600);
+        EXPECT_EQ(std::string(tuttiCommTransports(comm)), transport);
+        TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+      },
+      600);
   EXPECT_TRUE(result.allOk()) << result.describe();
 }
 
@@ -60,23 +63,26 @@ TEST_P(P2p, GroupedAllPairsExchange) {
   for (int n = 2; n <= 8; ++n) {
     tuttiUniqueId id = makeId();
     const size_t bytes = 3 * 1024 * 1024 + 5;
-    auto result = runRanks(n, [&](int rank) {
-      tuttiComm_t comm = nullptr;
-      TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
-      std::vector<std::vector<uint8_t>> out(n), in(n);
-      TUTTI_ASSERT_OK(tuttiGroupStart(), nullptr);
-      for (int p = 0; p < n; ++p) {
-        out[p].resize(bytes);
-        in[p].assign(bytes, 0);
-        for (size_t i = 0; i < bytes; ++i) out[p][i] = pattern(rank, p, i);
-        TUTTI_ASSERT_OK(tuttiSend(out[p].data(), bytes, tuttiUint8, p, comm, nullptr), comm);
-        TUTTI_ASSERT_OK(tuttiRecv(in[p].data(), bytes, tuttiUint8, p, comm, nullptr), comm);
-      }
-      TUTTI_ASSERT_OK(tuttiGroupEnd(), comm);
-      for (int p = 0; p < n; ++p)
-        for (size_t i = 0; i < bytes; i += 997) ASSERT_EQ(in[p][i], pattern(p, rank, i));
-      TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
-    }, 600);
+    auto result = runRanks(
+        n,
+        [&](int rank) {
+          tuttiComm_t comm = nullptr;
+          TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+          std::vector<std::vector<uint8_t>> out(n), in(n);
+          TUTTI_ASSERT_OK(tuttiGroupStart(), nullptr);
+          for (int p = 0; p < n; ++p) {
+            out[p].resize(bytes);
+            in[p].assign(bytes, 0);
+            for (size_t i = 0; i < bytes; ++i) out[p][i] = pattern(rank, p, i);
+            TUTTI_ASSERT_OK(tuttiSend(out[p].data(), bytes, tuttiUint8, p, comm, nullptr), comm);
+            TUTTI_ASSERT_OK(tuttiRecv(in[p].data(), bytes, tuttiUint8, p, comm, nullptr), comm);
+          }
+          TUTTI_ASSERT_OK(tuttiGroupEnd(), comm);
+          for (int p = 0; p < n; ++p)
+            for (size_t i = 0; i < bytes; i += 997) ASSERT_EQ(in[p][i], pattern(p, rank, i));
+          TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+        },
+        600);
     EXPECT_TRUE(result.allOk()) << n << " ranks: " << result.describe();
   }
 }

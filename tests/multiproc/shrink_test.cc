@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "comm_test_util.h"
+#include "dir_store.h"
 #include "harness/fork_harness.h"
+#include "harness/temp_dir.h"
 #include "tutti/tutti.h"
 
 namespace tutti::test {
@@ -109,7 +111,8 @@ struct Case {
   const char* transport;  // TUTTI_TRANSPORT ("" = by priority: shm on one host)
   int victim;
   int n = 4;
-  size_t count = 20000;  // doubles per all-reduce
+  size_t count = 20000;      // doubles per all-reduce
+  bool callerStore = false;  // made by tuttiCommInitRankStore over a caller's store
 };
 
 // One kill trial: n ranks all-reduce `count` doubles in a loop; the victim dies before its 4th
@@ -122,11 +125,18 @@ void killTrial(const Case& c) {
   setenv("TUTTI_TIMEOUT", "20", 1);
   const int n = c.n, victim = c.victim;
   Rank0Id ids;
+  TempDir dir("tutti-shrink-store");
   auto r = runRanks(n, [&](int rank) {
-    tuttiUniqueId id;
-    ASSERT_TRUE(ids.get(rank, &id));
     tuttiComm_t comm = nullptr;
-    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+    DirStore dirStore{dir.path()};
+    if (c.callerStore) {
+      tuttiStore_t store = storeOf(dirStore);
+      TUTTI_ASSERT_OK(tuttiCommInitRankStore(&comm, n, rank, &store, nullptr), nullptr);
+    } else {
+      tuttiUniqueId id;
+      ASSERT_TRUE(ids.get(rank, &id));
+      TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+    }
     std::vector<double> buf(c.count);
     tuttiResult_t res = tuttiSuccess;
     auto lastCall = std::chrono::steady_clock::now();
@@ -187,7 +197,8 @@ class KilledRank : public ::testing::TestWithParam<Case> {};
 TEST_P(KilledRank, SurvivorsAgreeShrinkAndGoOn) { killTrial(GetParam()); }
 
 // The default run: every victim at 4 ranks over shm; 4 MiB (the size of E1, where the
-// direct algorithms' shared window carries the call) at 4 and 6 ranks; tcp.
+// direct algorithms' shared window carries the call) at 4 and 6 ranks; tcp; communicators
+// made over a caller's store (tuttiCommInitRankStore, as the torch backend's).
 INSTANTIATE_TEST_SUITE_P(Victims, KilledRank,
                          ::testing::Values(Case{"shm_rank0", "", 0}, Case{"shm_rank1", "", 1},
                                            Case{"shm_rank2", "", 2}, Case{"shm_rank3", "", 3},
@@ -195,7 +206,9 @@ INSTANTIATE_TEST_SUITE_P(Victims, KilledRank,
                                            Case{"shm_6ranks_4MiB_rank3", "", 3, 6, 524288},
                                            Case{"shm_6ranks_8B_rank5", "", 5, 6, 1},
                                            Case{"tcp_rank0", "tcp", 0}, Case{"tcp_rank2", "tcp", 2},
-                                           Case{"tcp_6ranks_4MiB_rank1", "tcp", 1, 6, 524288}),
+                                           Case{"tcp_6ranks_4MiB_rank1", "tcp", 1, 6, 524288},
+                                           Case{"store_shm_rank0", "", 0, 4, 20000, true},
+                                           Case{"store_tcp_rank2", "tcp", 2, 4, 20000, true}),
                          [](const auto& info) { return info.param.name; });
 
 // The repeated trials (ctest kill_trials_test, label long): 24 over shm and 24 over tcp at 4

@@ -1,5 +1,5 @@
-"""The tutti backend beyond single operations: a killed rank, DDP and ZeRO against gloo,
-the backend's registration and refusals."""
+"""The tutti backend beyond single operations: a killed rank, recovery by shrink_group,
+split_group, DDP and ZeRO against gloo, the backend's registration and refusals."""
 import os
 import subprocess
 import sys
@@ -20,6 +20,28 @@ def test_killed_rank_raises_naming_it(n, victim):
         else:
             assert rc == 0, describe(results)
             assert f"rank {victim}" in out
+
+
+@pytest.mark.parametrize("n,victim,transport", [(4, 1, "shm"), (3, 2, "tcp")])
+def test_survivors_shrink_and_finish_training(n, victim, transport):
+    """A rank killed in DDP training: the survivors name it, agree, shrink_group and finish
+    the digits training with identical parameters (shrink_worker.py)."""
+    results = run_ranks(n, "shrink_worker.py", [str(victim)],
+                        env={"TUTTI_TRANSPORT": transport}, timeout=300)
+    for r, (rc, out, err) in enumerate(results):
+        if r == victim:
+            assert rc == -9, describe(results)
+        else:
+            assert rc == 0, describe(results)
+            assert f"shrunk to {n - 1} ranks" in out, describe(results)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_split_group(n):
+    """ProcessGroup.split_group over tuttiCommSplit: halves, a rank left out, a split of a
+    split, against independent values (split_worker.py)."""
+    results = run_ranks(n, "split_worker.py", timeout=120)
+    assert all(rc == 0 for rc, _, _ in results), describe(results)
 
 
 @pytest.mark.parametrize("n", [3])

@@ -13,7 +13,7 @@ import torch.distributed as dist
 from . import _C  # noqa: E402  (needs torch.distributed loaded)
 
 __all__ = ["allreduce_compressed", "set_algorithm", "last_algorithm", "transports",
-           "compression_stats", "dump_trace", "ProcessGroupTutti", "Graph", "neighbor_allreduce"]
+           "compression_stats", "dump_trace", "agree_failed_ranks", "ProcessGroupTutti", "Graph", "neighbor_allreduce"]
 
 ProcessGroupTutti = _C.ProcessGroupTutti
 
@@ -28,6 +28,31 @@ def _create(dist_opts, backend_opts=None):
 
 if "TUTTI" not in dist.Backend._plugins:
     dist.Backend.register_backend("tutti", _create, extended_api=True, devices=["cpu"])
+
+
+def _register_shrunk_as_custom():
+    """torch 2.13's shrink_group registers the new backend as GLOO on CPU (NCCL on CUDA),
+    whatever it is; DDP's logger then treats tutti's backend as ProcessGroupGloo and crashes
+    reading gloo's fields. The shrunk group's tutti backend is registered as a CUSTOM backend
+    instead, as init_process_group and new_group register it."""
+    c10d = dist.distributed_c10d
+    make = getattr(c10d, "_create_shrunk_process_group", None)
+    if make is None or getattr(make, "_tutti", False):
+        return
+
+    def create(new_backend, *args, **kwargs):
+        pg = make(new_backend, *args, **kwargs)
+        if isinstance(new_backend, _C.ProcessGroupTutti):
+            custom = dist.ProcessGroup.BackendType.CUSTOM
+            pg._register_backend(torch.device("cpu"), custom, new_backend)
+            pg._set_default_backend(custom)
+        return pg
+
+    create._tutti = True
+    c10d._create_shrunk_process_group = create
+
+
+_register_shrunk_as_custom()
 
 
 def _group(group):
@@ -76,6 +101,13 @@ def dump_trace(path=None, group=None):
     with tempfile.NamedTemporaryFile("r", prefix="tutti-trace-", suffix=".txt") as f:
         _C.dump_trace(pg, f.name)
         return f.read()
+
+
+def agree_failed_ranks(group=None):
+    """The group's failed ranks, the same sorted list on every live rank
+    (tuttiCommAgreeFailedRanks): collective over the live ranks of the group, on a healthy or a
+    failed group. Pass the list to ``torch.distributed.shrink_group``."""
+    return _C.agree_failed_ranks(_group(group))
 
 
 def compression_stats(group=None):
