@@ -5,7 +5,9 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
 
+#include "comm_hooks.h"
 #include "process_group.h"
 
 namespace py = pybind11;
@@ -21,6 +23,13 @@ ProcessGroupTutti* tuttiBackend(const c10::intrusive_ptr<c10d::ProcessGroup>& pg
   } catch (const std::exception&) {
     return nullptr;
   }
+}
+
+c10::intrusive_ptr<ProcessGroupTutti> tuttiGroupPtr(
+    const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+  auto* t = tuttiBackend(pg);
+  if (t == nullptr) throw std::invalid_argument("not a tutti process group");
+  return c10::intrusive_ptr<ProcessGroupTutti>::reclaim_copy(t);
 }
 
 ProcessGroupTutti& tuttiGroup(const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
@@ -126,6 +135,24 @@ PYBIND11_MODULE(_C, m) {
         return failed;
       },
       py::call_guard<py::gil_scoped_release>());
+  // DDP communication hooks in C++ (comm_hooks.h), on a DDP model's reducer.
+  m.def(
+      "register_avg_hook",
+      [](c10d::Reducer& reducer, const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+        reducer.register_comm_hook(
+            std::make_unique<tutti::torch_backend::AvgCommHook>(tuttiGroupPtr(pg)));
+      },
+      py::arg("reducer"), py::arg("group"));
+  m.def(
+      "register_compressed_hook",
+      [](c10d::Reducer& reducer, const c10::intrusive_ptr<c10d::ProcessGroup>& pg,
+         const std::string& compressor, uint64_t keyBase, bool errorFeedback) {
+        reducer.register_comm_hook(std::make_unique<tutti::torch_backend::CompressedCommHook>(
+            tutti::torch_backend::CompressedHookState{tuttiGroupPtr(pg), compressor, keyBase,
+                                                      errorFeedback}));
+      },
+      py::arg("reducer"), py::arg("group"), py::arg("compressor"), py::arg("key_base"),
+      py::arg("error_feedback"));
   m.def("is_tutti_group", [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
     return tuttiBackend(pg) != nullptr;
   });

@@ -49,7 +49,7 @@ def test_ddp_matches_gloo(n):
     """DDP, ZeroRedundancyOptimizer and DDP with tutti's average hook (one launch per backend
     runs the three one after the other) end with gloo's parameters. 3 ranks: not a power of
     two (the 2-rank paths run in torch_ops_test and torch_ddp_digits_test)."""
-    kinds = ["ddp", "zero", "avg_hook"]
+    kinds = ["ddp", "zero", "avg_hook", "cpp_avg_hook"]
     with tempfile.TemporaryDirectory() as d:
         params = {}
         for backend in ("gloo", "tutti"):
@@ -62,6 +62,20 @@ def test_ddp_matches_gloo(n):
         for kind in kinds:
             diff = (params["gloo", kind] - params["tutti", kind]).abs().max().item()
             assert diff < 1e-10, f"{kind}: tutti and gloo parameters differ by {diff}"
+
+
+def test_cpp_compressed_hooks_match_python():
+    """The C++ top-k and QSGD DDP hooks (register_compressed_hook) end with the parameters of
+    the Python hooks, bit for bit, and they differ from the uncompressed run's."""
+    kinds = ["topk_py", "topk_cpp", "qsgd_py", "qsgd_cpp"]
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "tutti.pt")
+        results = run_ranks(2, "ddp_worker.py", ["tutti", path, ",".join(kinds)], timeout=300)
+        assert all(rc == 0 for rc, _, _ in results), describe(results)
+        p = {kind: torch.load(path + "." + kind) for kind in kinds}
+    assert torch.equal(p["topk_py"], p["topk_cpp"]), "top-k: C++ and Python hooks differ"
+    assert torch.equal(p["qsgd_py"], p["qsgd_cpp"]), "QSGD: C++ and Python hooks differ"
+    assert not torch.equal(p["topk_py"], p["qsgd_py"]), "top-k and QSGD gave the same result"
 
 
 def test_import_registers_backend():

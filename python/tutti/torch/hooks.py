@@ -14,6 +14,13 @@ inside the reduction, where DDP's default path divides the gradients in a pass o
 Each bucket is all-reduced with tuttiAllReduceCompressed under its own key (bucket index +
 state.key_base), so error feedback keeps one residual per bucket; the sum is divided by the
 group size as DDP's default hook does. float32, float16 and bfloat16 buckets only.
+
+The same two hooks in C++ (no Python per bucket, the work's own future):
+
+    tutti.torch.hooks.register_avg_hook(ddp)
+    tutti.torch.hooks.register_compressed_hook(ddp, state)
+
+A DDP model takes one communication hook, Python or C++.
 """
 import torch.distributed as dist
 
@@ -68,4 +75,22 @@ def qsgd(s=4, b=512, error_feedback=False, **kwargs):
     return CompressionState(f"qsgd:s={s},b={b}", error_feedback=error_feedback, **kwargs)
 
 
-__all__ = ["CompressionState", "allreduce_avg_hook", "compressed_hook", "topk", "qsgd"]
+def register_avg_hook(ddp, process_group=None):
+    """Registers the AVG all-reduce hook in C++ on ddp (as allreduce_avg_hook; process_group
+    None: ddp's own group)."""
+    pg = _group(process_group if process_group is not None else ddp.process_group)
+    ddp.logger._set_comm_hook_name("tutti.torch.hooks.register_avg_hook")
+    _C.register_avg_hook(ddp.reducer, pg)
+
+
+def register_compressed_hook(ddp, state):
+    """Registers the compressed all-reduce hook in C++ on ddp (as compressed_hook with state;
+    state.process_group None: ddp's own group)."""
+    pg = _group(state.process_group if state.process_group is not None else ddp.process_group)
+    ddp.logger._set_comm_hook_name("tutti.torch.hooks.register_compressed_hook")
+    _C.register_compressed_hook(ddp.reducer, pg, state.compressor, state.key_base,
+                                state.error_feedback)
+
+
+__all__ = ["CompressionState", "allreduce_avg_hook", "compressed_hook", "register_avg_hook",
+           "register_compressed_hook", "topk", "qsgd"]
