@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """torch.distributed on tutti vs gloo, measured side by side in one job (docs/pytorch.md):
 all_reduce float32 at 8 B, 1 KiB, 1 MiB and 25 MiB; the backend's overhead over the raw C
-call (tuttiAllReduce on the same communicator, same tensor); and the DDP step time of two MLPs
-with 16.8 MB of gradients (one compute-bound, one communication-bound). Every figure is the median of --reps interleaved repetitions.
+call (tuttiAllReduce on the same communicator, same tensor); and the DDP and FSDP2 step times
+of two MLPs with 16.8 MB of gradients (one compute-bound, one communication-bound). Every figure is the median of --reps interleaved repetitions.
 
     tools/torch-bench.py [--ranks 2,4] [--reps 5] [--out FILE.md] [--plot FILE.png]
 
@@ -101,7 +101,8 @@ def worker(reps):
     variants = {"local (no communication)": (None, False, None),
                 "gloo": ("gloo", False, None), "tutti": ("tutti", False, None),
                 "gloo view": ("gloo", True, None), "tutti view": ("tutti", True, None),
-                "tutti view+avg hook": ("tutti", True, tutti.torch.hooks.allreduce_avg_hook)}
+                "tutti view+avg hook": ("tutti", True, tutti.torch.hooks.allreduce_avg_hook),
+                "tutti C++ avg hook": ("tutti", False, "cpp")}
     for kind in ("dense", "bag"):
         for name, (backend, view, hook) in variants.items():
             torch.manual_seed(0)
@@ -109,7 +110,9 @@ def worker(reps):
             ddp = model
             if backend:
                 ddp = DDP(model, process_group=groups[backend], gradient_as_bucket_view=view)
-                if hook:
+                if hook == "cpp":
+                    tutti.torch.hooks.register_avg_hook(ddp)
+                elif hook:
                     ddp.register_comm_hook(groups[backend], hook)
             opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
 
@@ -125,6 +128,32 @@ def worker(reps):
                 dist.all_reduce(t, op=dist.ReduceOp.MAX, group=groups["gloo"])
                 res.setdefault(f"ddp {kind} step {name}", []).append(t.item())
             res[f"ddp {kind} gradient MB"] = [sum(p.numel() for p in model.parameters()) * 4 / 1e6]
+    # FSDP2 (fully_shard on every Linear and the root, on a 1-D DeviceMesh of the backend's
+    # group): the same two models, parameters all-gathered and gradients reduce-scattered.
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.fsdp import fully_shard
+    for kind in ("dense", "bag"):
+        for backend in ("gloo", "tutti"):
+            torch.manual_seed(0)
+            model, inputs, y = make(kind)
+            mesh = DeviceMesh.from_group(groups[backend], "cpu")
+            for m in model.modules():
+                if isinstance(m, (nn.Linear, nn.EmbeddingBag)):
+                    fully_shard(m, mesh=mesh)
+            fully_shard(model, mesh=mesh)
+            opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+            def fsdp_step():
+                opt.zero_grad()
+                nn.functional.cross_entropy(model(*inputs), y).backward()
+                opt.step()
+
+            for _ in range(3):
+                fsdp_step()
+            for _ in range(reps):
+                t = torch.tensor([timed(fsdp_step, 10)], dtype=torch.float64)
+                dist.all_reduce(t, op=dist.ReduceOp.MAX, group=groups["gloo"])
+                res.setdefault(f"fsdp {kind} step {backend}", []).append(t.item())
     if rank == 0:
         out = {k: statistics.median(v) for k, v in res.items()}
         print("RESULT " + json.dumps(out), flush=True)
@@ -169,18 +198,28 @@ def main():
         lines.append(f"\nDDP step time (ms) at {n} ranks; view = gradient_as_bucket_view=True, "
                      "avg hook = tutti.torch.hooks.allreduce_avg_hook\n")
         lines.append("| model | no DDP | gloo | tutti | gloo view | tutti view | "
-                     "tutti view + avg hook | speed-up default | speed-up best |")
-        lines.append("|---|---|---|---|---|---|---|---|---|")
+                     "tutti view + avg hook | tutti C++ avg hook | speed-up default | "
+                     "speed-up best |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|")
         for kind in ("dense", "bag"):
             v = {name: r[f"ddp {kind} step {name}"] / 1000 for name in
                  ("local (no communication)", "gloo", "tutti", "gloo view", "tutti view",
-                  "tutti view+avg hook")}
+                  "tutti view+avg hook", "tutti C++ avg hook")}
             best_gloo = min(v["gloo"], v["gloo view"])
-            best_tutti = min(v["tutti"], v["tutti view"], v["tutti view+avg hook"])
+            best_tutti = min(v["tutti"], v["tutti view"], v["tutti view+avg hook"],
+                             v["tutti C++ avg hook"])
             plot_rows.append((f"DDP {kind} np{n}", best_gloo / best_tutti))
             lines.append(f"| {descr[kind]} ({r[f'ddp {kind} gradient MB']:.1f} MB of gradients) | "
                          + " | ".join(f"{x:.2f}" for x in v.values())
                          + f" | {v['gloo'] / v['tutti']:.2f}x | {best_gloo / best_tutti:.2f}x |")
+        lines.append(f"\nFSDP2 step time (ms) at {n} ranks (fully_shard on every layer and the "
+                     "root)\n")
+        lines.append("| model | gloo | tutti | speed-up |")
+        lines.append("|---|---|---|---|")
+        for kind in ("dense", "bag"):
+            g, t = r[f"fsdp {kind} step gloo"] / 1000, r[f"fsdp {kind} step tutti"] / 1000
+            plot_rows.append((f"FSDP2 {kind} np{n}", g / t))
+            lines.append(f"| {descr[kind]} | {g:.2f} | {t:.2f} | {g / t:.2f}x |")
         ar = r["allreduce 25 MiB tutti"] * r["ddp bag gradient MB"] / (25 * 1.048576)
         lines.append(f"\ntutti's all-reduce of 16.8 MB: ~{ar / 1000:.2f} ms (scaled from 25 MiB); "
                      "speed-up best: each backend's fastest DDP setting")
