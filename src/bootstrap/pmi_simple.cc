@@ -130,14 +130,13 @@ void connect(Connection& c, const Deadline& deadline) {
 
 bool underPmiSimple() { return var("PMI_RANK") && var("PMI_SIZE") && var("PMI_FD"); }
 
-std::string pmiSimpleBroadcastFromRank0(const std::string& key, const std::string& value,
+std::string pmiSimpleBroadcastFromRank0(int rank, const std::string& key, const std::string& value,
                                         const Deadline& deadline) {
   Connection& c = connection();
   std::lock_guard lock(c.mu);
   if (c.fd < 0) connect(c, deadline);
   const std::string fullKey = "tutti." + key;
-  const bool root = std::string(var("PMI_RANK") ? var("PMI_RANK") : "") == "0";
-  if (root) {
+  if (rank == 0) {
     if (value.empty() || value.find_first_of(" \n=") != std::string::npos)
       fail(tuttiInternalError, "PMI launch: value '", value, "' cannot travel in PMI-1");
     call(c, "cmd=put kvsname=" + c.kvsName + " key=" + fullKey + " value=" + value, "put_result",

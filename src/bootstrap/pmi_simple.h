@@ -27,12 +27,13 @@ struct PmiSimpleJob {
 // variable when one is missing or out of range.
 PmiSimpleJob pmiSimpleJob();
 
-// Collective over every process of the job, each calling it once per key: rank 0's `value`
+// Collective over every process of the job, each calling it once per key with its rank (as
+// the launch environment gave it): rank 0's `value`
 // is put into the job's key-value space, all enter the proxy's barrier (until the deadline),
 // and every rank returns rank 0's value. Connects on the first call (cmd=init, PMI version
 // 1.1) and sends cmd=finalize at process exit. Throws tuttiSystemError naming the command and
 // the proxy's answer, or tuttiTimeout when the barrier does not end by the deadline.
-std::string pmiSimpleBroadcastFromRank0(const std::string& key, const std::string& value,
+std::string pmiSimpleBroadcastFromRank0(int rank, const std::string& key, const std::string& value,
                                         const Deadline& deadline);
 
 }  // namespace tutti::bootstrap

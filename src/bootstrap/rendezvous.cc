@@ -80,7 +80,7 @@ LaunchInfo withPmixAddress(LaunchInfo info, const Deadline& deadline,
       mine = (*server)->address() + "|" + secretToHex(pmixSecret);
     }
     pmixRendezvous = info.source == "hydra"
-                         ? pmiSimpleBroadcastFromRank0("rendezvous", mine, deadline)
+                         ? pmiSimpleBroadcastFromRank0(info.rank, "rendezvous", mine, deadline)
                          : pmixBroadcastFromRank0("rendezvous", mine, deadline);
   } else if (info.rank == 0) {
     *server = launchServer("pmix", pmixBind, pmixSecret);
