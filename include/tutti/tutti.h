@@ -298,6 +298,13 @@ TUTTI_API const char* tuttiCommLastAlgorithm(tuttiComm_t comm);
  * TUTTI_ALGO as read at init, else automatic. Local: each rank must make the same call
  * before its next collective. Not inside a group. */
 TUTTI_API tuttiResult_t tuttiCommSetAlgorithm(tuttiComm_t comm, const char* spec);
+/* The timeout of comm's following calls, in milliseconds (> 0; a wait that makes no progress
+ * for that long is tuttiTimeout naming the late rank), in place of its config's timeoutMs or
+ * TUTTI_TIMEOUT (tutti addition: gloo's per-operation timeout, torch's per-call
+ * opts.timeout). Local: ranks may differ. Not inside a group, nor while another thread is in
+ * a call on comm. tuttiCommGetTimeout reads it. */
+TUTTI_API tuttiResult_t tuttiCommSetTimeout(tuttiComm_t comm, int timeoutMs);
+TUTTI_API tuttiResult_t tuttiCommGetTimeout(tuttiComm_t comm, int* timeoutMs);
 /* The algorithms tutti has for a collective, by the names of TUTTI_ALGO: collective is
  * "allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall" or
  * "neighborallreduce"; the result is comma-separated ("naive,ps,ring,..."), static, or NULL

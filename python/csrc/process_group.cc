@@ -309,10 +309,11 @@ void ProcessGroupTutti::check(tuttiResult_t r, const char* what) {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(OpType type, const char* title,
                                                           std::vector<at::Tensor> outputs,
-                                                          size_t bytes, Body body, bool asyncOp) {
+                                                          size_t bytes, Body body, CallOpts call) {
   pending_->flush();  // point-to-point posted before this operation runs before it
   // A synchronous call (async_op=False) runs at submit whenever nothing is queued before it.
-  if (!asyncOp && bytes != kNeverAtSubmit) bytes = 0;
+  if (!call.asyncOp && bytes != kNeverAtSubmit) bytes = 0;
+  if (call.timeout.count() > 0) body = withCallTimeout(std::move(body), call.timeout);
   {
     std::lock_guard lock(coalesceMu_);
     if (coalescing_)
@@ -330,6 +331,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(OpType type, const cha
   };
   queue_->submit(work);
   return work;
+}
+
+ProcessGroupTutti::Body ProcessGroupTutti::withCallTimeout(Body body,
+                                                           std::chrono::milliseconds timeout) {
+  const int ms = static_cast<int>(std::min<int64_t>(timeout.count(), INT32_MAX));
+  return [this, body = std::move(body), ms] {
+    int base = 0;
+    check(tuttiCommGetTimeout(comm_, &base), "get timeout");
+    check(tuttiCommSetTimeout(comm_, ms), "set timeout");
+    struct Restore {
+      tuttiComm_t comm;
+      int ms;
+      ~Restore() { tuttiCommSetTimeout(comm, ms); }
+    } restore{comm_, base};
+    body();
+  };
 }
 
 void ProcessGroupTutti::drain() { barrier(c10d::BarrierOptions())->wait(); }
@@ -350,7 +367,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce(std::vector<at::Tens
               "allreduce");
         finish(user, d);
       },
-      opts.asyncOp);
+      callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce_coalesced(
@@ -370,7 +387,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce_coalesced(
               "allreduce_coalesced");
         unflatten(flat, tensors);
       },
-      opts.asyncOp);
+      callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce(std::vector<at::Tensor>& tensors,
@@ -391,7 +408,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce(std::vector<at::Tensor>
               "reduce");
         if (rank_ == root) finish(user, out);
       },
-      opts.asyncOp);
+      callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter(
@@ -419,7 +436,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter(
               "reduce_scatter");
         finish(user, d);
       },
-      opts.asyncOp);
+      callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_reduce_scatter_base(
@@ -441,7 +458,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_reduce_scatter_base(
               "reduce_scatter_tensor");
         finish(user, d);
       },
-      opts.asyncOp);
+      callOpts(opts));
 }
 
 // ---- data movement ----
@@ -461,7 +478,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::broadcast(std::vector<at::Tens
         check(tuttiBroadcast(ptr(d), ptr(d), d.numel(), dtype, root, comm_, nullptr), "broadcast");
         finish(user, d);
       },
-      opts.asyncOp);
+      callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather(
@@ -500,7 +517,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather(
                 "allgather");
         unflatten(flat, outs);
       },
-      opts.asyncOp);
+      callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_allgather_base(
@@ -520,7 +537,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_allgather_base(
               "all_gather_into_tensor");
         finish(user, d);
       },
-      opts.asyncOp);
+      callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_coalesced(
@@ -567,7 +584,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_coalesced(
               "allgather_coalesced");
         unflatten(flat, all);
       },
-      opts.asyncOp);
+      callOpts(opts));
 }
 
 // gather's outputs / scatter's inputs: world_size tensors like `like` on the root, none
@@ -612,7 +629,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::gather(
               "gather");
         if (rank_ == root) unflatten(flat, outs);
       },
-      opts.asyncOp);
+      callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::scatter(
@@ -633,7 +650,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::scatter(
               "scatter");
         finish(user, d);
       },
-      opts.asyncOp);
+      callOpts(opts));
 }
 
 namespace {
@@ -701,7 +718,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall_base(at::Tensor& outp
                 "alltoall_base");
         finish(user, d);
       },
-      opts.asyncOp);
+      callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall(std::vector<at::Tensor>& outputs,
@@ -733,13 +750,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall(std::vector<at::Tenso
               "alltoall");
         unflatten(flat, outputs);
       },
-      opts.asyncOp);
+      callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::barrier(const c10d::BarrierOptions& opts) {
   return enqueue(
       OpType::BARRIER, "tutti:barrier", {}, 0,
-      [this] { check(tuttiBarrier(comm_, nullptr), "barrier"); }, opts.asyncOp);
+      [this] { check(tuttiBarrier(comm_, nullptr), "barrier"); }, callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_into_tensor_coalesced(
@@ -758,7 +775,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_into_tensor_coalesce
         });
         for (size_t i = 0; i < outputs.size(); ++i) finish(outputs[i], dst[i]);
       },
-      opts.asyncOp);
+      callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter_tensor_coalesced(
@@ -780,7 +797,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter_tensor_coalesce
         });
         for (size_t i = 0; i < outputs.size(); ++i) finish(outputs[i], dst[i]);
       },
-      opts.asyncOp);
+      callOpts(opts));
 }
 
 void ProcessGroupTutti::monitoredBarrier(const c10d::BarrierOptions& opts, bool) {

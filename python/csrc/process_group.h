@@ -48,6 +48,13 @@ struct PendingP2p {
   void flush();
 };
 
+// What every operation's options carry: async_op, and a per-call timeout (torch's
+// opts.timeout; unset: the group's).
+struct CallOpts {
+  bool asyncOp = true;
+  std::chrono::milliseconds timeout{0};
+};
+
 class ProcessGroupTutti : public c10d::Backend {
  public:
   // Collective over the group's ranks: meets through store (no port of tutti's own).
@@ -163,11 +170,17 @@ class ProcessGroupTutti : public c10d::Backend {
 
  private:
   using Body = std::function<void()>;
+  template <typename Opts>
+  static CallOpts callOpts(const Opts& o) {
+    return {o.asyncOp, o.timeout.count() > 0 ? o.timeout : std::chrono::milliseconds(0)};
+  }
+  // body with the communicator's timeout set to `timeout` while it runs (tuttiCommSetTimeout).
+  Body withCallTimeout(Body body, std::chrono::milliseconds timeout);
   // Runs the operation now on the caller's thread (opts.asyncOp false: no queue hand-off,
   // no worker) or queues it.
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const char* title,
                                          std::vector<at::Tensor> outputs, size_t bytes, Body body,
-                                         bool asyncOp = true);
+                                         CallOpts call = {});
   // Throws with tutti's error text when r is not tuttiSuccess (marks the group failed).
   void check(tuttiResult_t r, const char* what);
   void drain();

@@ -199,6 +199,28 @@ TUTTI_API tuttiResult_t tuttiCommSetAlgorithm(tuttiComm_t comm, const char* spec
   });
 }
 
+TUTTI_API tuttiResult_t tuttiCommSetTimeout(tuttiComm_t comm, int timeoutMs) {
+  return guarded(comm, "tuttiCommSetTimeout", [&] {
+    TUTTI_CHECK_ARG(comm != nullptr, "comm is NULL");
+    TUTTI_CHECK_ARG(timeoutMs > 0, "timeoutMs must be > 0 (got ", timeoutMs, ")");
+    if (tutti::api::groupDepth() > 0)
+      tutti::fail(tuttiInvalidUsage,
+                  "not allowed inside tuttiGroupStart/End: set the timeout before the group");
+    ready(comm).setTimeout(timeoutMs / 1000.0);
+    return tuttiSuccess;
+  });
+}
+
+TUTTI_API tuttiResult_t tuttiCommGetTimeout(tuttiComm_t comm, int* timeoutMs) {
+  return guarded(comm, "tuttiCommGetTimeout", [&] {
+    TUTTI_CHECK_ARG(comm != nullptr, "comm is NULL");
+    TUTTI_CHECK_ARG(timeoutMs != nullptr, "timeoutMs is NULL");
+    const double ms = ready(comm).timeoutSeconds() * 1000.0;
+    *timeoutMs = ms >= 2147483647.0 ? 2147483647 : static_cast<int>(ms + 0.5);
+    return tuttiSuccess;
+  });
+}
+
 TUTTI_API const char* tuttiCommTransports(tuttiComm_t comm) {
   if (comm == nullptr || comm->impl == nullptr) return "none";
   comm->transportsText = comm->impl->transportsInUse();

@@ -658,6 +658,12 @@ void Communicator::setAlgorithm(const std::string& spec) {
   options_.algo = next;  // the planner plans again when the spec differs
 }
 
+void Communicator::setTimeout(double seconds) {
+  TUTTI_CHECK_ARG(seconds > 0, "timeout must be positive (got ", seconds, " s)");
+  options_.timeoutSec = seconds;
+  execOptions_.timeoutSec = seconds;
+}
+
 CallTag Communicator::nextCallTag(const algo::CollArgs& args, tuttiRedOp_t userOp, bool barrier) {
   return collectiveCallTag(args, userOp, barrier, ++collectiveCalls_);
 }

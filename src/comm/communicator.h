@@ -146,6 +146,9 @@ class Communicator {
   // Forces algorithms for the following calls (TUTTI_ALGO syntax, names checked here); an
   // empty spec restores the communicator's own (its config's algo, else TUTTI_ALGO at init).
   void setAlgorithm(const std::string& spec);
+  // The timeout of the following calls (every wait, setup and rendezvous included).
+  void setTimeout(double seconds);
+  double timeoutSeconds() const { return options_.timeoutSec; }
   std::string transportsInUse() const;
   // The flight recorder's text: the last calls, oldest first (any thread).
   std::string traceText() const;

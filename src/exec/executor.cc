@@ -338,7 +338,9 @@ class RoundRunner {
       double idle = now - lastProgress;
       if (idle > options_.timeoutSec)
         fail(tuttiTimeout, "rank ", options_.rank, ": no progress for ", options_.timeoutSec,
-             " s (TUTTI_TIMEOUT) waiting for ", pendingPeers());
+             " s (the communicator's timeout: TUTTI_TIMEOUT, config, tuttiCommSetTimeout) waiting "
+             "for ",
+             pendingPeers());
       if (idle < spinSec) {
         // More ranks than cores: give the core to the peer we are waiting for; otherwise
         // every rank has its own core and a yield would only hand it to other processes.

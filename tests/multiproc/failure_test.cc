@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -87,6 +88,51 @@ TEST_P(Failures, KilledRankIsNamedByTheOthers) {
   });
   EXPECT_EQ(r.ranks[2].signal, SIGKILL) << r.describe();
   EXPECT_TRUE(r.ranks[0].ok() && r.ranks[1].ok()) << r.describe();
+}
+
+// tuttiCommSetTimeout: the group's timeout is 20 s; rank 0 sets 400 ms for its next calls and
+// rank 1 is late by 3 s: rank 0's call fails within a second as tuttiTimeout naming rank 1.
+// Before that, a call within the new timeout succeeds with verified values, and
+// tuttiCommGetTimeout reads back what was set.
+TEST_P(Failures, PerCallTimeoutNamesTheLateRank) {
+  tuttiUniqueId id = makeId();
+  auto r = runRanks(2, [&](int rank) {
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 2, id, rank), nullptr);
+    int ms = 0;
+    TUTTI_ASSERT_OK(tuttiCommGetTimeout(comm, &ms), comm);
+    EXPECT_EQ(ms, 20000);
+    EXPECT_EQ(tuttiCommSetTimeout(comm, 0), tuttiInvalidArgument);
+    if (rank == 0) {
+      TUTTI_ASSERT_OK(tuttiCommSetTimeout(comm, 400), comm);
+      TUTTI_ASSERT_OK(tuttiCommGetTimeout(comm, &ms), comm);
+      EXPECT_EQ(ms, 400);
+    }
+    std::vector<double> buf(777);
+    for (size_t i = 0; i < buf.size(); ++i) buf[i] = rank * 1000.0 + static_cast<double>(i);
+    TUTTI_ASSERT_OK(
+        tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat64, tuttiSum, comm, nullptr),
+        comm);
+    for (size_t i = 0; i < buf.size(); ++i) ASSERT_EQ(buf[i], 1000.0 + 2.0 * i) << i;
+    if (rank == 1) {
+      usleep(3000000);
+      tuttiCommAbort(comm);  // rank 0 has given up by now
+      tuttiCommDestroy(comm);
+      return;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    tuttiResult_t res =
+        tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat64, tuttiSum, comm, nullptr);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::string msg = tuttiGetLastError(comm);
+    EXPECT_EQ(res, tuttiTimeout) << msg;
+    EXPECT_LT(secs, 1.5) << msg;
+    EXPECT_GE(secs, 0.35) << msg;
+    EXPECT_NE(msg.find("rank 1"), std::string::npos) << msg;
+    tuttiCommAbort(comm);
+    tuttiCommDestroy(comm);
+  });
+  EXPECT_TRUE(r.allOk()) << r.describe();
 }
 
 // Rank 2 dies; once the survivors have seen the failure (a call returned an error),

@@ -22,6 +22,11 @@ def test_killed_rank_raises_naming_it(n, victim):
             assert f"rank {victim}" in out
 
 
+def test_per_call_timeout_names_the_late_rank():
+    results = run_ranks(2, "timeout_worker.py", timeout=120)
+    assert all(rc == 0 for rc, _, _ in results), describe(results)
+
+
 @pytest.mark.parametrize("n,victim,transport", [(4, 1, "shm"), (3, 2, "tcp")])
 def test_survivors_shrink_and_finish_training(n, victim, transport):
     """A rank killed in DDP training: the survivors name it, agree, shrink_group and finish

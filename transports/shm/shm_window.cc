@@ -151,8 +151,10 @@ class ShmWindow final : public Window {
              ", it reached ", cur, ")");
       if (now - lastChange > timeoutSec)
         fail(tuttiTimeout, "shm window: rank ", rank_, ": no progress for ", timeoutSec,
-             " s (TUTTI_TIMEOUT) waiting for ", describe(rank), " to reach phase ", phase,
-             " (it is at ", cur, "): mismatched collective calls or a stuck rank");
+             " s (the communicator's timeout: TUTTI_TIMEOUT, config, tuttiCommSetTimeout) waiting "
+             "for ",
+             describe(rank), " to reach phase ", phase, " (it is at ", cur,
+             "): mismatched collective calls or a stuck rank");
     }
   }
 
