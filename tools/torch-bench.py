@@ -96,6 +96,22 @@ def worker(reps):
         words = torch.randint(0, 1 << 20, (4 * 32,))
         return Bag(), (words, torch.arange(0, 4 * 32, 32)), torch.randint(0, 10, (4,))
 
+    def time_training(model, inputs, y, key):
+        """SGD steps of model: 3 to warm up, then reps samples of 10 (the slowest rank's)."""
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+        def step():
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(*inputs), y).backward()
+            opt.step()
+
+        for _ in range(3):
+            step()
+        for _ in range(reps):
+            t = torch.tensor([timed(step, 10)], dtype=torch.float64)
+            dist.all_reduce(t, op=dist.ReduceOp.MAX, group=groups["gloo"])
+            res.setdefault(key, []).append(t.item())
+
     import tutti.torch.hooks
     # (backend, gradient_as_bucket_view, comm hook)
     variants = {"local (no communication)": (None, False, None),
@@ -114,19 +130,7 @@ def worker(reps):
                     tutti.torch.hooks.register_avg_hook(ddp)
                 elif hook:
                     ddp.register_comm_hook(groups[backend], hook)
-            opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
-
-            def step():
-                opt.zero_grad()
-                nn.functional.cross_entropy(ddp(*inputs), y).backward()
-                opt.step()
-
-            for _ in range(3):
-                step()
-            for _ in range(reps):
-                t = torch.tensor([timed(step, 10)], dtype=torch.float64)
-                dist.all_reduce(t, op=dist.ReduceOp.MAX, group=groups["gloo"])
-                res.setdefault(f"ddp {kind} step {name}", []).append(t.item())
+            time_training(ddp, inputs, y, f"ddp {kind} step {name}")
             res[f"ddp {kind} gradient MB"] = [sum(p.numel() for p in model.parameters()) * 4 / 1e6]
     # FSDP2 (fully_shard on every Linear and the root, on a 1-D DeviceMesh of the backend's
     # group): the same two models, parameters all-gathered and gradients reduce-scattered.
@@ -141,19 +145,7 @@ def worker(reps):
                 if isinstance(m, (nn.Linear, nn.EmbeddingBag)):
                     fully_shard(m, mesh=mesh)
             fully_shard(model, mesh=mesh)
-            opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-
-            def fsdp_step():
-                opt.zero_grad()
-                nn.functional.cross_entropy(model(*inputs), y).backward()
-                opt.step()
-
-            for _ in range(3):
-                fsdp_step()
-            for _ in range(reps):
-                t = torch.tensor([timed(fsdp_step, 10)], dtype=torch.float64)
-                dist.all_reduce(t, op=dist.ReduceOp.MAX, group=groups["gloo"])
-                res.setdefault(f"fsdp {kind} step {backend}", []).append(t.item())
+            time_training(model, inputs, y, f"fsdp {kind} step {backend}")
     if rank == 0:
         out = {k: statistics.median(v) for k, v in res.items()}
         print("RESULT " + json.dumps(out), flush=True)
