@@ -8,7 +8,7 @@ import tempfile
 import pytest
 import torch
 
-from launch import describe, run_ranks
+from launch import describe, reference_env, run_ranks
 
 
 @pytest.mark.parametrize("n,victim", [(2, 1), (3, 1), (4, 2)])
@@ -60,7 +60,7 @@ def test_ddp_matches_gloo(n):
         for backend in ("gloo", "tutti"):
             path = os.path.join(d, backend + ".pt")
             results = run_ranks(n, "ddp_worker.py", [backend, path, ",".join(kinds)],
-                                timeout=300)
+                                env=reference_env(backend), timeout=300)
             assert all(rc == 0 for rc, _, _ in results), describe(results)
             for kind in kinds:
                 params[backend, kind] = torch.load(path + "." + kind)

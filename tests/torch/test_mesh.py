@@ -6,7 +6,7 @@ import tempfile
 
 import torch
 
-from launch import describe, run_ranks
+from launch import describe, reference_env, run_ranks
 
 
 def test_fsdp2_matches_gloo_and_dtensor_on_a_2x2_mesh():
@@ -15,7 +15,7 @@ def test_fsdp2_matches_gloo_and_dtensor_on_a_2x2_mesh():
         prefix = {b: os.path.join(d, b) for b in ("gloo", "tutti")}
         for backend, modes in (("gloo", "fsdp"), ("tutti", "fsdp,dtensor")):
             results = run_ranks(4, "mesh_worker.py", [backend, modes, prefix[backend]],
-                                timeout=300)
+                                env=reference_env(backend), timeout=300)
             assert all(rc == 0 for rc, _, _ in results), describe(results)
         gloo, tutti = (torch.load(prefix[b] + ".fsdp") for b in ("gloo", "tutti"))
         assert tutti.numel() == gloo.numel() > 0
