@@ -91,14 +91,6 @@ bool processGone(pid_t pid) {
   return state == 'Z' || state == 'X';
 }
 
-// TUTTI_TEST_DIE_AT=<phase>:<rank> (test only): that rank kills itself (SIGKILL) when it
-// reaches the phase ("window": shared window setup, "connect": connection setup).
-void testDieAt(const char* phase, int rank) {
-  std::string spec = env::getString("TUTTI_TEST_DIE_AT");
-  if (spec.empty()) return;
-  if (spec == std::string(phase) + ":" + std::to_string(rank)) ::raise(SIGKILL);
-}
-
 std::string localHostname() {
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
@@ -152,6 +144,12 @@ void openStandby(bootstrap::Store* store, std::unique_ptr<bootstrap::StandbyStor
 }
 
 }  // namespace
+
+void testDieAt(const char* phase, int rank) {
+  std::string spec = env::getString("TUTTI_TEST_DIE_AT");
+  if (spec.empty()) return;
+  if (spec == std::string(phase) + ":" + std::to_string(rank)) ::raise(SIGKILL);
+}
 
 CommOptions commOptionsFromEnv() {
   CommOptions o;

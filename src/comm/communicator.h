@@ -67,6 +67,11 @@ struct SplitSeed {
   std::string nextRing;                           // the next member's RingListener::address()
 };
 
+// TUTTI_TEST_DIE_AT=<phase>:<rank> (test only): that rank kills itself (SIGKILL) when it
+// reaches the phase ("window": shared window setup, "connect": connection setup, "split": a
+// split child's setup, "shrink": a shrink's new communicator, in the parent's numbering).
+void testDieAt(const char* phase, int rank);
+
 class Communicator {
  public:
   // Collective over all ranks: exchanges peer information and sets up the transports. A split
@@ -217,6 +222,11 @@ class Communicator {
   exec::PeerFailure diedError(int r, const char* how) const;
   // Recovery helpers (comm/recovery.cc).
   bootstrap::Liveness probeRank(int r, const Deadline& deadline) const;
+  // shrink's new communicator over store, survivors (this communicator's ranks) probed while
+  // it is built; errors name the new ranks' numbers in this communicator too.
+  std::unique_ptr<Communicator> buildShrunk(std::shared_ptr<bootstrap::Store> store,
+                                            const std::string& prefix, int newRank,
+                                            const std::vector<int>& survivors, CommOptions options);
   // When `peer` answers at its standby address: the lowest other rank that does not (-1 when
   // all do, or when peer does not).
   int firstDeadRankIfAlive(int peer) const;

@@ -6,9 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "bootstrap/tcp_store.h"
 #include "comm/communicator.h"
@@ -197,9 +201,71 @@ Communicator::Shrunk Communicator::shrink(std::span<const int> exclude, bool abo
                             << rankList(excluded) << "}, new rank " << newRank
                             << " (rendezvous at rank " << leader << "'s standby store, "
                             << secondsSince(deadline) << " s)");
-  result.comm = std::make_unique<Communicator>(
-      result.store, prefix, newRank, static_cast<int>(survivors.size()), std::move(options));
+  testDieAt("shrink", rank_);
+  result.comm = buildShrunk(result.store, prefix, newRank, survivors, std::move(options));
   return result;
+}
+
+std::unique_ptr<Communicator> Communicator::buildShrunk(std::shared_ptr<bootstrap::Store> store,
+                                                        const std::string& prefix, int newRank,
+                                                        const std::vector<int>& survivors,
+                                                        CommOptions options) {
+  // The other survivors are probed at their standby addresses while the new communicator is
+  // built: one that dies meanwhile ends the build at once (its waits would last the whole
+  // timeout) and is named in this communicator's numbering.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  int died = -1;
+  std::thread watcher([&] {
+    std::unique_lock lock(mu);
+    auto period = std::chrono::milliseconds(250);
+    while (!cv.wait_for(lock, period, [&] { return done; })) {
+      lock.unlock();
+      int found = -1;
+      for (int r : survivors) {
+        if (r == rank_) continue;
+        Deadline probeDeadline(kProbeSeconds);
+        if (probeRank(r, probeDeadline) != bootstrap::Liveness::kAlive) {
+          found = r;
+          break;
+        }
+      }
+      lock.lock();
+      if (found >= 0) {
+        died = found;
+        store->abort();
+        return;
+      }
+      period = std::chrono::milliseconds(500);
+    }
+  });
+  auto stopWatching = [&] {
+    {
+      std::lock_guard lock(mu);
+      done = true;
+    }
+    cv.notify_all();
+    watcher.join();
+  };
+  const std::string numbering = "new ranks 0-" + std::to_string(survivors.size() - 1) +
+                                " are ranks " + rankList(survivors) +
+                                " of the communicator being shrunk";
+  try {
+    auto comm = std::make_unique<Communicator>(
+        store, prefix, newRank, static_cast<int>(survivors.size()), std::move(options));
+    stopWatching();
+    return comm;
+  } catch (const Error& e) {
+    stopWatching();
+    if (died >= 0) {
+      const auto at = std::find(survivors.begin(), survivors.end(), died) - survivors.begin();
+      fail(tuttiRemoteError, "tuttiCommShrink: ", describePeer(died), " (new rank ", at,
+           ") failed during the shrink (its standby address no longer answers): ", e.what(), "; ",
+           numbering);
+    }
+    fail(e.code(), e.what(), "; ", numbering);
+  }
 }
 
 std::vector<int> Communicator::leadAgreement(bootstrap::Store& store, const std::string& base,

@@ -178,7 +178,8 @@ constexpr Var kVars[] = {
     // ---- test only: for tutti's own tests, not for users ----
     {"TUTTI_TEST_DIE_AT", Type::kString, "", "TEST ONLY (not for users)",
      "Test only: PHASE:RANK makes that rank kill itself (SIGKILL) when it reaches the phase: "
-     "window (shared window setup) or connect (connection setup)."},
+     "window (shared window setup), connect (connection setup), split (a split child's "
+     "setup) or shrink (a shrink's new communicator; RANK in the parent's numbering)."},
     {"TUTTI_TEST_CORRUPT", Type::kBool, "0", "TEST ONLY (not for users)",
      "Test only: perf tests corrupt one result element on purpose (checks #wrong)."},
 };

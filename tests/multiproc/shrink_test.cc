@@ -237,6 +237,62 @@ TEST_P(KillTrials, SurvivorsAgreeShrinkAndGoOn) {
 INSTANTIATE_TEST_SUITE_P(Repeated, KillTrials, ::testing::ValuesIn(trials()),
                          [](const auto& info) { return info.param.name; });
 
+// A survivor dies inside tuttiCommShrink (issue 30, E6): 5 ranks, rank 4 killed in an
+// all-reduce; the others agree on {4} and shrink, but rank 2 dies (SIGKILL) while the new
+// communicator is being built. Ranks 0, 1 and 3 get tuttiRemoteError from the shrink within a
+// few seconds (not the 20 s timeout) naming rank 2 in the numbering they called with, agree
+// again on {2, 4}, shrink to 3 ranks and run verified collectives.
+TEST(ShrinkFailure, ASurvivorDyingInTheShrinkIsNamedAtOnce) {
+  constexpr int n = 5, first = 4, second = 2;
+  setenv("TUTTI_TIMEOUT", "20", 1);
+  Rank0Id ids;
+  auto r = runRanks(n, [&](int rank) {
+    if (rank == second) setenv("TUTTI_TEST_DIE_AT", "shrink:2", 1);
+    tuttiUniqueId id;
+    ASSERT_TRUE(ids.get(rank, &id));
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+    std::vector<double> buf(1000);
+    tuttiResult_t res = tuttiSuccess;
+    for (int call = 0; call < 100 && res == tuttiSuccess; ++call) {
+      if (rank == first && call == 2) ::raise(SIGKILL);
+      res =
+          tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat64, tuttiSum, comm, nullptr);
+    }
+    ASSERT_EQ(res, tuttiRemoteError) << tuttiGetLastError(comm);
+    std::vector<int> failed(n, -1);
+    int nfailed = -1;
+    TUTTI_ASSERT_OK(tuttiCommAgreeFailedRanks(comm, failed.data(), &nfailed), comm);
+    ASSERT_EQ(nfailed, 1);
+    tuttiComm_t small = nullptr;
+    auto t0 = std::chrono::steady_clock::now();
+    res = tuttiCommShrink(comm, failed.data(), nfailed, &small, nullptr, TUTTI_SHRINK_DEFAULT);
+    const double secs = secondsSince(t0);
+    std::string msg = tuttiGetLastError(comm);
+    ASSERT_EQ(res, tuttiRemoteError) << msg;  // rank 2 never gets here
+    EXPECT_EQ(small, nullptr);
+    EXPECT_LT(secs, 5.0) << msg;
+    EXPECT_NE(msg.find("rank 2 "), std::string::npos) << msg;
+    EXPECT_NE(msg.find("failed during the shrink"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("are ranks 0, 1, 2, 3 of the communicator being shrunk"), std::string::npos)
+        << msg;
+
+    TUTTI_ASSERT_OK(tuttiCommAgreeFailedRanks(comm, failed.data(), &nfailed), comm);
+    ASSERT_EQ(nfailed, 2);
+    EXPECT_EQ(failed[0], second);
+    EXPECT_EQ(failed[1], first);
+    TUTTI_ASSERT_OK(
+        tuttiCommShrink(comm, failed.data(), nfailed, &small, nullptr, TUTTI_SHRINK_ABORT), comm);
+    checkCollectives(small, {0, 1, 3});
+    EXPECT_EQ(tuttiCommDestroy(small), tuttiSuccess) << tuttiGetLastError(nullptr);
+    tuttiCommDestroy(comm);
+  });
+  unsetenv("TUTTI_TIMEOUT");
+  EXPECT_EQ(r.ranks[first].signal, SIGKILL) << r.describe();
+  EXPECT_EQ(r.ranks[second].signal, SIGKILL) << r.describe();
+  for (int q : {0, 1, 3}) EXPECT_TRUE(r.ranks[q].ok()) << r.describe();
+}
+
 // Nothing failed: ranks 0-2 (or 1-3) exclude a live rank that calls nothing meanwhile, shrink
 // and run verified collectives; the parent stays usable by all four afterwards.
 class ExcludeLive : public ::testing::TestWithParam<int> {};
