@@ -261,8 +261,7 @@ std::unique_ptr<Communicator> Communicator::buildShrunk(std::shared_ptr<bootstra
     if (died >= 0) {
       const auto at = std::find(survivors.begin(), survivors.end(), died) - survivors.begin();
       fail(tuttiRemoteError, "tuttiCommShrink: ", describePeer(died), " (new rank ", at,
-           ") failed during the shrink (its standby address no longer answers): ", e.what(), "; ",
-           numbering);
+           ") failed during the shrink (its standby address no longer answers); ", numbering);
     }
     fail(e.code(), e.what(), "; ", numbering);
   }
