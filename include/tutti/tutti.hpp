@@ -195,6 +195,13 @@ class Comm {
   void setAlgorithm(const std::string& spec) const {
     check(tuttiCommSetAlgorithm(comm_, spec.c_str()), comm_);
   }
+  // tuttiCommSetTimeout / tuttiCommGetTimeout: the timeout of the following calls (ms).
+  void setTimeout(int timeoutMs) const { check(tuttiCommSetTimeout(comm_, timeoutMs), comm_); }
+  int timeoutMs() const {
+    int ms = 0;
+    check(tuttiCommGetTimeout(comm_, &ms), comm_);
+    return ms;
+  }
   std::string transports() const {
     const char* t = tuttiCommTransports(comm_);
     return t ? t : "";

@@ -53,6 +53,9 @@ void collectives(int rank, const tuttiUniqueId& id) {
     for (size_t i = 0; i < n; ++i)
       ASSERT_EQ(out[i], value(call, 0, i) + value(call, 1, i) + value(call, 2, i)) << i;
     EXPECT_FALSE(comm.lastAlgorithm().empty());
+    comm.setTimeout(45000 + rank);  // local: ranks may differ
+    EXPECT_EQ(comm.timeoutMs(), 45000 + rank);
+    EXPECT_THROW(comm.setTimeout(0), tutti::Error);
     ++call;
     std::vector<double> x(n);
     for (size_t i = 0; i < n; ++i) x[i] = static_cast<double>(value(call, rank, i));
