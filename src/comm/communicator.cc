@@ -79,6 +79,8 @@ uint64_t pidNamespace() {
   return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
 }
 
+}  // namespace
+
 // A process of this pid namespace that no longer runs: no such pid, or a zombie (killed, not
 // yet reaped by its parent).
 bool processGone(pid_t pid) {
@@ -90,6 +92,8 @@ bool processGone(pid_t pid) {
   char state = stat[paren + 2];
   return state == 'Z' || state == 'X';
 }
+
+namespace {
 
 std::string localHostname() {
   char host[256] = {0};

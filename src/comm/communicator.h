@@ -3,6 +3,8 @@
 // connects the peers a schedule needs, and runs the schedule with the executor.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -71,6 +73,8 @@ struct SplitSeed {
 // reaches the phase ("window": shared window setup, "connect": connection setup, "split": a
 // split child's setup, "shrink": a shrink's new communicator, in the parent's numbering).
 void testDieAt(const char* phase, int rank);
+// A process of this pid namespace that no longer runs (no such pid, or a zombie).
+bool processGone(pid_t pid);
 
 class Communicator {
  public:
@@ -222,6 +226,8 @@ class Communicator {
   exec::PeerFailure diedError(int r, const char* how) const;
   // Recovery helpers (comm/recovery.cc).
   bootstrap::Liveness probeRank(int r, const Deadline& deadline) const;
+  // Whether rank r's process runs: by pid on this host, else at its standby address.
+  bool processAlive(int r, const Deadline& deadline) const;
   // shrink's new communicator over store, survivors (this communicator's ranks) probed while
   // it is built; errors name the new ranks' numbers in this communicator too.
   std::unique_ptr<Communicator> buildShrunk(std::shared_ptr<bootstrap::Store> store,

@@ -63,14 +63,21 @@ bootstrap::Liveness Communicator::probeRank(int r, const Deadline& deadline) con
 int Communicator::firstDeadRankIfAlive(int peer) const {
   try {
     Deadline deadline(kProbeSeconds);
-    if (probeRank(peer, deadline) != bootstrap::Liveness::kAlive) return -1;
+    if (!processAlive(peer, deadline)) return -1;
     for (int r = 0; r < nranks_; ++r)
-      if (r != rank_ && r != peer && standbyOf_[r].valid() &&
-          probeRank(r, deadline) != bootstrap::Liveness::kAlive)
+      if (r != rank_ && r != peer && (standbyOf_[r].valid() || pidVisible(r)) &&
+          !processAlive(r, deadline))
         return r;
   } catch (const Error&) {
   }
   return -1;
+}
+
+bool Communicator::processAlive(int r, const Deadline& deadline) const {
+  // A rank on this host is asked by pid: one that destroyed its communicator after a failure
+  // elsewhere (its standby socket closed) is still alive. Elsewhere: its standby address.
+  if (pidVisible(r)) return !processGone(peers_[r].pid);
+  return probeRank(r, deadline) == bootstrap::Liveness::kAlive;
 }
 
 std::shared_ptr<bootstrap::Store> Communicator::connectStandby(int r, const Deadline& deadline) {
