@@ -269,8 +269,7 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupTutti::split(
     throw std::runtime_error(std::string("tutti split failed: ") + tuttiGetErrorString(r) + ": " +
                              tuttiGetLastError(comm_));
   if (child == nullptr) return nullptr;
-  int childSize = 0;
-  tuttiCommCount(child, &childSize);
+  const int childSize = sizeOf(child);
   if (childSize != static_cast<int>(ranks.size())) {
     tuttiCommDestroy(child);
     throw std::invalid_argument("tutti split: this rank's group has " +
