@@ -155,6 +155,42 @@ uint64_t seedOf(std::initializer_list<uint64_t> parts) {
   return s;
 }
 
+namespace {
+
+// The per-element offsets of the sum and avg kinds: e(r) random in [0, R] for ranks 0..n-2,
+// e(-1) = e(n-1) = 0, and rank r contributes e(r) - e(r-1), so the offsets telescope to 0
+// over all ranks while every rank's value is its own (two hashes per value, no loop).
+int64_t telescoped(const Spec& s, int rank, size_t i, int64_t range) {
+  const int n = std::max(s.nranks, 1);
+  auto e = [&](int q) { return q < 0 || q >= n - 1 ? 0 : pick(hash(s.seed, q, i, 2), 0, range); };
+  return e(rank) - e(rank - 1);
+}
+
+// Sum and avg: the common part w in [-R, R], R = B / 2n (unsigned: [R, 2R], R = B / 3n);
+// every value in [-2R, 2R] ([0, 3R]), so every partial sum of any subset of ranks stays
+// within B.
+int64_t sumRange(const Spec& s) {
+  return bound(s.dtype) / ((isUnsigned(s.dtype) ? 3 : 2) * std::max(s.nranks, 1));
+}
+int64_t sumCommon(const Spec& s, size_t i) {
+  const int64_t r = sumRange(s);
+  const uint64_t h = hash(s.seed, -1, i, 1);
+  return isUnsigned(s.dtype) ? pick(h, r, 2 * r) : pick(h, -r, r);
+}
+
+// Min (max): the extreme m(i) in the lower (upper) half of the type's range, held by one
+// rank chosen per element; every other rank a value between m(i) and the far end.
+int64_t extreme(const Spec& s, size_t i, bool isMin) {
+  const int64_t b = bound(s.dtype), lo = isUnsigned(s.dtype) ? 0 : -b, mid = lo + (b - lo) / 2;
+  const uint64_t h = hash(s.seed, -1, i, 5);
+  return isMin ? pick(h, lo, mid) : pick(h, mid, b);
+}
+int extremeRank(const Spec& s, size_t i) {
+  return static_cast<int>(hash(s.seed, -1, i, 6) % static_cast<uint64_t>(std::max(s.nranks, 1)));
+}
+
+}  // namespace
+
 double value(const Spec& s, int rank, size_t i) {
   const int n = std::max(s.nranks, 1);
   const bool uns = isUnsigned(s.dtype);
@@ -162,27 +198,18 @@ double value(const Spec& s, int rank, size_t i) {
   const uint64_t h = hash(s.seed, rank, i, 0);
   switch (s.kind) {
     case Kind::kCopy:
-    case Kind::kMin:
-    case Kind::kMax:
       return static_cast<double>(uns ? pick(h, 0, b) : pick(h, -b, b));
-    case Kind::kSum: {
-      const int64_t r = b / n;
-      return static_cast<double>(uns ? pick(h, 0, r) : pick(h, -r, r));
+    case Kind::kMin:
+    case Kind::kMax: {
+      const bool isMin = s.kind == Kind::kMin;
+      const int64_t m = extreme(s, i, isMin);
+      if (rank == extremeRank(s, i)) return static_cast<double>(m);
+      const int64_t lo = uns ? 0 : -b;
+      return static_cast<double>(isMin ? pick(h, m, b) : pick(h, lo, m));
     }
-    case Kind::kAvg: {
-      // v(r) = w + d(r), the last rank's d the negated sum of the others'.
-      const int64_t r = uns ? b / (static_cast<int64_t>(n) * (n + 1)) : b / (3 * n);
-      const uint64_t hw = hash(s.seed, -1, i, 1);
-      const int64_t w = uns ? pick(hw, n * r, n * r + r) : pick(hw, -r, r);
-      auto delta = [&](int q) { return pick(hash(s.seed, q, i, 2), -r, r); };
-      int64_t d = 0;
-      if (rank < n - 1) {
-        d = delta(rank);
-      } else {
-        for (int q = 0; q < n - 1; ++q) d -= delta(q);
-      }
-      return static_cast<double>(w + d);
-    }
+    case Kind::kSum:
+    case Kind::kAvg:
+      return static_cast<double>(sumCommon(s, i) + telescoped(s, rank, i, sumRange(s)));
     case Kind::kSumInOrder: {
       if (!isFloat(s.dtype)) return static_cast<double>(pick(h, 0, b / n));
       const int digits = s.dtype == tuttiFloat16    ? 11
@@ -205,38 +232,37 @@ double value(const Spec& s, int rank, size_t i) {
   return 0;
 }
 
+// Closed forms where the data allows one (nccl-tests computes its expected values the same
+// way): no loop over the ranks, so checking a call costs O(count), not O(n x count).
 double reduced(const Spec& s, size_t i) {
   const int n = std::max(s.nranks, 1);
-  double acc = value(s, 0, i);
-  if (s.kind == Kind::kCopy) return acc;
-  if (s.kind == Kind::kSumInOrder) {
-    // Rank order, rounded to the type after every addition (the sum of two values of the
-    // type is exact in a double, so rounding it once is the type's own addition).
-    std::byte tmp[8];
-    for (int r = 1; r < n; ++r) {
-      store(s.dtype, tmp, 0, acc + value(s, r, i));
-      acc = load(s.dtype, tmp, 0);
+  switch (s.kind) {
+    case Kind::kCopy:
+      return value(s, 0, i);
+    case Kind::kSum:
+      return static_cast<double>(n * sumCommon(s, i));
+    case Kind::kAvg:
+      return static_cast<double>(sumCommon(s, i));
+    case Kind::kMin:
+    case Kind::kMax:
+      return static_cast<double>(extreme(s, i, s.kind == Kind::kMin));
+    case Kind::kSumInOrder: {
+      // Rank order, rounded to the type after every addition (the sum of two values of the
+      // type is exact in a double, so rounding it once is the type's own addition).
+      double acc = value(s, 0, i);
+      std::byte tmp[8];
+      for (int r = 1; r < n; ++r) {
+        store(s.dtype, tmp, 0, acc + value(s, r, i));
+        acc = load(s.dtype, tmp, 0);
+      }
+      return acc;
     }
-    return acc;
+    case Kind::kProd:
+      break;
   }
-  for (int r = 1; r < n; ++r) {
-    const double v = value(s, r, i);
-    switch (s.kind) {
-      case Kind::kProd:
-        acc *= v;
-        break;
-      case Kind::kMin:
-        acc = std::min(acc, v);
-        break;
-      case Kind::kMax:
-        acc = std::max(acc, v);
-        break;
-      default:
-        acc += v;
-        break;
-    }
-  }
-  if (s.kind == Kind::kAvg) acc /= n;  // exact: the sum is n * w(i)
+  // Products: a loop (the window of non-unit factors rotates with the element).
+  double acc = 1;
+  for (int r = 0; r < n; ++r) acc *= value(s, r, i);
   return acc;
 }
 

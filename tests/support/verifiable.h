@@ -1,23 +1,29 @@
 // Verifiable data for every correctness check (the multi-process case runner, the simulator
 // harness, the perf tests' -c, the netns / verbs matrices, the GPU tests): what rank r puts at
-// element i of call `seed`, the expected result of each collective computed by a plain loop
-// over ranks, exact conversion to and from every element type, and guard bytes around outputs.
-// Written against the public header only (no library code: the reference must not share the
-// library's conversions or kernels).
+// element i of call `seed`, the expected result of each collective (in closed form), exact
+// conversion to and from every element type, and guard bytes around outputs. Written against the
+// public header only (no library code: the reference must not share the library's conversions or
+// kernels).
 //
 // Values are pseudo-random (a hash of seed, rank and element: not periodic in rank or element,
 // different for every call seed) and bounded so that every reduction is exact in every type
-// and every order at the given rank count:
-//   copy, min, max: integers in [-B, B] ([0, B] unsigned), B the type's exact-integer bound
-//                   (2^11 half, 2^8 bfloat16, 2^24 float, 2^52 double and 64-bit ints,
-//                   the type's maximum for 8/32-bit ints);
-//   sum:  integers in [-B/n, B/n] (unsigned [0, B/n]): every partial sum stays within B;
-//   prod: +-1 outside a rotating per-element window of ranks; inside it +-2^e, e in
-//         {-1, 0, 1}, on floats (a product of powers of two is exact while its exponent stays
-//         in range: a window of 14 ranks for half) and +-1 or +-2 on integers (a window of
-//         floor(log2(max)) - 1 ranks: 5 for int8);
-//   avg:  w(i) + d(r, i) with the deltas of the first n-1 ranks random and the last rank's
-//         their negated sum, so the sum is exactly n * w(i) and the average is w(i).
+// and every order at the given rank count, with expected values in closed form (O(1) per
+// element, no loop over the ranks, as nccl-tests does) but for products and kSumInOrder:
+//   copy:      integers in [-B, B] ([0, B] unsigned), B the type's exact-integer bound
+//              (2^11 half, 2^8 bfloat16, 2^24 float, 2^52 double and 64-bit ints, the type's
+//              maximum for 8/32-bit ints);
+//   min, max:  one rank per element (chosen by the hash) holds the extreme m(i), drawn from
+//              the lower (min) or upper (max) half of [-B, B]; the others hold values between
+//              m(i) and the far end of the range;
+//   sum, avg:  w(i) + e(r, i) - e(r-1, i), with e random in [0, R] for ranks 0..n-2 and
+//              e(-1) = e(n-1) = 0: the offsets telescope, so the sum is exactly n * w(i) and
+//              the average w(i). w in [-R, R] with R = B/2n (unsigned [R, 2R], R = B/3n),
+//              so every partial sum of any subset of ranks stays within B (at n > B/2 all
+//              values are w = 0: no 8-bit sums beyond 63 ranks);
+//   prod:      +-1 outside a rotating per-element window of ranks; inside it +-2^e, e in
+//              {-1, 0, 1}, on floats (a product of powers of two is exact while its exponent
+//              stays in range: a window of 14 ranks for half) and +-1 or +-2 on integers (a
+//              window of floor(log2(max)) - 1 ranks: 5 for int8); expected by a loop.
 // Only avg on floating types is compared with a tolerance (two units in the last place),
 // because a library may multiply by 1/n instead of dividing.
 #pragma once
@@ -53,7 +59,8 @@ uint64_t seedOf(std::initializer_list<uint64_t> parts);
 
 // What rank `rank` contributes at element i (exactly representable in spec.dtype).
 double value(const Spec& s, int rank, size_t i);
-// The reduction over ranks 0..n-1 of value(s, r, i), by a plain loop (avg: the exact average).
+// The reduction over ranks 0..n-1 of value(s, r, i) (avg: the exact average), in closed form
+// where the kind has one (verifiable_test checks it against loops in several orders).
 // Copy kind: value(s, 0, i).
 double reduced(const Spec& s, size_t i);
 

@@ -135,6 +135,29 @@ TEST(Verifiable, ReductionsSeeEveryRank) {
     }
 }
 
+TEST(Verifiable, MinAndMaxMoveBetweenRanks) {
+  // Every rank holds the extreme of some elements, and dropping it changes most of those.
+  for (tuttiDataType_t t : {tuttiFloat32, tuttiInt8, tuttiUint8, tuttiFloat16})
+    for (Kind k : {Kind::kMin, Kind::kMax}) {
+      const int n = 8;
+      Spec s{t, k, n, seedOf({4})};
+      for (int drop = 0; drop < n; ++drop) {
+        size_t held = 0, same = 0;
+        for (size_t i = 0; i < 1024; ++i) {
+          double acc = k == Kind::kMin ? INFINITY : -INFINITY;
+          for (int r = 0; r < n; ++r)
+            if (r != drop)
+              acc = k == Kind::kMin ? std::min(acc, value(s, r, i)) : std::max(acc, value(s, r, i));
+          if (value(s, drop, i) != reduced(s, i)) continue;
+          ++held;
+          same += acc == reduced(s, i);
+        }
+        EXPECT_GT(held, 1024u / n / 2) << dataTypeName(t) << " " << kindName(k) << " rank " << drop;
+        EXPECT_LT(same, held / 4) << dataTypeName(t) << " " << kindName(k) << " rank " << drop;
+      }
+    }
+}
+
 TEST(Verifiable, SumInOrderDependsOnTheOrder) {
   // The deterministic mode's data: the rank-order reference is what float arithmetic gives in
   // rank order, and most elements differ in another order.
