@@ -36,6 +36,7 @@ struct Plan {
   // The rank's own block: copied from send + selfSrc to recv + selfDst.
   bool selfCopy = false;
   Block selfSrc, selfDst;
+  tutti::RootedCall what;  // its call tag (a peer making another call is caught)
 };
 
 int rawDtype(const tuttiDataType_t& datatype) {
@@ -113,7 +114,7 @@ void runPlan(tutti::Communicator& c, const Plan& plan, const void* send, size_t 
     const Block& b = t.block;
     ops.push_back({false, t.peer, b.count ? r + b.offset * es : nullptr, b.count * es});
   }
-  if (!ops.empty()) c.runP2p(ops);
+  if (!ops.empty()) c.runP2p(ops, &plan.what);
   // The rank's own block, after the transfers (nothing still to be sent is overwritten).
   if (plan.selfCopy && plan.selfSrc.count > 0) {
     const std::byte* from = s + plan.selfSrc.offset * es;
@@ -175,6 +176,9 @@ TUTTI_API tuttiResult_t tuttiAllGatherV(const void* sendbuff, size_t sendcount, 
                     "recvbuff is NULL with non-zero recvcounts");
     plan.selfCopy = true;
     plan.selfSrc = {0, sendcount};
+    size_t total = 0;
+    for (int r = 0; r < n; ++r) total += recvcounts[r];
+    plan.what = {tutti::RootedColl::kAllGatherV, total, datatype, 0};
     return issuePlan(comm, "tuttiAllGatherV", unevenInfo(sendcount, recvElems, datatype), c,
                      std::move(plan), sendbuff, sendcount, recvbuff, recvElems, es, true, stream);
   });
@@ -219,6 +223,7 @@ TUTTI_API tuttiResult_t tuttiAllToAllV(const void* sendbuff, const size_t* sendc
     TUTTI_CHECK_ARG(recvElems == 0 || recvbuff != nullptr,
                     "recvbuff is NULL with non-zero recvcounts");
     plan.selfCopy = true;
+    plan.what = {tutti::RootedColl::kAllToAllV, 0, datatype, 0};
     return issuePlan(comm, "tuttiAllToAllV", unevenInfo(sendElems, recvElems, datatype), c,
                      std::move(plan), sendbuff, sendElems, recvbuff, recvElems, es, true, stream);
   });
@@ -251,6 +256,7 @@ TUTTI_API tuttiResult_t tuttiGather(const void* sendbuff, void* recvbuff, size_t
       plan.sends.push_back({root, Block{0, count}});
       recvbuff = nullptr;  // ignored on non-roots
     }
+    plan.what = {tutti::RootedColl::kGather, count, datatype, root};
     return issuePlan(comm, "tuttiGather", {count, datatype, tuttiNumOps, root}, c, std::move(plan),
                      sendbuff, count, recvbuff, recvElems, es, false, stream);
   });
@@ -283,6 +289,7 @@ TUTTI_API tuttiResult_t tuttiScatter(const void* sendbuff, void* recvbuff, size_
       plan.recvs.push_back({root, Block{0, count}});
       sendbuff = nullptr;  // ignored on non-roots
     }
+    plan.what = {tutti::RootedColl::kScatter, count, datatype, root};
     return issuePlan(comm, "tuttiScatter", {count, datatype, tuttiNumOps, root}, c, std::move(plan),
                      sendbuff, sendElems, recvbuff, count, es, false, stream);
   });

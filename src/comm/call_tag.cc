@@ -1,5 +1,6 @@
 #include "comm/call_tag.h"
 
+#include <iterator>
 #include <sstream>
 
 #include "common/dtype.h"
@@ -10,6 +11,10 @@ namespace {
 constexpr uint64_t kBarrierCode = 0xff;
 constexpr uint64_t kP2pCode = 0xfe;
 constexpr uint64_t kCountBits = 40;
+constexpr uint64_t kRootedCode = 0xf0;  // + RootedColl
+constexpr const char* kRootedNames[] = {"gather", "scatter", "allgatherv", "alltoallv"};
+
+uint64_t countOf(const CallTag& t) { return t[0] & ((uint64_t{1} << kCountBits) - 1); }
 }  // namespace
 
 CallTag collectiveCallTag(const algo::CollArgs& a, tuttiRedOp_t userOp, bool barrier,
@@ -23,6 +28,19 @@ CallTag collectiveCallTag(const algo::CollArgs& a, tuttiRedOp_t userOp, bool bar
 
 CallTag p2pCallTag(size_t operations) { return {operations, kP2pCode}; }
 
+CallTag rootedCallTag(RootedColl coll, size_t count, tuttiDataType_t dtype, int root,
+                      uint64_t callNumber) {
+  return {(static_cast<uint64_t>(count) & ((uint64_t{1} << kCountBits) - 1)) |
+              (callNumber << kCountBits),
+          (kRootedCode + static_cast<uint64_t>(coll)) | (static_cast<uint64_t>(dtype) << 8) |
+              (static_cast<uint64_t>(root) << 24)};
+}
+
+uint64_t collectiveCallNumber(const CallTag& t) {
+  if (t[1] == 0 || (t[1] & 0xff) == kP2pCode) return 0;
+  return t[0] >> kCountBits;
+}
+
 std::string describeCallTag(const CallTag& t, bool withNumber) {
   if (t[1] == 0) return "no collective (a point-to-point or internal exchange)";
   if ((t[1] & 0xff) == kP2pCode)
@@ -32,6 +50,13 @@ std::string describeCallTag(const CallTag& t, bool withNumber) {
   std::ostringstream os;
   if (code == kBarrierCode) {
     os << "barrier";
+  } else if (code >= kRootedCode && code < kRootedCode + std::size(kRootedNames)) {
+    auto rooted = static_cast<RootedColl>(code - kRootedCode);
+    os << kRootedNames[code - kRootedCode] << "(count " << countOf(t) << ", "
+       << dtypeName(static_cast<tuttiDataType_t>((t[1] >> 8) & 0xff));
+    if (rooted == RootedColl::kGather || rooted == RootedColl::kScatter)
+      os << ", root " << (t[1] >> 24);
+    os << ")";
   } else {
     int coll = static_cast<int>(code) - 1;
     auto c = static_cast<algo::Coll>(coll);

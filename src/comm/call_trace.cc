@@ -1,5 +1,6 @@
 #include "comm/call_trace.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/cycle_clock.h"
@@ -100,6 +101,18 @@ std::string CallTrace::text(const std::function<std::string(const CallTag&)>& de
     out += line(r, now, spt, describe) + "\n";
   }
   return out;
+}
+
+size_t CallTrace::recentTags(std::span<CallTag> out) const {
+  if (capacity_ == 0) return 0;
+  uint64_t calls = calls_.load(std::memory_order_acquire);
+  uint64_t keep = std::min<uint64_t>({calls, capacity_, out.size()});
+  size_t n = 0;
+  for (uint64_t i = calls - keep; i < calls; ++i) {
+    Record r = read(slots_[i % capacity_]);
+    if (r.number == i + 1) out[n++] = r.tag;
+  }
+  return n;
 }
 
 std::string CallTrace::current(const std::function<std::string(const CallTag&)>& describe) const {

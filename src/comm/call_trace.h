@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "comm/call_tag.h"
@@ -40,6 +41,8 @@ class CallTrace {
   // What this rank is doing now, in one phrase: "in call #5 allreduce(...) for 20.1 s" or
   // "between calls, 3.0 s after call #4 allreduce(...) (done)".
   std::string current(const std::function<std::string(const CallTag&)>& describe) const;
+  // The tags of the last out.size() calls (or fewer), oldest first; returns how many.
+  size_t recentTags(std::span<CallTag> out) const;
 
  private:
   // One record as atomics (relaxed: the sequence number orders them). seq is odd while the

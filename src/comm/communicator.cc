@@ -262,9 +262,15 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
     execOptions_.spinUs = spinUs_;
     execOptions_.spinYield = spinYield_;
     execOptions_.describeCall = [](const CallTag& t) { return describeCallTag(t); };
+    execOptions_.sameCallNumber = [](const CallTag& a, const CallTag& b) {
+      return collectiveCallNumber(a) != 0 && collectiveCallNumber(a) == collectiveCallNumber(b);
+    };
     execOptions_.aborted = &aborted_;
     execOptions_.abortFd = abortFd_;
     execOptions_.describePeer = [this](int p) { return describePeer(p); };
+    callWatch_ = std::make_unique<CallWatch>(store_.get(), rank_, &callTag_, &trace_,
+                                             execOptions_.describePeer);
+    execOptions_.onStall = [watch = callWatch_.get()](int p) { watch->stalledOn(p); };
     links_ = std::make_unique<ConnectionSet>(rank_, nranks_, makeTransports(options_.transport),
                                              options_.transport,
                                              [this](int p) { return describePeer(p); });
@@ -524,6 +530,9 @@ void Communicator::watchPeers() const {
   // every slice of a wait: each probe is a TCP handshake at the peer.
   auto now = std::chrono::steady_clock::now();
   std::span<const int> connecting = links_ ? links_->connecting() : std::span<const int>();
+  // A peer that never makes the connection may be in another call (a mismatch).
+  if (callWatch_)
+    for (int r : connecting) callWatch_->stalledOn(r);
   if (connecting.empty() || now - lastRemoteProbe_ < kRemoteProbeInterval) return;
   lastRemoteProbe_ = now;
   for (int r : connecting) {
@@ -636,7 +645,15 @@ const exec::ExecOptions& Communicator::callOptions() {
   execOptions_.window = window_.get();
   execOptions_.windowState = &windowState_;
   execOptions_.callTag = callTag_;
+  execOptions_.windowTags = window_ ? windowTags_.data() : nullptr;
   return execOptions_;
+}
+
+void Communicator::writeWindowTag(const CallTag& tag) {
+  if (!window_) return;
+  const auto slot = static_cast<int>(collectiveCallNumber(tag) % transport::Window::kTagSlots);
+  windowTags_[slot] = tag;
+  window_->setTag(slot, tag);
 }
 
 algo::CollArgs Communicator::baseArgs(algo::Coll coll, size_t count, tuttiDataType_t dtype) const {
@@ -802,7 +819,7 @@ void Communicator::barrier() {
   collective(std::move(a), &in, &out, 0, 0, false);
 }
 
-void Communicator::runP2p(std::span<const P2pOp> ops) {
+void Communicator::runP2p(std::span<const P2pOp> ops, const RootedCall* asCollective) {
   log::setThreadRank(rank_);
   TUTTI_CHECK_ARG(ops.size() + exec::kFirstUserBuf <= 65535, "a group holds at most ",
                   65535 - exec::kFirstUserBuf, " send/recv calls (got ", ops.size(), ")");
@@ -834,6 +851,12 @@ void Communicator::runP2p(std::span<const P2pOp> ops) {
       std::memcpy(selfRecvs[i]->buffer, selfSends[i]->buffer, selfSends[i]->bytes);
   }
   lastAlgorithm_ = "p2p";
+  if (asCollective) {
+    const RootedCall& w = *asCollective;
+    CallTag tag = rootedCallTag(w.coll, w.count, w.dtype, w.root, ++collectiveCalls_);
+    runTaggedCall(tag, "p2p", [&] { execute(s, buffers); });
+    return;
+  }
   if (r.ops.empty()) return;
   trace_.begin(p2pCallTag(r.ops.size()), "p2p");
   try {

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -21,6 +22,7 @@
 #include "bootstrap/store.h"
 #include "comm/call_tag.h"
 #include "comm/call_trace.h"
+#include "comm/call_watch.h"
 #include "comm/rank_place.h"
 #include "exec/executor.h"
 #include "exec/schedule.h"
@@ -54,6 +56,15 @@ struct P2pOp {
   int peer;
   std::byte* buffer;
   size_t bytes;
+};
+
+// A collective run as a batch of sends and receives (gather, scatter, the V-collectives): the
+// arguments its call tag holds.
+struct RootedCall {
+  RootedColl coll = RootedColl::kGather;
+  size_t count = 0;
+  tuttiDataType_t dtype = tuttiUint8;
+  int root = 0;
 };
 
 // What a split child takes from its parent instead of a rendezvous of its own
@@ -111,7 +122,9 @@ class Communicator {
   // Hosts the ranks are on (the nodes of a hierarchical neighbour graph).
   int hostCount() const;
   // Runs point-to-point operations together (a group, or a single call).
-  void runP2p(std::span<const P2pOp> ops);
+  // asCollective: the batch is that collective call (numbered and tagged like the others:
+  // its messages carry the tag, the flight recorder and mismatch checks see it).
+  void runP2p(std::span<const P2pOp> ops, const RootedCall* asCollective = nullptr);
 
   std::unique_ptr<Communicator> split(int color, int key, CommOptions options);
 
@@ -181,6 +194,7 @@ class Communicator {
     try {
       if (options_.checkCalls && nranks_ > 1) checkSameCall(tag);
       callTag_ = tag;
+      writeWindowTag(tag);
       struct ClearTag {
         CallTag& t;
         ~ClearTag() { t = {}; }
@@ -191,6 +205,9 @@ class Communicator {
     }
     trace_.end(true);
   }
+  // Writes the call's tag in this rank's window tag slot (call number modulo kTagSlots) when
+  // the communicator has a window, for the peers' checks (exec::ExecOptions::windowTags).
+  void writeWindowTag(const CallTag& tag);
   // In a catch block: a failure that leaves the ranks out of step (mismatch, dead or failed
   // peer, timeout) fails the communicator (failWith); a peer failure is rethrown naming the
   // rank that failed first (from the peer's failure record when it has one).
@@ -293,9 +310,11 @@ class Communicator {
   std::unique_ptr<transport::Window> window_;
   exec::WindowState windowState_;  // the executor's bookkeeping of window_'s calls
   bool windowTried_ = false;
-  CallTag callTag_{};                        // of the collective being executed (0: p2p)
+  CallTag callTag_{};  // of the collective being executed (0: p2p)
+  std::array<CallTag, transport::Window::kTagSlots> windowTags_{};  // writeWindowTag
   uint64_t collectiveCalls_ = 0;             // collective calls made (the tags' call numbers)
   CallTrace trace_{traceCapacityFromEnv()};  // the flight recorder (TUTTI_TRACE_CALLS)
+  std::unique_ptr<CallWatch> callWatch_;     // mismatches seen in stalled waits
   // After a timeout: every rank's current call, from the ranks that report within a second
   // through the store ("state/<rank>"); ranks that do not report are named as such, and
   // *firstSilent is the lowest of them (-1: all reported).

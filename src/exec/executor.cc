@@ -103,10 +103,11 @@ class RoundRunner {
     for (const Op& op : round.ops) {
       if (op.type != OpType::kWait) continue;
       blamingPeer(op.peer, [&] {
-        win_.window->wait(op.peer, win_.target(op.phase),
-                          {options_.spinUs, options_.spinYield, options_.timeoutSec});
+        win_.window->wait(
+            op.peer, win_.target(op.phase),
+            {options_.spinUs, options_.spinYield, options_.timeoutSec, &options_.onStall});
       });
-      if (op.phase == 1 && options_.describeCall) detail::checkPeerCall(win_, op.peer, options_);
+      if (op.phase >= 1 && options_.windowTags) detail::checkPeerCall(win_, op.peer, options_);
     }
     for (size_t i = 0; i < round.ops.size(); ++i) {
       const Op& op = round.ops[i];
@@ -121,7 +122,6 @@ class RoundRunner {
           runMix(op);
           break;
         case OpType::kPost:
-          if (op.phase == 1) win_.window->setTag(win_.tagSlot, options_.callTag);
           if (win_.skipFinalPost && op.phase == schedule_.windowPhases) break;
           win_.window->post(win_.epoch + op.phase);
           break;
@@ -341,6 +341,9 @@ class RoundRunner {
              " s (the communicator's timeout: TUTTI_TIMEOUT, config, tuttiCommSetTimeout) waiting "
              "for ",
              pendingPeers());
+      if (idle >= transport::WaitPolicy::kStallReportSec && options_.onStall)
+        for (auto& [peer, q] : queues_)
+          if (q.activeSend || q.activeRecv) options_.onStall(peer);
       if (idle < spinSec) {
         // More ranks than cores: give the core to the peer we are waiting for; otherwise
         // every rank has its own core and a yield would only hand it to other processes.

@@ -59,16 +59,25 @@ struct ExecOptions {
   int abortFd = -1;  // readable when the communicator is aborted (woken from sleep)
   // Describes a peer for error messages ("rank 3 (host h, pid 42)").
   std::function<std::string(int peer)> describePeer;
+  // Called with each peer a call waits for once it has made no progress for
+  // WaitPolicy::kStallReportSec, about once a second (window waits and transfers alike); may
+  // throw CallMismatch. Empty: not called.
+  std::function<void(int peer)> onStall;
   // The communicator's shared window (schedules with Buf::kWindow slices, kPost, kWait) and
   // the bookkeeping of its calls (set together; both outlive the call).
   transport::Window* window = nullptr;
   WindowState* windowState = nullptr;
-  // Describes this call to peers through the window (checked at phase 1: every rank must make
-  // the same collective call) and on every message sent over connections (checked by the
-  // transports that frame messages); describeCall turns a tag into words for the error
-  // message. An all-zero tag is never checked.
+  // Describes this call on every message sent over connections (checked by the transports
+  // that frame messages); describeCall turns a tag into words for the error message. An
+  // all-zero tag is never checked.
   transport::Window::Tag callTag{};
   std::function<std::string(const transport::Window::Tag&)> describeCall;
+  // What this rank wrote in its window's tag slots (Window::kTagSlots of them: the owner
+  // writes every collective call's tag at the call's start), compared with a peer's after
+  // every wait for it at phase 1 or later; sameCallNumber tells whether two tags are the same
+  // call of the sequence (then they must be equal). Null: no check.
+  const transport::Window::Tag* windowTags = nullptr;
+  bool (*sameCallNumber)(const transport::Window::Tag&, const transport::Window::Tag&) = nullptr;
 };
 
 // buffers[b] is the base address of buffer index b (Buf::kInput, kOutput, kScratch, then

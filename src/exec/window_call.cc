@@ -45,7 +45,6 @@ WindowUse beginWindowCall(transport::Window* window, WindowState* state, const W
   if (window == nullptr) return use;
   TUTTI_ASSERT(state != nullptr);
   use.epoch = use.zeroTarget = state->epoch();
-  use.tagSlot = state->tagSlot();
   // A schedule that fits in half the region runs in the half not used by the previous call,
   // so its phase-0 waits only wait for the call before that (done, in a steady stream).
   const size_t halfBytes = WindowState::halfBytes(window->bytes());
@@ -64,14 +63,22 @@ WindowUse beginWindowCall(transport::Window* window, WindowState* state, const W
 }
 
 void checkPeerCall(const WindowUse& use, int peer, const ExecOptions& options) {
-  transport::Window::Tag theirs = use.window->tag(peer, use.tagSlot);
-  if (theirs == options.callTag) return;
+  for (int slot = 0; slot < transport::Window::kTagSlots; ++slot) {
+    const transport::Window::Tag theirs = use.window->tag(peer, slot);
+    const transport::Window::Tag& mine = options.windowTags[slot];
+    if (theirs == mine || !options.sameCallNumber(mine, theirs)) continue;
+    reportMismatch(mine, theirs, peer, options);
+  }
+}
+
+void reportMismatch(const transport::Window::Tag& mine, const transport::Window::Tag& theirs,
+                    int peer, const ExecOptions& options) {
   std::string peerText =
       options.describePeer ? options.describePeer(peer) : "rank " + std::to_string(peer);
   throw CallMismatch(tuttiInvalidUsage, "rank " + std::to_string(options.rank) +
                                             ": mismatched collective calls: this rank called " +
-                                            options.describeCall(options.callTag) + " but " +
-                                            peerText + " called " + options.describeCall(theirs));
+                                            options.describeCall(mine) + " but " + peerText +
+                                            " called " + options.describeCall(theirs));
 }
 
 void endWindowCall(const WindowUse& use, const WindowNeeds& needs) {

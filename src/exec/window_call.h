@@ -28,7 +28,6 @@ struct WindowUse {
   int half = -1;            // the half it runs in, -1: the whole region
   uint32_t epoch = 0;       // phase p means counter epoch + p ...
   uint32_t zeroTarget = 0;  // ... except phase 0: the peers are done with this part
-  int tagSlot = 0;
   bool skipFinalPost = false;
 
   uint32_t target(uint32_t phase) const { return phase == 0 ? zeroTarget : epoch + phase; }
@@ -48,9 +47,14 @@ struct WindowNeeds {
 
 // Before the call's first op: checks the window is there and large enough, picks the half.
 WindowUse beginWindowCall(transport::Window* window, WindowState* state, const WindowNeeds& needs);
-// At a phase-1 wait for `peer`: its call tag must equal this rank's (options.describeCall
-// set), else tuttiInvalidUsage naming both calls.
+// After a wait for `peer` at phase 1 or later (options.windowTags set): the peer's tag slots
+// against this rank's; a slot holding the same call number with another call throws
+// CallMismatch (tuttiInvalidUsage) naming both calls. Catches a mismatch of a recent call
+// that used no window, too (both ranks wrote its tag at its start).
 void checkPeerCall(const WindowUse& use, int peer, const ExecOptions& options);
+[[noreturn]] void reportMismatch(const transport::Window::Tag& mine,
+                                 const transport::Window::Tag& theirs, int peer,
+                                 const ExecOptions& options);
 // After its last op: advances the window's epoch (state) and wakes peers sleeping on its
 // posts.
 void endWindowCall(const WindowUse& use, const WindowNeeds& needs);

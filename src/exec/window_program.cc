@@ -134,18 +134,18 @@ void WindowProgram::run(std::span<std::byte* const> buffers, const ExecOptions& 
                                   finalPostOnlyForNextCall_};
   const detail::WindowUse use = detail::beginWindowCall(window_, options.windowState, needs);
   const reduce::Kernel kernel = reduces_ ? reduce::kernelFor(dtype_, op_) : nullptr;
-  const transport::WaitPolicy policy{options.spinUs, options.spinYield, options.timeoutSec};
-  const bool checkCalls = static_cast<bool>(options.describeCall);
+  const transport::WaitPolicy policy{options.spinUs, options.spinYield, options.timeoutSec,
+                                     &options.onStall};
+  const bool checkCalls = options.windowTags != nullptr;
   const size_t hb = use.base;
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
     switch (s.type) {
       case OpType::kWait:
         blamingPeer(s.peer, [&] { window_->wait(s.peer, use.target(s.phase), policy); });
-        if (s.phase == 1 && checkCalls) detail::checkPeerCall(use, s.peer, options);
+        if (s.phase >= 1 && checkCalls) detail::checkPeerCall(use, s.peer, options);
         break;
       case OpType::kPost:
-        if (s.phase == 1) window_->setTag(use.tagSlot, options.callTag);
         if (use.skipFinalPost && s.phase == windowPhases_) break;
         window_->post(use.epoch + s.phase);
         break;

@@ -19,8 +19,6 @@ namespace tutti::exec {
 class WindowState {
  public:
   uint32_t epoch() const { return epoch_; }
-  // The window's tag slot of the next call (calls alternate between the slots).
-  int tagSlot() const { return static_cast<int>(calls_ % transport::Window::kTagSlots); }
   // Schedules that fit in half the region (exec::Schedule::windowHalves) run in the two halves
   // alternately: a rank may overwrite half h once every peer is done with that half's last
   // call, which is the epoch halfFree(h) -- usually long reached, so a small call needs no

@@ -12,6 +12,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "common/clock.h"
 
@@ -24,6 +25,11 @@ struct WaitPolicy {
   // false: pause-spin (every rank has a core; a yield would hand it to unrelated processes).
   bool yield = false;
   double timeoutSec = 60.0;  // no progress for this long -> tuttiTimeout
+  // Called with the awaited rank about once a second once a wait has made no progress for
+  // kStallReportSec (the communicator compares the rank's call with this one); may throw,
+  // ending the wait. Null or empty: not called.
+  const std::function<void(int rank)>* onStall = nullptr;
+  static constexpr double kStallReportSec = 1.0;
 };
 
 class Window {
@@ -48,12 +54,12 @@ class Window {
   // This rank's communicator has failed and will post no more: peers waiting on this rank
   // (now or later) fail at once, naming it, instead of at their timeout. Irreversible.
   virtual void markFailed() {}
-  // A small tag describing this rank's current call (what the caller wants peers to check,
-  // e.g. collective / count / dtype). Written before post(), read after wait() returned.
-  // Two slots, used by alternate calls: a peer may already be one call ahead (see halves)
-  // and must not overwrite the tag this rank is about to check.
+  // Small tags describing this rank's recent calls (what the caller wants peers to check,
+  // e.g. collective / count / dtype / call number). Written before post(), read after wait()
+  // returned. The caller picks the slot (the communicator: call number modulo kTagSlots, so
+  // a peer one or two calls ahead has not overwritten the call being checked).
   using Tag = std::array<uint64_t, 2>;  // the same words as a message's MsgTag
-  static constexpr int kTagSlots = 2;
+  static constexpr int kTagSlots = 3;
   virtual void setTag(int slot, const Tag& tag) = 0;
   virtual Tag tag(int rank, int slot) const = 0;
 };

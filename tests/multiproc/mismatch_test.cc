@@ -170,5 +170,153 @@ INSTANTIATE_TEST_SUITE_P(Paths, Mismatch,
                                                 "tcp"}),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// Mismatches with the automatic algorithm choice (issue 30, E9 and E10): different
+// collectives, roots and counts. Each is caught at the call, well before TUTTI_TIMEOUT (20 s):
+// every rank's mismatched call, or at the latest its next call, fails within kPromptSecs, and
+// some rank names the two calls.
+constexpr double kPromptSecs = 5.0;
+
+class MismatchAuto : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    unsetenv("TUTTI_ALGO");
+    setenv("TUTTI_TRANSPORT", GetParam(), 1);
+    setenv("TUTTI_TIMEOUT", getenv("MM_TIMEOUT") ? getenv("MM_TIMEOUT") : "20", 1);
+    unsetenv("TUTTI_CHECK_CALLS");
+  }
+  void TearDown() override {
+    unsetenv("TUTTI_TRANSPORT");
+    unsetenv("TUTTI_TIMEOUT");
+  }
+
+  // `call(rank, comm, count)` differs on some rank; then a correct all-reduce. `names`: words
+  // the naming rank's text holds.
+  void run(const std::function<tuttiResult_t(int, tuttiComm_t, size_t)>& call, size_t count,
+           std::vector<std::string> names) {
+    auto* detectors = static_cast<std::atomic<int>*>(mmap(nullptr, sizeof(std::atomic<int>),
+                                                          PROT_READ | PROT_WRITE,
+                                                          MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(detectors, MAP_FAILED);
+    new (detectors) std::atomic<int>(0);
+    tuttiUniqueId id = makeId();
+    auto r = runRanks(kRanks, [&](int rank) {
+      tuttiComm_t comm = nullptr;
+      TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, kRanks, id, rank), nullptr);
+      std::vector<float> warm(count, 1.0f);
+      TUTTI_ASSERT_OK(
+          tuttiAllReduce(warm.data(), warm.data(), count, tuttiFloat32, tuttiSum, comm, nullptr),
+          comm);
+      auto t0 = std::chrono::steady_clock::now();
+      tuttiResult_t first = call(rank, comm, count);
+      std::string firstText = tuttiGetLastError(comm);
+      tuttiResult_t second = first;
+      std::string secondText;
+      if (first == tuttiSuccess) {
+        std::vector<float> buf(count, 1.0f);
+        second =
+            tuttiAllReduce(buf.data(), buf.data(), count, tuttiFloat32, tuttiSum, comm, nullptr);
+        secondText = tuttiGetLastError(comm);
+      }
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      EXPECT_NE(second, tuttiSuccess) << "rank " << rank << ": the mismatch went unnoticed";
+      EXPECT_LT(secs, kPromptSecs) << "rank " << rank << ": " << firstText << " / " << secondText;
+      for (const std::string* text : {&firstText, &secondText}) {
+        if (text->find("mismatched collective calls") == std::string::npos) continue;
+        bool all = true;
+        for (const auto& n : names) all &= text->find(n) != std::string::npos;
+        if (all) detectors->fetch_add(1);
+      }
+      tuttiCommAbort(comm);
+    });
+    EXPECT_TRUE(r.allOk()) << r.describe();
+    EXPECT_GE(detectors->load(), 1) << "no rank named the mismatched calls (count " << count << ")";
+    munmap(detectors, sizeof(std::atomic<int>));
+  }
+};
+
+std::vector<float> block(size_t n, int rank) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(rank * 1000 + i % 977);
+  return v;
+}
+
+// E9: broadcast on rank 0, reduce on the others (same count and root).
+TEST_P(MismatchAuto, BroadcastAgainstReduce) {
+  for (size_t count : {size_t{1}, size_t{4096}, size_t{1} << 20})
+    run(
+        [](int rank, tuttiComm_t comm, size_t n) {
+          std::vector<float> in = block(n, rank), out(n);
+          return rank == 0
+                     ? tuttiBroadcast(in.data(), out.data(), n, tuttiFloat32, 0, comm, nullptr)
+                     : tuttiReduce(in.data(), out.data(), n, tuttiFloat32, tuttiSum, 0, comm,
+                                   nullptr);
+        },
+        count, {"broadcast(count", "reduce(count"});
+}
+
+// E10: all-reduce on rank 1, broadcast on the others.
+TEST_P(MismatchAuto, AllReduceAgainstBroadcast) {
+  for (size_t count : {size_t{1}, size_t{4096}, size_t{1} << 20})
+    run(
+        [](int rank, tuttiComm_t comm, size_t n) {
+          std::vector<float> in = block(n, rank), out(n);
+          return rank == 1
+                     ? tuttiAllReduce(in.data(), out.data(), n, tuttiFloat32, tuttiSum, comm,
+                                      nullptr)
+                     : tuttiBroadcast(in.data(), out.data(), n, tuttiFloat32, 0, comm, nullptr);
+        },
+        count, {"allreduce(count", "broadcast(count"});
+}
+
+// E10: all-to-all on rank 1, all-gather on the others (the same bytes move).
+TEST_P(MismatchAuto, AllToAllAgainstAllGather) {
+  for (size_t count : {size_t{1}, size_t{4096}, size_t{1} << 18})
+    run(
+        [](int rank, tuttiComm_t comm, size_t n) {
+          std::vector<float> in = block(n * kRanks, rank), out(n * kRanks);
+          return rank == 1 ? tuttiAllToAll(in.data(), out.data(), n, tuttiFloat32, comm, nullptr)
+                           : tuttiAllGather(in.data(), out.data(), n, tuttiFloat32, comm, nullptr);
+        },
+        count, {"alltoall(count", "allgather(count"});
+}
+
+// E10: an all-gather count doubled on rank 2.
+TEST_P(MismatchAuto, AllGatherCountDoubled) {
+  for (size_t count : {size_t{1}, size_t{4096}, size_t{1} << 18})
+    run(
+        [](int rank, tuttiComm_t comm, size_t n) {
+          const size_t mine = rank == 2 ? 2 * n : n;
+          std::vector<float> in = block(mine, rank), out(mine * kRanks);
+          return tuttiAllGather(in.data(), out.data(), mine, tuttiFloat32, comm, nullptr);
+        },
+        count, {"allgather(count"});
+}
+
+// E10: gather and scatter roots differ (rank 0 says 0, the others 1).
+TEST_P(MismatchAuto, GatherRootsDiffer) {
+  for (size_t count : {size_t{1}, size_t{4096}, size_t{1} << 18})
+    run(
+        [](int rank, tuttiComm_t comm, size_t n) {
+          std::vector<float> in = block(n, rank), out(n * kRanks);
+          return tuttiGather(in.data(), out.data(), n, tuttiFloat32, rank == 0 ? 0 : 1, comm,
+                             nullptr);
+        },
+        count, {"gather(count"});
+}
+
+TEST_P(MismatchAuto, ScatterRootsDiffer) {
+  for (size_t count : {size_t{1}, size_t{4096}, size_t{1} << 18})
+    run(
+        [](int rank, tuttiComm_t comm, size_t n) {
+          std::vector<float> in = block(n * kRanks, rank), out(n);
+          return tuttiScatter(in.data(), out.data(), n, tuttiFloat32, rank == 0 ? 0 : 1, comm,
+                              nullptr);
+        },
+        count, {"scatter(count"});
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, MismatchAuto, ::testing::Values("shm", "tcp"),
+                         [](const auto& info) { return std::string(info.param); });
+
 }  // namespace
 }  // namespace tutti::test

@@ -149,6 +149,8 @@ class ShmWindow final : public Window {
         fail(tuttiRemoteError, "shm window: rank ", rank_, ": peer ", describe(rank),
              " gave up (its call failed) while this rank waited for it (phase ", phase,
              ", it reached ", cur, ")");
+      if (policy.onStall && *policy.onStall && now - lastChange >= policy.kStallReportSec)
+        (*policy.onStall)(rank);
       if (now - lastChange > timeoutSec)
         fail(tuttiTimeout, "shm window: rank ", rank_, ": no progress for ", timeoutSec,
              " s (the communicator's timeout: TUTTI_TIMEOUT, config, tuttiCommSetTimeout) waiting "

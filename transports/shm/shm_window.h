@@ -23,7 +23,7 @@ struct WindowCtrl {
   // Written only by the owner; the tag shares the phase's cache line, so a peer that saw
   // the phase has the tag too (one line transfer, not two).
   alignas(64) std::atomic<uint32_t> phase;    // the futex word
-  uint64_t tag[2][2];                         // Window::setTag, per slot (ordered by phase)
+  uint64_t tag[3][2];                         // Window::setTag, per slot (ordered by phase)
   alignas(64) std::atomic<uint32_t> waiters;  // peers sleeping (or about to) on phase
   // Set once by the owner when its communicator failed (Window::markFailed): its phase will
   // not move again, and a peer waiting on it fails at once instead of at the timeout.
