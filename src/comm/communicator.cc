@@ -335,7 +335,7 @@ void Communicator::rethrowCallFailure() {
     // then): its record names the rank that failed first.
     int first = e.peer();
     std::string text = e.what();
-    if (auto record = failureRecordOf(e.peer())) {
+    if (auto record = failureRecordOf(e.peer()); record && record->first >= 0) {
       first = record->first;
       text += "; rank " + std::to_string(e.peer()) + " had failed before: " + record->second;
     } else if (auto other = anyOtherFailureRecord(e.peer())) {
@@ -344,6 +344,14 @@ void Communicator::rethrowCallFailure() {
       // take a survivor that already destroyed its communicator for a dead rank.
       first = other->first;
       text += "; rank " + std::to_string(other->by) + " had failed before: " + other->text;
+    } else if (e.closedOnPurpose()) {
+      // The peer gave up after a failure of its own (on this communicator or on another one
+      // of its process) and left no record here: it is not the first to fail. A rank that is
+      // gone is; with none, the first is unknown (never the peer that merely gave up).
+      first = firstGoneRankExcept(e.peer(), Deadline(2.0));  // as firstDeadRankIfAlive
+      text += "; rank " + std::to_string(e.peer()) + " closed its connections after a failure";
+      text += first >= 0 ? ", " + describePeer(first) + " is gone"
+                         : " and left no record, and no rank is known to be gone";
     } else if (int dead = firstDeadRankIfAlive(e.peer()); dead >= 0) {
       // No record (the store may have died with its rank), but the peer is alive: it gave up
       // after a failure elsewhere. The rank that is gone is found at its standby address.
@@ -351,7 +359,7 @@ void Communicator::rethrowCallFailure() {
       text += "; rank " + std::to_string(e.peer()) + " is alive (it gave up after a failure), " +
               describePeer(dead) + " is not (its standby address refuses connections)";
     }
-    text += " (the first rank to fail: " + std::to_string(first) + ")";
+    text += " (the first rank to fail: " + (first >= 0 ? std::to_string(first) : "unknown") + ")";
     trace_.end(false);
     failWith(tuttiRemoteError, text, first);
     throw Error(tuttiRemoteError, text);
@@ -441,7 +449,8 @@ void Communicator::writeTraceFile(const std::string& cause) const {
 std::optional<Communicator::OtherRecord> Communicator::anyOtherFailureRecord(int peer) {
   for (int r = 0; r < nranks_; ++r) {
     if (r == rank_ || r == peer) continue;
-    if (auto record = failureRecordOf(r)) return OtherRecord{r, record->first, record->second};
+    if (auto record = failureRecordOf(r); record && record->first >= 0)
+      return OtherRecord{r, record->first, record->second};
   }
   return std::nullopt;
 }

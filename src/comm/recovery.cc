@@ -64,6 +64,14 @@ int Communicator::firstDeadRankIfAlive(int peer) const {
   try {
     Deadline deadline(kProbeSeconds);
     if (!processAlive(peer, deadline)) return -1;
+    return firstGoneRankExcept(peer, deadline);
+  } catch (const Error&) {
+  }
+  return -1;
+}
+
+int Communicator::firstGoneRankExcept(int peer, const Deadline& deadline) const {
+  try {
     for (int r = 0; r < nranks_; ++r)
       if (r != rank_ && r != peer && (standbyOf_[r].valid() || pidVisible(r)) &&
           !processAlive(r, deadline))

@@ -27,12 +27,18 @@ class CallMismatch : public Error {
 // aborted): tuttiRemoteError, with the peer's rank so the communicator can ask why.
 class PeerFailure : public Error {
  public:
-  PeerFailure(int peer, std::string message)
-      : Error(tuttiRemoteError, std::move(message)), peer_(peer) {}
+  // closedOnPurpose: the peer closed its connections or window itself (transport::PeerClosed)
+  // after a failure of its own, rather than dying.
+  PeerFailure(int peer, std::string message, bool closedOnPurpose = false)
+      : Error(tuttiRemoteError, std::move(message)),
+        peer_(peer),
+        closedOnPurpose_(closedOnPurpose) {}
   int peer() const { return peer_; }
+  bool closedOnPurpose() const { return closedOnPurpose_; }
 
  private:
   int peer_;
+  bool closedOnPurpose_;
 };
 
 // Runs f; a tuttiRemoteError it throws (other than a mismatch) becomes PeerFailure(peer).
@@ -44,6 +50,8 @@ void blamingPeer(int peer, F&& f) {
     throw;
   } catch (const CallMismatch&) {
     throw;
+  } catch (const transport::PeerClosed& e) {
+    throw PeerFailure(peer, e.what(), true);
   } catch (const Error& e) {
     if (e.code() == tuttiRemoteError) throw PeerFailure(peer, e.what());
     throw;

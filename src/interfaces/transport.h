@@ -56,6 +56,14 @@ class TagMismatch : public Error {
   MsgTag sent_, expected_;
 };
 
+// A peer closed the connection or gave up its window on purpose (its communicator failed or
+// was destroyed) rather than dying (tuttiRemoteError): it is then not the rank that failed
+// first, and its communicator knows which one did.
+class PeerClosed : public Error {
+ public:
+  explicit PeerClosed(std::string message) : Error(tuttiRemoteError, std::move(message)) {}
+};
+
 // Throws TagMismatch unless `expected` is all zero or equals `sent`.
 inline void checkTag(int self, int peer, const char* transportName, const MsgTag& sent,
                      const MsgTag& expected) {

@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -198,6 +201,74 @@ TEST_P(Failures, EverySurvivorNamesTheKilledRank) {
     for (int q = 0; q < n; ++q)
       if (q != victim) EXPECT_TRUE(r.ranks[q].ok()) << "trial " << trial << ": " << r.describe();
   }
+}
+
+// Issue 30, E7: a survivor that gave up after a failure on another communicator, closed
+// this one (abort + destroy) and exited is not "the first rank to fail": over shm its
+// connection says it closed on purpose, and the rank that is gone is named instead. World
+// ranks 0-2 share B; ranks 1 and 2 also share A. Rank 2 is killed; rank 1 sees it fail on A,
+// closes B and exits; only then does rank 0 receive from rank 1 on B.
+bool gone(pid_t pid) {
+  if (::kill(pid, 0) != 0) return errno == ESRCH;
+  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (f == nullptr) return true;
+  int dummy = 0;
+  char state = 0;
+  int got = std::fscanf(f, "%d %*s %c", &dummy, &state);
+  std::fclose(f);
+  return got == 2 && (state == 'Z' || state == 'X');
+}
+
+TEST(FailureAttribution, ASurvivorThatClosedAfterAFailureElsewhereIsNotBlamed) {
+  setenv("TUTTI_TRANSPORT", "shm", 1);
+  setenv("TUTTI_TIMEOUT", "20", 1);
+  auto* pids = static_cast<pid_t*>(
+      mmap(nullptr, 3 * sizeof(pid_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(pids, MAP_FAILED);
+  tuttiUniqueId idA = makeId(), idB = makeId();
+  auto r = runRanks(3, [&](int rank) {
+    pids[rank] = ::getpid();
+    tuttiComm_t a = nullptr, b = nullptr;
+    if (rank > 0) TUTTI_ASSERT_OK(tuttiCommInitRank(&a, 2, idA, rank - 1), nullptr);
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&b, 3, idB, rank), nullptr);
+    // B's connection 1 -> 0 exists (a first message), and every rank is past it.
+    std::vector<float> buf(1024, static_cast<float>(rank));
+    if (rank == 1)
+      TUTTI_ASSERT_OK(tuttiSend(buf.data(), buf.size(), tuttiFloat32, 0, b, nullptr), b);
+    if (rank == 0)
+      TUTTI_ASSERT_OK(tuttiRecv(buf.data(), buf.size(), tuttiFloat32, 1, b, nullptr), b);
+    TUTTI_ASSERT_OK(tuttiAllReduce(buf.data(), buf.data(), 1, tuttiFloat32, tuttiSum, b, nullptr),
+                    b);
+    if (rank > 0)
+      TUTTI_ASSERT_OK(tuttiAllReduce(buf.data(), buf.data(), 1, tuttiFloat32, tuttiSum, a, nullptr),
+                      a);
+    if (rank == 2) ::raise(SIGKILL);
+    if (rank == 1) {
+      tuttiResult_t res = tuttiSuccess;
+      for (int i = 0; i < 1000 && res == tuttiSuccess; ++i)
+        res =
+            tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat32, tuttiSum, a, nullptr);
+      std::string msg = tuttiGetLastError(a);
+      EXPECT_NE(msg.find("(the first rank to fail: 1)"), std::string::npos) << msg;  // A's rank 1
+      tuttiCommAbort(b);
+      tuttiCommDestroy(b);
+      tuttiCommAbort(a);
+      tuttiCommDestroy(a);
+      return;  // exits: gone before rank 0 looks
+    }
+    while (!gone(pids[1])) ::usleep(10000);
+    tuttiResult_t res = tuttiRecv(buf.data(), buf.size(), tuttiFloat32, 1, b, nullptr);
+    std::string msg = tuttiGetLastError(b);
+    EXPECT_EQ(res, tuttiRemoteError) << msg;
+    EXPECT_NE(msg.find("closed the connection"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("(the first rank to fail: 2)"), std::string::npos) << msg;
+    tuttiCommAbort(b);
+  });
+  EXPECT_EQ(r.ranks[2].signal, SIGKILL) << r.describe();
+  EXPECT_TRUE(r.ranks[0].ok() && r.ranks[1].ok()) << r.describe();
+  munmap(pids, 3 * sizeof(pid_t));
+  unsetenv("TUTTI_TRANSPORT");
+  unsetenv("TUTTI_TIMEOUT");
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, Failures,

@@ -58,8 +58,9 @@ std::string ShmConnection::peerName() const {
 
 void ShmConnection::throwPeerDied(const char* during) {
   if (peerClosed_)
-    fail(tuttiRemoteError, "shm: rank ", p_.rank, ": peer ", peerName(),
-         " closed the connection (its communicator failed or was destroyed) during ", during);
+    throw PeerClosed("shm: rank " + std::to_string(p_.rank) + ": peer " + peerName() +
+                     " closed the connection (its communicator failed or was destroyed) during " +
+                     during);
   fail(tuttiRemoteError, "shm: rank ", p_.rank, ": peer ", peerName(), " died during ", during);
 }
 

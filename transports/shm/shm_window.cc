@@ -146,9 +146,9 @@ class ShmWindow final : public Window {
         fail(tuttiRemoteError, "shm window: rank ", rank_, ": peer ", describe(rank),
              " died while this rank waited for it (phase ", phase, ", it reached ", cur, ")");
       if (c->failed.load(std::memory_order_acquire) != 0)
-        fail(tuttiRemoteError, "shm window: rank ", rank_, ": peer ", describe(rank),
-             " gave up (its call failed) while this rank waited for it (phase ", phase,
-             ", it reached ", cur, ")");
+        throw PeerClosed("shm window: rank " + std::to_string(rank_) + ": peer " + describe(rank) +
+                         " gave up (its call failed) while this rank waited for it (phase " +
+                         std::to_string(phase) + ", it reached " + std::to_string(cur) + ")");
       if (policy.onStall && *policy.onStall && now - lastChange >= policy.kStallReportSec)
         (*policy.onStall)(rank);
       if (now - lastChange > timeoutSec)
