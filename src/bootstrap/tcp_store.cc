@@ -111,7 +111,7 @@ void TcpStore::waitFd(short events, const Deadline& d, const std::string& what) 
   }
 }
 
-void TcpStore::connect(const Deadline& deadline) {
+void TcpStore::connectSocket(const Deadline& deadline) {
   int backoffMs = 10;
   int lastErr = 0;
   for (;;) {
@@ -161,29 +161,56 @@ void TcpStore::connect(const Deadline& deadline) {
   }
   int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  {
-    std::lock_guard lock(localMu_);
-    localHost_ = SockAddr::local(fd_).host();
+  std::lock_guard lock(localMu_);
+  localHost_ = SockAddr::local(fd_).host();
+}
+
+void TcpStore::connect(const Deadline& deadline) {
+  // A connection closed before the handshake's answer was shed by a server flooded with idle
+  // connections or out of descriptors: try again (with backoff) until the deadline. An
+  // explicit refusal (kHelloRefused) is final.
+  int backoffMs = 10;
+  int shed = 0;
+  for (;;) {
+    connectSocket(deadline);
+    if (handshake(deadline)) return;
+    ++shed;
+    if (deadline.expired())
+      fail(tuttiRemoteError, "TcpStore: the store server at ", address(), " closed ", shed,
+           " connection(s) before answering the handshake within ",
+           secondsText(deadline.totalSeconds()),
+           " s (a tutti store sheds connections when flooded with idle ones or out of file "
+           "descriptors; or it is not a tutti store)");
+    pollfd pfd{abortFd_, POLLIN, 0};
+    ::poll(&pfd, 1, std::min(backoffMs, deadline.msLeft()));
+    backoffMs = std::min(backoffMs * 2, 500);
   }
+}
+
+bool TcpStore::handshake(const Deadline& deadline) {
   try {
     std::vector<uint8_t> hello;
     proto::Writer w(hello);
     w.bytes(proto::kMagic, sizeof(proto::kMagic));
     w.u32(proto::kVersion);
     w.bytes(secret_.data(), secret_.size());
-    sendAll(hello, deadline, "handshake with " + address());
     uint8_t ack = 0;
     try {
+      sendAll(hello, deadline, "handshake with " + address());
       recvAll(&ack, 1, deadline, "handshake with " + address());
     } catch (const Error& e) {
-      if (e.code() == tuttiRemoteError && !aborted_.load())
-        fail(tuttiRemoteError, "TcpStore: the store server at ", address(),
-             " refused the connection (wrong secret, or not a tutti store)");
-      throw;
+      if (e.code() != tuttiRemoteError || aborted_.load()) throw;
+      disconnect();
+      return false;  // closed without an answer: shed
     }
+    if (ack == proto::kHelloRefused)
+      fail(tuttiRemoteError, "TcpStore: the store server at ", address(),
+           " refused the connection (wrong secret, or another protocol version)");
     if (ack != proto::kHelloOk)
-      fail(tuttiRemoteError, "TcpStore: unexpected handshake answer from ", address());
+      fail(tuttiRemoteError, "TcpStore: unexpected handshake answer from ", address(),
+           " (not a tutti store?)");
     servedBefore_ = true;
+    return true;
   } catch (...) {
     disconnect();
     throw;

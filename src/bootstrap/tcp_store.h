@@ -116,7 +116,12 @@ class TcpStore : public Store {
  private:
   // Not connected yet (separateClient): the first request connects.
   TcpStore(const SockAddr& server, const Secret& secret, double opTimeout);
+  // A connected, authenticated socket: connectSocket then handshake, again while the server
+  // sheds the connection (until the deadline).
   void connect(const Deadline& deadline);
+  void connectSocket(const Deadline& deadline);
+  // False when the server closed the connection without answering (it was shed).
+  bool handshake(const Deadline& deadline);
   void disconnect();
   // Sends req and returns the reply payload reader state; on any failure the connection
   // is dropped (a later call reconnects) and the error rethrown.

@@ -25,6 +25,9 @@ constexpr char kMagic[8] = {'T', 'U', 'T', 'T', 'I', 'S', 'T', 'R'};
 constexpr uint32_t kVersion = 1;
 constexpr size_t kHelloBytes = 8 + 4 + 16;
 constexpr uint8_t kHelloOk = 'K';
+// The server's answer to a hello it refuses (bad magic, version or secret), before it closes
+// the connection; a connection closed without it was shed (the client may retry).
+constexpr uint8_t kHelloRefused = 'R';
 
 enum Op : uint8_t { kSet = 1, kGet = 2, kCheck = 3, kAdd = 4, kWait = 5, kErase = 6 };
 enum Status : uint8_t { kOk = 0, kError = 1 };

@@ -23,6 +23,11 @@ namespace tutti::bootstrap {
 namespace {
 
 constexpr double kHandshakeSeconds = 10.0;
+// Connections that have not sent their hello yet: at most this many are kept; beyond it (or
+// when out of descriptors) the one idle longest, if idle for kShedAfterSeconds, is closed to
+// make room, so idle strangers cannot lock ranks out (real clients send the hello at once).
+constexpr size_t kMaxPendingHandshakes = 64;
+constexpr double kShedAfterSeconds = 0.25;
 constexpr double kDrainSeconds = 1.0;
 
 struct Conn {
@@ -58,6 +63,16 @@ struct TcpStoreServer::Impl {
   static constexpr double kFdWarnSeconds = 10.0;
   static constexpr auto kListenPause = std::chrono::milliseconds(200);
   void onOutOfFds(int err);
+  // Closes the unauthenticated connection idle longest, if idle for kShedAfterSeconds;
+  // returns whether it closed one.
+  bool shedIdleStranger(const char* why);
+  size_t pendingHandshakes() const {
+    size_t n = 0;
+    for (const auto& c : conns) n += !c->closed && !c->authed;
+    return n;
+  }
+  uint64_t shedSinceWarn = 0;
+  std::chrono::steady_clock::time_point lastShedWarn{};
   std::thread thread;
   std::atomic<size_t> live{0};
   std::atomic<uint64_t> refused{0};
@@ -272,9 +287,20 @@ void TcpStoreServer::Impl::drainReplies() {
 
 void TcpStoreServer::Impl::acceptAll() {
   for (;;) {
+    if (pendingHandshakes() >= kMaxPendingHandshakes &&
+        !shedIdleStranger("too many connections without a handshake")) {
+      // Every pending one is young: take the new connection and close it (its client retries).
+      int fd = ::accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) return;
+      ::close(fd);
+      refused.fetch_add(1);
+      continue;
+    }
     int fd = ::accept4(listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
+      if ((errno == EMFILE || errno == ENFILE) && shedIdleStranger("out of file descriptors"))
+        continue;
       if (errno == EMFILE || errno == ENFILE) return onOutOfFds(errno);
       if (errno != EAGAIN && errno != EWOULDBLOCK)
         TUTTI_WARN(kBootstrap, "TcpStore server " << addr.toString()
@@ -289,6 +315,29 @@ void TcpStoreServer::Impl::acceptAll() {
     c->since = std::chrono::steady_clock::now();
     conns.push_back(std::move(c));
   }
+}
+
+bool TcpStoreServer::Impl::shedIdleStranger(const char* why) {
+  auto now = std::chrono::steady_clock::now();
+  Conn* oldest = nullptr;
+  for (auto& c : conns)
+    if (!c->closed && !c->authed && (!oldest || c->since < oldest->since)) oldest = c.get();
+  if (!oldest || std::chrono::duration<double>(now - oldest->since).count() < kShedAfterSeconds)
+    return false;
+  close(*oldest, "shed: idle without a handshake");
+  refused.fetch_add(1);
+  ++shedSinceWarn;
+  if (lastShedWarn == std::chrono::steady_clock::time_point{} ||
+      std::chrono::duration<double>(now - lastShedWarn).count() >= kFdWarnSeconds) {
+    TUTTI_WARN(kBootstrap, "TcpStore server " << addr.toString() << ": " << why << ": closed "
+                                              << shedSinceWarn
+                                              << " idle connection(s) that sent no handshake "
+                                                 "since the last warning (last from "
+                                              << oldest->peer << ")");
+    lastShedWarn = now;
+    shedSinceWarn = 0;
+  }
+  return true;
 }
 
 void TcpStoreServer::Impl::onOutOfFds(int err) {
@@ -371,6 +420,8 @@ bool TcpStoreServer::Impl::handshake(Conn& c) {
     TUTTI_WARN(kBootstrap, "TcpStore server " << addr.toString() << ": refused a connection from "
                                               << c.peer << ": " << why);
     refused.fetch_add(1);
+    c.out.push_back(proto::kHelloRefused);  // a refusal, not a shed: the client gives up
+    flush(c);
     close(c, why);
     return false;
   }
