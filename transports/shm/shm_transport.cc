@@ -9,6 +9,7 @@
 #include "common/env.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "host_budget.h"
 #include "shm_connection.h"
 #include "shm_layout.h"
 #include "shm_os.h"
@@ -56,6 +57,7 @@ struct Pair {
   shm::Bell peerBell;     // the peer's
   bool outAcked = false;  // the peer mapped ours
   bool inMapped = false;  // we mapped the peer's
+  bool reserved = false;  // its segment's bytes are in the host budget
   std::string lastError;
 };
 
@@ -86,6 +88,9 @@ class ShmTransport final : public Transport {
     cma_ = env::getBool("TUTTI_SHM_CMA");
     cmaThreshold_ =
         static_cast<size_t>(std::max<int64_t>(1, env::getInt("TUTTI_SHM_CMA_THRESHOLD")));
+    // Measured now, before any segment of this communicator exists.
+    budget_ = std::make_unique<shm::HostBudget>(ctx.store, peers_[ctx.rank].hostId,
+                                                shm::readMemoryRoom());
   }
 
   bool canConnect(const PeerInfo& self, const PeerInfo& peer) const override {
@@ -96,7 +101,8 @@ class ShmTransport final : public Transport {
                                                    const Deadline& deadline) override;
 
   std::unique_ptr<Window> createWindow(size_t bytes, const Deadline& deadline) override {
-    return shm::createShmWindow(ctx_, shm::WindowConfig{mode_, dir_, bytes}, deadline);
+    return shm::createShmWindow(ctx_, shm::WindowConfig{mode_, dir_, bytes, budget_.get()},
+                                deadline);
   }
 
  private:
@@ -117,6 +123,7 @@ class ShmTransport final : public Transport {
   size_t fifoBytes_ = 0;
   bool cma_ = true;
   size_t cmaThreshold_ = 0;
+  std::unique_ptr<shm::HostBudget> budget_;  // this host's segments of the communicator
 };
 
 std::string ShmTransport::waitKey(const std::string& k, int peer, const Deadline& deadline) {
@@ -134,6 +141,11 @@ std::string ShmTransport::waitKey(const std::string& k, int peer, const Deadline
 void ShmTransport::createOut(Pair& p, SegmentMode mode, int attempt) {
   p.mode = mode;
   std::string stem = "shm-" + std::to_string(ctx_.rank) + "to" + std::to_string(p.peer);
+  if (!p.reserved) {  // once per pair (a fallback attempt reuses the reservation)
+    budget_->reserve(segmentBytes(), "a FIFO segment to rank " + std::to_string(p.peer),
+                     "TUTTI_SHM_FIFO_BYTES");
+    p.reserved = true;
+  }
   if (mode == SegmentMode::kFile) {
     // The segment plus the FIFO doorbell; all pairs' segments were checked before.
     p.out = shm::Segment::create(mode, segmentBytes(), dir_, shm::uniqueName(stem),

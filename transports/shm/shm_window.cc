@@ -211,6 +211,7 @@ std::unique_ptr<Window> createShmWindow(const Context& ctx, const WindowConfig& 
   std::vector<Segment> segs(ctx.nranks);
   std::string problem;
   try {
+    if (cfg.budget) cfg.budget->reserve(segBytes, "its window", "TUTTI_SHM_WINDOW_BYTES");
     segs[ctx.rank] =
         Segment::create(cfg.mode, segBytes, cfg.dir, uniqueName("win" + std::to_string(ctx.rank)),
                         "TUTTI_SHM_WINDOW_BYTES");

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "host_budget.h"
 #include "interfaces/transport.h"
 #include "interfaces/window.h"
 #include "shm_os.h"
@@ -34,6 +35,7 @@ struct WindowConfig {
   SegmentMode mode = SegmentMode::kMemfd;
   std::string dir;
   size_t bytes = 0;
+  HostBudget* budget = nullptr;  // the segment reserves its bytes there first (may be null)
 };
 
 // Collective over all ranks of ctx (each calls it once, same bytes). Returns nullptr on

@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "harness/fork_harness.h"
+#include "harness/memory_cgroup.h"
 #include "shm_os.h"
 
 namespace tutti::transport::shm {
@@ -72,47 +73,20 @@ TEST(ShmMemory, SegmentsLargerThanTheRoomAreRefused) {
   EXPECT_EQ(refusal(SIZE_MAX, MemoryRoom{}), "");
 }
 
-bool writeFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.flush();
-  return static_cast<bool>(out);
-}
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// A real limit: a 64 MiB memory cgroup (v2) made by the test, a process moved into it asks
-// for a 128 MiB memfd segment. Refused by the check, so nothing beyond the cgroup is ever
-// allocated (before the check, the cgroup's OOM killer killed the process).
+// A real limit: a 64 MiB memory cgroup (v2, or v1's memory controller) made by the test, a
+// process moved into it asks for a 128 MiB memfd segment. Refused by the check, so nothing
+// beyond the cgroup is ever allocated (before the check, the cgroup's OOM killer killed the
+// process).
 TEST(ShmMemory, SegmentAboveTheCgroupLimitIsRefused) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a memory cgroup";
-  if (readFile("/sys/fs/cgroup/cgroup.controllers").find("memory") == std::string::npos)
-    GTEST_SKIP() << "no cgroup v2 memory controller at /sys/fs/cgroup (cgroup v1 or hybrid)";
-  std::string self = readFile("/proc/self/cgroup");
-  size_t at = self.find("0::");
-  if (at == std::string::npos) GTEST_SKIP() << "no cgroup v2 path in /proc/self/cgroup";
-  std::string path = self.substr(at + 3, self.find('\n', at) - at - 3);
-  std::string parent = "/sys/fs/cgroup" + (path == "/" ? std::string() : path);
-  if (readFile(parent + "/cgroup.subtree_control").find("memory") == std::string::npos &&
-      !writeFile(parent + "/cgroup.subtree_control", "+memory"))
-    GTEST_SKIP() << "cannot enable the memory controller below " << parent
-                 << " (processes in it, or read-only): " << std::strerror(errno);
-  std::string dir = parent + "/tutti-shm-memory-test-" + std::to_string(::getpid());
-  if (::mkdir(dir.c_str(), 0755) != 0)
-    GTEST_SKIP() << "cannot create " << dir << ": " << std::strerror(errno);
-  ASSERT_TRUE(writeFile(dir + "/memory.max", std::to_string(64 * kMiB)));
-  writeFile(dir + "/memory.swap.max", "0");  // if swap accounting exists
+  std::string whyNot;
+  auto cgroup = test::MemoryCgroup::make(64 * kMiB, &whyNot);
+  if (!cgroup) GTEST_SKIP() << whyNot;
   auto r = test::runRanks(1, [&](int) {
-    ASSERT_TRUE(writeFile(dir + "/cgroup.procs", std::to_string(::getpid())));
+    ASSERT_TRUE(cgroup->join());
     MemoryRoom room = readMemoryRoom();
     ASSERT_TRUE(room.cgroupRoom.has_value());
     EXPECT_LE(*room.cgroupRoom, 64 * kMiB);
-    EXPECT_NE(room.cgroupPath.find("tutti-shm-memory-test-"), std::string::npos);
+    EXPECT_NE(room.cgroupPath.find("tutti-test-"), std::string::npos) << room.cgroupPath;
     try {
       Segment::create(SegmentMode::kMemfd, 128 * kMiB, "/dev/shm", "big", "TUTTI_SHM_FIFO_BYTES");
       ADD_FAILURE() << "a 128 MiB segment was created in a 64 MiB cgroup";
@@ -127,7 +101,6 @@ TEST(ShmMemory, SegmentAboveTheCgroupLimitIsRefused) {
     Segment ok = Segment::create(SegmentMode::kMemfd, 8 * kMiB, "/dev/shm", "small");
     EXPECT_EQ(ok.size(), 8 * kMiB);
   });
-  ::rmdir(dir.c_str());
   EXPECT_TRUE(r.allOk()) << r.describe();
 }
 
