@@ -227,6 +227,9 @@ class Communicator {
   // The lowest rank other than this one and `peer` whose process is gone (by pid on this
   // host, by its standby address elsewhere), or -1.
   int firstGoneRankExcept(int peer, const Deadline& deadline) const;
+  // Whether the agreement's leader has gone (its process, or its standby address), looking
+  // again for a moment when it still seems alive.
+  bool leaderGone(int leader, const Deadline& deadline) const;
   // TOPO INFO: this rank's place and ring neighbour with the hop's link class; rank 0 also
   // the whole ring order.
   void logPlacement() const;

@@ -23,10 +23,11 @@ namespace tutti {
 
 namespace {
 
-constexpr double kProbeSeconds = 2.0;         // a connect that takes longer: no answer
-constexpr double kFirstProbeSeconds = 0.05;   // missing ranks are probed first after this,
-constexpr double kProbePeriodSeconds = 0.5;   // then this often
-constexpr double kHandshakeTrySeconds = 2.0;  // one try at a standby store's handshake
+constexpr double kProbeSeconds = 2.0;            // a connect that takes longer: no answer
+constexpr double kLeaderGoneGraceSeconds = 2.0;  // a broken leader's process seen gone within
+constexpr double kFirstProbeSeconds = 0.05;      // missing ranks are probed first after this,
+constexpr double kProbePeriodSeconds = 0.5;      // then this often
+constexpr double kHandshakeTrySeconds = 2.0;     // one try at a standby store's handshake
 
 std::string rankList(const std::vector<int>& ranks) {
   std::string s;
@@ -302,6 +303,9 @@ std::vector<int> Communicator::leadAgreement(bootstrap::Store& store, const std:
         }
       }
       if (pending.empty()) return;
+      // Test-only (TUTTI_TEST_DIE_AT=agree:<rank>): the leader dies once a follower posted.
+      if (sub == "in" && pending.size() + 1 < static_cast<size_t>(nranks_))
+        testDieAt("agree", rank_);
       if (nowSeconds() >= nextProbe) {
         for (auto it = pending.begin(); it != pending.end();) {
           if (probeRank(*it, deadline) != bootstrap::Liveness::kAlive) {
@@ -345,31 +349,45 @@ std::vector<int> Communicator::agreeFailedRanks() {
     // rank's standby address refuses everyone.
     int leader = 0;
     while (dead[leader]) ++leader;
-    std::shared_ptr<bootstrap::Store> store = connectStandby(leader, deadline);
-    if (!store) {
-      dead[leader] = true;
-      continue;
-    }
     std::vector<int> failed;
-    if (leader == rank_) {
-      failed = leadAgreement(*store, base, deadline);
-    } else {
-      try {
-        store->setString(base + "/in/" + std::to_string(rank_), "");
-        failed = parseRankList(store->getString(base + "/out", deadline));
-        store->setString(base + "/ack/" + std::to_string(rank_), "");
-      } catch (const Error& e) {
-        // The leader went away: when it has failed, the next lowest rank leads.
-        if (e.code() == tuttiTimeout || probeRank(leader, deadline) == bootstrap::Liveness::kAlive)
-          throw;
+    try {
+      std::shared_ptr<bootstrap::Store> store = connectStandby(leader, deadline);
+      if (!store) {
         dead[leader] = true;
         continue;
       }
+      if (leader == rank_) {
+        failed = leadAgreement(*store, base, deadline);
+      } else {
+        store->setString(base + "/in/" + std::to_string(rank_), "");
+        failed = parseRankList(store->getString(base + "/out", deadline));
+        store->setString(base + "/ack/" + std::to_string(rank_), "");
+      }
+    } catch (const Error& e) {
+      // The leader went away (its store closed the connection): when it has failed, the
+      // next lowest rank leads. Every follower must fail over alike, or their agreements
+      // drift apart (issue 30, E2).
+      if (leader == rank_ || e.code() == tuttiTimeout || !leaderGone(leader, deadline)) throw;
+      dead[leader] = true;
+      continue;
     }
     TUTTI_INFO(kInit, "rank " << rank_ << ": agreed failed ranks {" << rankList(failed)
                               << "} (led by rank " << leader << ", " << secondsSince(deadline)
                               << " s)");
     return failed;
+  }
+}
+
+bool Communicator::leaderGone(int leader, const Deadline& deadline) const {
+  // Its connection may break a moment before its process is seen gone (its sockets close one
+  // by one as it exits): look again for up to kLeaderGoneGraceSeconds.
+  const double until = std::min(nowSeconds() + kLeaderGoneGraceSeconds,
+                                nowSeconds() + std::max(0.0, deadline.secondsLeft()));
+  for (;;) {
+    Deadline probe(std::min(kProbeSeconds, std::max(0.05, deadline.secondsLeft())));
+    if (!processAlive(leader, probe)) return true;
+    if (nowSeconds() >= until) return false;
+    ::usleep(20000);
   }
 }
 

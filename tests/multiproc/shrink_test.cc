@@ -293,6 +293,63 @@ TEST(ShrinkFailure, ASurvivorDyingInTheShrinkIsNamedAtOnce) {
   for (int q : {0, 1, 3}) EXPECT_TRUE(r.ranks[q].ok()) << r.describe();
 }
 
+// The agreement's leader dies inside it (issue 30, E2): 6 ranks over shm, rank 5 killed in an
+// all-reduce, then rank 0, which leads the agreement, dies once a follower has posted (the
+// test-only TUTTI_TEST_DIE_AT phase `agree`). Every survivor's agreement must succeed under
+// the next live rank (rank 1) with {0, 5}, and the survivors shrink and run verified
+// collectives. Trials rotate the transport and the all-reduce size.
+void leaderDiesTrial(int trial) {
+  constexpr int n = 6, victim = 5, leader = 0;
+  setenv("TUTTI_TIMEOUT", "20", 1);
+  setenv("TUTTI_TRANSPORT", trial % 2 ? "tcp" : "shm", 1);
+  Rank0Id ids;
+  auto r = runRanks(n, [&](int rank) {
+    if (rank == leader) setenv("TUTTI_TEST_DIE_AT", "agree:0", 1);
+    tuttiUniqueId id;
+    ASSERT_TRUE(ids.get(rank, &id));
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+    std::vector<float> buf(trial % 3 == 0 ? 2 : (1 << 20) + trial);
+    tuttiResult_t res = tuttiSuccess;
+    for (int call = 0; call < 100 && res == tuttiSuccess; ++call) {
+      if (rank == victim && call == 2) ::raise(SIGKILL);
+      res =
+          tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat32, tuttiSum, comm, nullptr);
+    }
+    ASSERT_EQ(res, tuttiRemoteError) << tuttiGetLastError(comm);
+    std::vector<int> failed(n, -1);
+    int nfailed = -1;
+    auto t0 = std::chrono::steady_clock::now();
+    TUTTI_ASSERT_OK(tuttiCommAgreeFailedRanks(comm, failed.data(), &nfailed), comm);
+    EXPECT_LT(secondsSince(t0), 10.0);
+    ASSERT_EQ(nfailed, 2) << "trial " << trial << ", rank " << rank;
+    EXPECT_EQ(failed[0], leader);
+    EXPECT_EQ(failed[1], victim);
+    tuttiComm_t small = nullptr;
+    TUTTI_ASSERT_OK(
+        tuttiCommShrink(comm, failed.data(), nfailed, &small, nullptr, TUTTI_SHRINK_ABORT), comm);
+    checkCollectives(small, {1, 2, 3, 4});
+    EXPECT_EQ(tuttiCommDestroy(small), tuttiSuccess) << tuttiGetLastError(nullptr);
+    tuttiCommDestroy(comm);
+  });
+  unsetenv("TUTTI_TIMEOUT");
+  unsetenv("TUTTI_TRANSPORT");
+  EXPECT_EQ(r.ranks[victim].signal, SIGKILL) << r.describe();
+  EXPECT_EQ(r.ranks[leader].signal, SIGKILL) << r.describe();
+  for (int q = 1; q < victim; ++q)
+    EXPECT_TRUE(r.ranks[q].ok()) << "trial " << trial << ": " << r.describe();
+}
+
+TEST(AgreementFailure, TheLeaderDyingInTheAgreementIsReplaced) {
+  for (int trial = 0; trial < 4; ++trial) leaderDiesTrial(trial);
+}
+
+TEST(AgreementFailure, TheLeaderDyingInTheAgreementIsReplacedRepeated) {
+  if (getenv("TUTTI_TEST_KILL_TRIALS") == nullptr)
+    GTEST_SKIP() << "set TUTTI_TEST_KILL_TRIALS=1 (ctest -L long does) for the repeated trials";
+  for (int trial = 0; trial < 20; ++trial) leaderDiesTrial(trial);
+}
+
 // Nothing failed: ranks 0-2 (or 1-3) exclude a live rank that calls nothing meanwhile, shrink
 // and run verified collectives; the parent stays usable by all four afterwards.
 class ExcludeLive : public ::testing::TestWithParam<int> {};
