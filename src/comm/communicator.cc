@@ -345,13 +345,17 @@ void Communicator::rethrowCallFailure() {
       first = other->first;
       text += "; rank " + std::to_string(other->by) + " had failed before: " + other->text;
     } else if (e.closedOnPurpose()) {
-      // The peer gave up after a failure of its own (on this communicator or on another one
-      // of its process) and left no record here: it is not the first to fail. A rank that is
-      // gone is; with none, the first is unknown (never the peer that merely gave up).
-      first = firstGoneRankExcept(e.peer(), Deadline(2.0));  // as firstDeadRankIfAlive
-      text += "; rank " + std::to_string(e.peer()) + " closed its connections after a failure";
-      text += first >= 0 ? ", " + describePeer(first) + " is gone"
-                         : " and left no record, and no rank is known to be gone";
+      // The peer closed this communicator on purpose and left no record here: its user
+      // aborted or destroyed it (the peer is the first), or it gave up after a failure on
+      // another communicator of its process, whose cause is then a rank that is gone.
+      int gone = firstGoneRankExcept(e.peer(), Deadline(2.0));  // as firstDeadRankIfAlive
+      text += "; rank " + std::to_string(e.peer()) + " closed its connections on purpose";
+      if (gone >= 0) {
+        first = gone;
+        text += " (after a failure elsewhere: " + describePeer(gone) + " is gone)";
+      } else {
+        text += " (aborted or destroyed by its caller; no other rank is gone)";
+      }
     } else if (int dead = firstDeadRankIfAlive(e.peer()); dead >= 0) {
       // No record (the store may have died with its rank), but the peer is alive: it gave up
       // after a failure elsewhere. The rank that is gone is found at its standby address.

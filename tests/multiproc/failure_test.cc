@@ -203,6 +203,38 @@ TEST_P(Failures, EverySurvivorNamesTheKilledRank) {
   }
 }
 
+// Issue 30, E7 (abort): rank 0 aborts and destroys its communicator in the middle of a
+// stream of all-reduces (trials alternate between exiting at once and staying alive); every
+// other rank's error names rank 0 as the first to fail, never a rank that only gave up after.
+TEST_P(Failures, AnAbortingRankIsNamedByTheOthers) {
+  constexpr int n = 4;
+  for (int trial = 0; trial < 4; ++trial) {
+    tuttiUniqueId id = makeId();
+    auto r = runRanks(n, [&](int rank) {
+      tuttiComm_t comm = nullptr;
+      TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+      std::vector<float> buf(2048 + 512 * trial, 1.0f);
+      tuttiResult_t res = tuttiSuccess;
+      for (int call = 0; call < 1000 && res == tuttiSuccess; ++call) {
+        if (rank == 0 && call == 3 + trial) {
+          tuttiCommAbort(comm);
+          tuttiCommDestroy(comm);
+          if (trial % 2 == 1) ::usleep(300000);  // alive a while, or gone at once
+          return;
+        }
+        res = tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat32, tuttiMax, comm,
+                             nullptr);
+      }
+      std::string msg = tuttiGetLastError(comm);
+      EXPECT_NE(res, tuttiSuccess) << msg;
+      EXPECT_NE(msg.find("(the first rank to fail: 0)"), std::string::npos)
+          << "trial " << trial << ", rank " << rank << ": " << msg;
+      tuttiCommAbort(comm);
+    });
+    EXPECT_TRUE(r.allOk()) << "trial " << trial << ": " << r.describe();
+  }
+}
+
 // Issue 30, E7: a survivor that gave up after a failure on another communicator, closed
 // this one (abort + destroy) and exited is not "the first rank to fail": over shm its
 // connection says it closed on purpose, and the rank that is gone is named instead. World
