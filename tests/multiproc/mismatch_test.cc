@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <new>
 #include <string>
@@ -22,6 +23,26 @@ namespace tutti::test {
 namespace {
 
 constexpr int kRanks = 3;
+
+// A counter shared by the forked ranks (anonymous shared memory).
+class SharedCount {
+ public:
+  SharedCount()
+      : v_(static_cast<std::atomic<int>*>(mmap(nullptr, sizeof(std::atomic<int>),
+                                               PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                                               -1, 0))) {
+    if (v_ == MAP_FAILED) std::abort();
+    new (v_) std::atomic<int>(0);
+  }
+  ~SharedCount() { munmap(v_, sizeof(std::atomic<int>)); }
+  SharedCount(const SharedCount&) = delete;
+  SharedCount& operator=(const SharedCount&) = delete;
+  void add() { v_->fetch_add(1); }
+  int load() const { return v_->load(); }
+
+ private:
+  std::atomic<int>* v_;
+};
 constexpr size_t kCount = 4096;
 
 struct Path {
@@ -50,11 +71,7 @@ class Mismatch : public ::testing::TestWithParam<Path> {
   // rank does.
   void run(const std::function<tuttiResult_t(int rank, tuttiComm_t comm)>& call,
            std::vector<std::string> names, bool mayPass = false) {
-    auto* detectors = static_cast<std::atomic<int>*>(mmap(nullptr, sizeof(std::atomic<int>),
-                                                          PROT_READ | PROT_WRITE,
-                                                          MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-    ASSERT_NE(detectors, MAP_FAILED);
-    new (detectors) std::atomic<int>(0);
+    SharedCount detectors;  // ranks whose error named the two calls
     tuttiUniqueId id = makeId();
     auto r = runRanks(kRanks, [&](int rank) {
       tuttiComm_t comm = nullptr;
@@ -90,15 +107,14 @@ class Mismatch : public ::testing::TestWithParam<Path> {
       }
       for (const std::string* text : {&firstText, &secondText}) {
         if (text->find("mismatched collective calls") == std::string::npos) continue;
-        detectors->fetch_add(1);
+        detectors.add();
         for (const auto& n : names) EXPECT_NE(text->find(n), std::string::npos) << *text;
         break;
       }
       tuttiCommAbort(comm);
     });
     EXPECT_TRUE(r.allOk()) << r.describe();
-    EXPECT_GE(detectors->load(), 1) << "no rank named the mismatched calls";
-    munmap(detectors, sizeof(std::atomic<int>));
+    EXPECT_GE(detectors.load(), 1) << "no rank named the mismatched calls";
   }
 };
 
@@ -193,11 +209,7 @@ class MismatchAuto : public ::testing::TestWithParam<const char*> {
   // the naming rank's text holds.
   void run(const std::function<tuttiResult_t(int, tuttiComm_t, size_t)>& call, size_t count,
            std::vector<std::string> names) {
-    auto* detectors = static_cast<std::atomic<int>*>(mmap(nullptr, sizeof(std::atomic<int>),
-                                                          PROT_READ | PROT_WRITE,
-                                                          MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-    ASSERT_NE(detectors, MAP_FAILED);
-    new (detectors) std::atomic<int>(0);
+    SharedCount detectors;  // ranks whose error named the two calls
     tuttiUniqueId id = makeId();
     auto r = runRanks(kRanks, [&](int rank) {
       tuttiComm_t comm = nullptr;
@@ -224,13 +236,12 @@ class MismatchAuto : public ::testing::TestWithParam<const char*> {
         if (text->find("mismatched collective calls") == std::string::npos) continue;
         bool all = true;
         for (const auto& n : names) all &= text->find(n) != std::string::npos;
-        if (all) detectors->fetch_add(1);
+        if (all) detectors.add();
       }
       tuttiCommAbort(comm);
     });
     EXPECT_TRUE(r.allOk()) << r.describe();
-    EXPECT_GE(detectors->load(), 1) << "no rank named the mismatched calls (count " << count << ")";
-    munmap(detectors, sizeof(std::atomic<int>));
+    EXPECT_GE(detectors.load(), 1) << "no rank named the mismatched calls (count " << count << ")";
   }
 };
 

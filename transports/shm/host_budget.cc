@@ -14,23 +14,14 @@ void HostBudget::reserve(size_t bytes, const std::string& what, const char* vari
   if (store_ == nullptr || (!room_.memAvailable && !room_.cgroupRoom)) return;
   const int64_t total = store_->add(key_, static_cast<int64_t>(bytes));
   const auto need = static_cast<uint64_t>(std::max<int64_t>(total, 0));
-  const bool cgroupShort = room_.cgroupRoom && need > *room_.cgroupRoom;
-  const bool hostShort = room_.memAvailable && need > *room_.memAvailable;
-  if (!cgroupShort && !hostShort) return;
+  std::string shortfall = roomShortfall(need, room_, "were");
+  if (shortfall.empty()) return;
   store_->add(key_, -static_cast<int64_t>(bytes));
-  auto mib = [](uint64_t b) { return std::to_string(b >> 20) + " MiB"; };
   std::ostringstream os;
-  os << "shm: the ranks on this host would need " << need << " bytes (" << mib(need)
-     << ") of shared memory segments for this communicator with " << what << " (" << bytes
-     << " bytes), but only ";
-  if (cgroupShort && (!hostShort || *room_.cgroupRoom <= *room_.memAvailable))
-    os << *room_.cgroupRoom << " bytes (" << mib(*room_.cgroupRoom)
-       << ") were left under the memory limit of cgroup " << room_.cgroupPath << " ("
-       << *room_.cgroupLimit << " bytes)";
-  else
-    os << *room_.memAvailable << " bytes (" << mib(*room_.memAvailable)
-       << ") of memory were available (MemAvailable)";
-  os << " when it was set up (every rank of a host takes one FIFO segment per peer it talks "
+  os << "shm: the ranks on this host would need " << need << " bytes (" << (need >> 20)
+     << " MiB) of shared memory segments for this communicator with " << what << " (" << bytes
+     << " bytes), but only " << shortfall
+     << " when it was set up (every rank of a host takes one FIFO segment per peer it talks "
         "to, and one window); set "
      << variable << " smaller, or use fewer ranks per host";
   fail(tuttiSystemError, os.str());

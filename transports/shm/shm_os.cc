@@ -142,22 +142,27 @@ MemoryRoom readMemoryRoom() {
   return room;
 }
 
-void checkMemoryRoom(size_t bytes, const MemoryRoom& room, const std::string& what,
-                     const char* variable) {
+std::string roomShortfall(uint64_t bytes, const MemoryRoom& room, const char* are) {
   const bool cgroupShort = room.cgroupRoom && bytes > *room.cgroupRoom;
   const bool hostShort = room.memAvailable && bytes > *room.memAvailable;
-  if (!cgroupShort && !hostShort) return;
+  if (!cgroupShort && !hostShort) return "";
   std::ostringstream os;
-  os << "shm: " << what << " needs " << bytes << " bytes (" << mib(bytes) << ") but only ";
   if (cgroupShort && (!hostShort || *room.cgroupRoom <= *room.memAvailable))
-    os << *room.cgroupRoom << " bytes (" << mib(*room.cgroupRoom)
-       << ") are left under the memory limit of cgroup " << room.cgroupPath << " ("
-       << *room.cgroupLimit << " bytes)";
+    os << *room.cgroupRoom << " bytes (" << mib(*room.cgroupRoom) << ") " << are
+       << " left under the memory limit of cgroup " << room.cgroupPath << " (" << *room.cgroupLimit
+       << " bytes)";
   else
-    os << *room.memAvailable << " bytes (" << mib(*room.memAvailable)
-       << ") of memory are available (MemAvailable)";
-  os << "; set " << variable << " smaller";
-  fail(tuttiSystemError, os.str());
+    os << *room.memAvailable << " bytes (" << mib(*room.memAvailable) << ") of memory " << are
+       << " available (MemAvailable)";
+  return os.str();
+}
+
+void checkMemoryRoom(size_t bytes, const MemoryRoom& room, const std::string& what,
+                     const char* variable) {
+  std::string shortfall = roomShortfall(bytes, room, "are");
+  if (shortfall.empty()) return;
+  fail(tuttiSystemError, "shm: ", what, " needs ", bytes, " bytes (", mib(bytes), ") but only ",
+       shortfall, "; set ", variable, " smaller");
 }
 
 Segment::Segment(Segment&& o) noexcept { *this = std::move(o); }

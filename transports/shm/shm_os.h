@@ -41,6 +41,11 @@ MemoryRoom readMemoryRoom();
 std::optional<uint64_t> parseMemAvailable(const std::string& meminfo);
 std::optional<uint64_t> parseCgroupValue(const std::string& text);  // "max" -> nullopt
 
+// "" when `bytes` fit in `room`, else what is left, e.g. "33554432 bytes (32.0 MiB) are left
+// under the memory limit of cgroup /sys/fs/cgroup/job (67108864 bytes)" (`are`: the verb's
+// tense, "are" or "were").
+std::string roomShortfall(uint64_t bytes, const MemoryRoom& room, const char* are);
+
 // Fails with a tuttiSystemError naming the segment size, the memory available and
 // `variable` (the setting to lower) unless `bytes` fit in `room`.
 void checkMemoryRoom(size_t bytes, const MemoryRoom& room, const std::string& what,
