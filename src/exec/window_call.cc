@@ -64,7 +64,8 @@ WindowUse beginWindowCall(transport::Window* window, WindowState* state, const W
 
 void checkPeerCall(const WindowUse& use, int peer, const ExecOptions& options) {
   for (int slot = 0; slot < transport::Window::kTagSlots; ++slot) {
-    const transport::Window::Tag theirs = use.window->tag(peer, slot);
+    transport::Window::Tag theirs;
+    if (!use.window->tag(peer, slot, &theirs)) continue;  // being rewritten: a later call
     const transport::Window::Tag& mine = options.windowTags[slot];
     if (theirs == mine || !options.sameCallNumber(mine, theirs)) continue;
     reportMismatch(mine, theirs, peer, options);

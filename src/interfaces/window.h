@@ -60,8 +60,10 @@ class Window {
   // a peer one or two calls ahead has not overwritten the call being checked).
   using Tag = std::array<uint64_t, 2>;  // the same words as a message's MsgTag
   static constexpr int kTagSlots = 3;
+  // Peers read a slot at any time, also while its owner rewrites it: tag() returns false
+  // (and the caller skips the slot) rather than half of each.
   virtual void setTag(int slot, const Tag& tag) = 0;
-  virtual Tag tag(int rank, int slot) const = 0;
+  virtual bool tag(int rank, int slot, Tag* out) const = 0;
 };
 
 }  // namespace tutti::transport

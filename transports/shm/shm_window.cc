@@ -87,12 +87,23 @@ class ShmWindow final : public Window {
 
   void setTag(int slot, const Tag& t) override {
     TUTTI_ASSERT(slot >= 0 && slot < kTagSlots);
-    ctrl(rank_)->tag[slot][0] = t[0];
-    ctrl(rank_)->tag[slot][1] = t[1];
+    WindowCtrl* c = ctrl(rank_);
+    const uint32_t seq = c->tagSeq[slot].load(std::memory_order_relaxed);
+    c->tagSeq[slot].store(seq + 1, std::memory_order_relaxed);  // odd: being written
+    std::atomic_thread_fence(std::memory_order_release);
+    c->tag[slot][0].store(t[0], std::memory_order_relaxed);
+    c->tag[slot][1].store(t[1], std::memory_order_relaxed);
+    c->tagSeq[slot].store(seq + 2, std::memory_order_release);
   }
-  Tag tag(int rank, int slot) const override {
+  bool tag(int rank, int slot, Tag* out) const override {
     TUTTI_ASSERT(slot >= 0 && slot < kTagSlots);
-    return {ctrl(rank)->tag[slot][0], ctrl(rank)->tag[slot][1]};
+    const WindowCtrl* c = ctrl(rank);
+    const uint32_t before = c->tagSeq[slot].load(std::memory_order_acquire);
+    if (before % 2 != 0) return false;
+    *out = {c->tag[slot][0].load(std::memory_order_relaxed),
+            c->tag[slot][1].load(std::memory_order_relaxed)};
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return c->tagSeq[slot].load(std::memory_order_relaxed) == before;
   }
 
   void wait(int rank, uint32_t phase, const WaitPolicy& policy) override {

@@ -21,10 +21,12 @@ struct WindowCtrl {
   uint64_t magic;
   uint64_t bytes;
   int32_t rank;
-  // Written only by the owner; the tag shares the phase's cache line, so a peer that saw
-  // the phase has the tag too (one line transfer, not two).
+  // Written only by the owner; the tags share the phase's cache line, so a peer that saw
+  // the phase has the tags too (one line transfer, not two). A peer may read a tag slot
+  // while its owner rewrites it: each slot has a sequence number, odd during a write.
   alignas(64) std::atomic<uint32_t> phase;    // the futex word
-  uint64_t tag[3][2];                         // Window::setTag, per slot (ordered by phase)
+  std::atomic<uint32_t> tagSeq[3];            // per slot: even when stable
+  std::atomic<uint64_t> tag[3][2];            // Window::setTag, per slot
   alignas(64) std::atomic<uint32_t> waiters;  // peers sleeping (or about to) on phase
   // Set once by the owner when its communicator failed (Window::markFailed): its phase will
   // not move again, and a peer waiting on it fails at once instead of at the timeout.
