@@ -127,7 +127,15 @@ void killDuringTransfer(bool parentSends) {
     auto killed = std::chrono::steady_clock::now();
     try {
       for (;;) {
-        progress();
+        // The killed peer's last system call may still complete the message (SIGKILL acts
+        // when a large recv or send returns): then the next one must fail.
+        if (progress() == buf.size()) {
+          if (parentSends) {
+            c->startSend(buf);
+          } else {
+            c->startRecv(target);
+          }
+        }
         std::vector<int> fds;
         c->collectWaitFds(fds);
         if (c->prepareToSleep()) {
