@@ -44,22 +44,41 @@ void Bootstrap::eraseBefore(uint64_t upTo) {
 }
 
 std::vector<int> Bootstrap::missing(const std::string& b) {
+  std::vector<std::string> keys;
+  keys.reserve(nranks_);
+  for (int r = 0; r < nranks_; ++r) keys.push_back(b + "/" + std::to_string(r));
+  std::vector<bool> present = store_->checkEach(keys);  // one request over TCP
   std::vector<int> out;
   for (int r = 0; r < nranks_; ++r)
-    if (!store_->check({b + "/" + std::to_string(r)})) out.push_back(r);
+    if (!present[r]) out.push_back(r);
   return out;
 }
 
 void Bootstrap::throwMissing(const std::string& what, const std::string& tag, const std::string& b,
-                             const Deadline& deadline) {
+                             const Deadline& deadline, const std::string& stalled) {
   std::vector<int> miss = missing(b);
-  std::string list;
-  for (int r : miss) list += (list.empty() ? "" : ", ") + std::to_string(r);
-  if (list.empty()) list = "?";  // arrived just after the deadline
   char secs[32];
   std::snprintf(secs, sizeof(secs), "%.1f", deadline.totalSeconds());
+  const std::string call = what + " '" + tag + "' within " + secs + " s";
+  if (miss.empty())  // every rank came, but the call did not complete in time
+    fail(tuttiTimeout, "bootstrap ", prefix_, ": every rank of ", nranks_, " arrived at ", call,
+         " but it did not complete",
+         stalled.empty() ? std::string(" (they arrived just before the deadline)")
+                         : " (" + stalled + ")");
+  std::string list;
+  constexpr size_t kListed = 32;
+  for (size_t i = 0; i < miss.size() && i < kListed; ++i) {
+    list += (i ? ", " : "") + std::to_string(miss[i]);
+    if (describe_) list += " (" + describe_(miss[i]) + ")";
+  }
+  if (miss.size() > kListed) list += " and " + std::to_string(miss.size() - kListed) + " more";
+  const bool roll = tag == "join";
   fail(tuttiTimeout, "bootstrap ", prefix_, ": rank(s) ", list, " of ", nranks_,
-       " did not arrive at ", what, " '", tag, "' within ", secs, " s");
+       " did not arrive at ", call,
+       roll ? std::string(": no process claimed them (the launcher did not start them, they "
+                          "were given another unique id, store or rank count, or they are "
+                          "still starting)")
+            : std::string());
 }
 
 // Keys of a join (b = its base): claim/<r> counts the processes claiming rank r; who/<r>/<k>
@@ -211,6 +230,7 @@ std::vector<std::vector<std::byte>> Bootstrap::ringAllGather(const char* what,
     return ring->allGather(mine, deadline, std::string(what) + " '" + tag + "'");
   } catch (const Error& e) {
     if (watchThrew_) throw;  // the watch's own verdict (e.g. a rank's process is gone)
+    if (e.code() == tuttiRemoteError) throwGoneRecord(b);
     if (e.code() == tuttiRemoteError && !missing(b).empty()) {
       // A neighbour gave up because some rank never came: report those ranks at the
       // deadline, as every other rank will.
@@ -218,7 +238,7 @@ std::vector<std::vector<std::byte>> Bootstrap::ringAllGather(const char* what,
       throwMissing(what, tag, b, deadline);
     }
     if (e.code() != tuttiTimeout) throw;
-    throwMissing(what, tag, b, deadline);
+    throwMissing(what, tag, b, deadline, e.what());
   }
 }
 
@@ -227,7 +247,8 @@ std::string Bootstrap::ringHost() const {
   return host.empty() ? advertisedAddress().host() : host;
 }
 
-void Bootstrap::setWatch(std::function<std::vector<int>()> gone, std::function<void(int)> dead) {
+void Bootstrap::setWatch(std::function<std::vector<int>()> gone,
+                         std::function<void(int, const std::string&)> dead) {
   gone_ = std::move(gone);
   dead_ = std::move(dead);
 }
@@ -249,13 +270,33 @@ std::function<void()> Bootstrap::watchFor(const std::string& b) {
         } catch (const Error&) {
           // The store is unreachable (its process may be the one gone): not arrived.
         }
-        if (!(*arrived)[r]) dead_(r);
+        if ((*arrived)[r]) continue;
+        try {
+          store_->setString(b + "/gone", std::to_string(r) + " " + std::to_string(rank_));
+        } catch (const Error&) {
+        }
+        dead_(r, "its process is gone");
       }
     } catch (...) {
       watchThrew_ = true;
       throw;
     }
   };
+}
+
+void Bootstrap::throwGoneRecord(const std::string& b) {
+  if (!dead_) return;
+  std::string record;
+  try {
+    if (!store_->check({b + "/gone"})) return;
+    record = store_->getString(b + "/gone", Deadline(1.0));
+  } catch (const Error&) {
+    return;  // the store is gone too: the caller reports what it knows
+  }
+  int gone = -1, finder = -1;
+  if (std::sscanf(record.c_str(), "%d %d", &gone, &finder) != 2 || gone < 0 || gone >= nranks_)
+    return;
+  dead_(gone, "its process is gone, found by rank " + std::to_string(finder) + " on its host");
 }
 
 void Bootstrap::adoptRing(RingListener listener, std::string nextAddress) {

@@ -53,12 +53,18 @@ class Bootstrap {
   void adoptRing(RingListener listener, std::string nextAddress);
   // A check for ranks that can no longer come, while a ring call waits (from its first second
   // on, at least every 100 ms): `gone` lists ranks whose process is gone (a cheap check of the
-  // caller's); each one that has not arrived at the call (its arrival key is absent: one store
-  // check per gone rank and call) goes to `dead`, which throws (e.g. an error naming it), and
-  // that exception ends the call unchanged. A gone rank that has arrived may have finished the
-  // call and exited, as ranks do after their last call: it is not reported. Between calls,
-  // from their thread.
-  void setWatch(std::function<std::vector<int>()> gone, std::function<void(int)> dead);
+  // caller's, which may look at a slice of the ranks each time); each one that has not
+  // arrived at the call (its arrival key is absent: one store check per gone rank and call)
+  // is recorded in the store for the other ranks (one set) and goes to `dead` (rank, how it
+  // was found), which throws (e.g. an error naming it); that exception ends the call
+  // unchanged. The ranks whose ring neighbour then gives up read the record (one get) and
+  // call `dead` with it too, so every rank names the rank that died, not its neighbour. A gone
+  // rank that has arrived may have finished the call and exited, as ranks do after their
+  // last call: it is not reported. Between calls, from their thread.
+  void setWatch(std::function<std::vector<int>()> gone,
+                std::function<void(int, const std::string&)> dead);
+  // "host H, pid P" of a rank, for the ranks a timeout names (once the caller knows them).
+  void setDescribe(std::function<std::string(int)> describe) { describe_ = std::move(describe); }
   // The last use of the store: ranks > 0 announce they are done with it and return at once
   // (their announcement is acknowledged by the store); rank 0 returns once all have, after
   // which it may stop the TcpStoreServer without failing anyone's pending request.
@@ -93,10 +99,13 @@ class Bootstrap {
   std::function<void()> watchFor(const std::string& b);
   // Rank 0: erases the keys of calls [erasedSeq_, upTo).
   void eraseBefore(uint64_t upTo);
-  // Ranks whose key base/<r> does not exist now.
+  // Ranks whose key base/<r> does not exist now (one checkEach request).
   std::vector<int> missing(const std::string& base);
+  // tuttiTimeout naming the ranks missing from the call (at most 32, with describe_'s text);
+  // when none is missing, that the call did not complete and why (stalled: the wait's error).
   [[noreturn]] void throwMissing(const std::string& what, const std::string& tag,
-                                 const std::string& base, const Deadline& deadline);
+                                 const std::string& base, const Deadline& deadline,
+                                 const std::string& stalled = "");
 
   std::shared_ptr<Store> store_;
   int rank_;
@@ -111,7 +120,11 @@ class Bootstrap {
   std::unique_ptr<RingListener> adopted_;  // adoptRing's, until the ring connects
   std::string adoptedNext_;
   std::function<std::vector<int>()> gone_;
-  std::function<void(int)> dead_;
+  std::function<void(int, const std::string&)> dead_;
+  std::function<std::string(int)> describe_;
+  // After a ring neighbour gave up in call base b: calls dead_ with the rank another rank's
+  // watch recorded as gone in this call, if any (else returns).
+  void throwGoneRecord(const std::string& b);
   bool watchThrew_ = false;
 };
 

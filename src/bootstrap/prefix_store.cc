@@ -31,6 +31,13 @@ bool PrefixStore::check(const std::vector<std::string>& keys) {
   return base_->check(fulls);
 }
 
+std::vector<bool> PrefixStore::checkEach(const std::vector<std::string>& keys) {
+  std::vector<std::string> fulls;
+  fulls.reserve(keys.size());
+  for (const auto& k : keys) fulls.push_back(full(k));
+  return base_->checkEach(fulls);
+}
+
 int64_t PrefixStore::add(const std::string& key, int64_t delta) {
   throwIfAborted(key);
   return base_->add(full(key), delta);

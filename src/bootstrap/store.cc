@@ -23,4 +23,11 @@ std::vector<std::byte> Store::get(const std::string& key, const Deadline& deadli
   }
 }
 
+std::vector<bool> Store::checkEach(const std::vector<std::string>& keys) {
+  std::vector<bool> present;
+  present.reserve(keys.size());
+  for (const auto& k : keys) present.push_back(check({k}));
+  return present;
+}
+
 }  // namespace tutti::bootstrap

@@ -34,6 +34,9 @@ class Store {
                                      const AbortSignal& also);
   // True if all keys exist now (never waits).
   virtual bool check(const std::vector<std::string>& keys) = 0;
+  // Whether each key exists now, in order (never waits). This default asks check() once per
+  // key; TcpStore answers in one request (a timeout's list of missing ranks at 1024 ranks).
+  virtual std::vector<bool> checkEach(const std::vector<std::string>& keys);
   // Atomically adds delta to the integer stored at key (0 if absent); returns the new value.
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
   // Makes every current and future wait on this store fail promptly (tuttiCommAbort).

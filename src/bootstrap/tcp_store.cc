@@ -372,6 +372,22 @@ bool TcpStore::check(const std::vector<std::string>& keys) {
   });
 }
 
+std::vector<bool> TcpStore::checkEach(const std::vector<std::string>& keys) {
+  Deadline d(opTimeout_);
+  return withConnection(d, nullptr, [&] {
+    std::vector<uint8_t> req;
+    proto::Writer w(req);
+    w.u8(proto::kCheckEach);
+    w.u32(static_cast<uint32_t>(keys.size()));
+    for (const auto& k : keys) w.key(k);
+    sendAll(req, d, "check each");
+    recvStatus(d, "check each");
+    std::vector<uint8_t> present(keys.size());
+    recvAll(present.data(), present.size(), d, "check each");
+    return std::vector<bool>(present.begin(), present.end());
+  });
+}
+
 std::string TcpStore::localHost() {
   std::lock_guard lock(localMu_);
   return localHost_;

@@ -99,6 +99,7 @@ class TcpStore : public Store {
   std::vector<std::byte> get(const std::string& key, const Deadline& deadline,
                              const AbortSignal& also) override;
   bool check(const std::vector<std::string>& keys) override;
+  std::vector<bool> checkEach(const std::vector<std::string>& keys) override;  // one request
   int64_t add(const std::string& key, int64_t delta) override;
   void abort() override;
   size_t erasePrefix(const std::string& prefix) override;

@@ -7,6 +7,7 @@
 //   SET   key, value           -> status
 //   GET   key                  -> status, value       (answered once key exists)
 //   CHECK nkeys u32, keys...   -> status, present u8  (never waits)
+//   EACH  nkeys u32, keys...   -> status, present u8 per key, in order (never waits)
 //   ADD   key, delta i64       -> status, new i64
 //   WAIT  nkeys u32, keys...   -> status              (answered once all keys exist)
 //   ERASE prefix (as a key)    -> status, erased u64  (every key starting with prefix)
@@ -22,14 +23,14 @@
 namespace tutti::bootstrap::proto {
 
 constexpr char kMagic[8] = {'T', 'U', 'T', 'T', 'I', 'S', 'T', 'R'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: EACH
 constexpr size_t kHelloBytes = 8 + 4 + 16;
 constexpr uint8_t kHelloOk = 'K';
 // The server's answer to a hello it refuses (bad magic, version or secret), before it closes
 // the connection; a connection closed without it was shed (the client may retry).
 constexpr uint8_t kHelloRefused = 'R';
 
-enum Op : uint8_t { kSet = 1, kGet = 2, kCheck = 3, kAdd = 4, kWait = 5, kErase = 6 };
+enum Op : uint8_t { kSet = 1, kGet = 2, kCheck = 3, kAdd = 4, kWait = 5, kErase = 6, kCheckEach = 7 };
 enum Status : uint8_t { kOk = 0, kError = 1 };
 
 constexpr uint32_t kMaxKeyBytes = 64 * 1024;

@@ -25,7 +25,8 @@ namespace {
 constexpr double kHandshakeSeconds = 10.0;
 // Connections that have not sent their hello yet: at most this many are kept; beyond it (or
 // when out of descriptors) the one idle longest, if idle for kShedAfterSeconds, is closed to
-// make room, so idle strangers cannot lock ranks out (real clients send the hello at once).
+// make room, so idle strangers cannot lock ranks out (real clients send the hello at once);
+// while every pending one is younger, new connections wait in the listen queue.
 constexpr size_t kMaxPendingHandshakes = 64;
 constexpr double kShedAfterSeconds = 0.25;
 constexpr double kDrainSeconds = 1.0;
@@ -62,6 +63,8 @@ struct TcpStoreServer::Impl {
   uint64_t fdDropsSinceWarn = 0;
   static constexpr double kFdWarnSeconds = 10.0;
   static constexpr auto kListenPause = std::chrono::milliseconds(200);
+  // How long the listener rests when kMaxPendingHandshakes young connections are pending.
+  static constexpr auto kFullPause = std::chrono::milliseconds(5);
   void onOutOfFds(int err);
   // Closes the unauthenticated connection idle longest, if idle for kShedAfterSeconds;
   // returns whether it closed one.
@@ -226,14 +229,17 @@ void TcpStoreServer::Impl::run() {
     fds.clear();
     fds.push_back({stopFd, POLLIN, 0});
     // A paused listener (fd -1) is ignored by poll.
-    bool paused = std::chrono::steady_clock::now() < listenPausedUntil;
+    auto pauseLeft = std::chrono::ceil<std::chrono::milliseconds>(listenPausedUntil -
+                                                                  std::chrono::steady_clock::now());
+    bool paused = pauseLeft.count() > 0;
     fds.push_back({paused ? -1 : listenFd, POLLIN, 0});
     for (auto& c : conns) {
       short ev = POLLIN;
       if (c->outPos < c->out.size()) ev |= POLLOUT;
       fds.push_back({c->fd, ev, 0});
     }
-    int n = ::poll(fds.data(), fds.size(), paused ? 50 : 1000);
+    int n = ::poll(fds.data(), fds.size(),
+                   paused ? static_cast<int>(std::min<int64_t>(pauseLeft.count(), 50)) : 1000);
     if (n < 0 && errno != EINTR) {
       TUTTI_WARN(kBootstrap, "TcpStore server " << addr.toString()
                                                 << ": poll failed: " << std::strerror(errno));
@@ -289,12 +295,11 @@ void TcpStoreServer::Impl::acceptAll() {
   for (;;) {
     if (pendingHandshakes() >= kMaxPendingHandshakes &&
         !shedIdleStranger("too many connections without a handshake")) {
-      // Every pending one is young: take the new connection and close it (its client retries).
-      int fd = ::accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) return;
-      ::close(fd);
-      refused.fetch_add(1);
-      continue;
+      // Every pending one is young (a burst of ranks starting at once, whose hellos this
+      // thread has not read yet): leave the rest in the listen queue for a moment rather
+      // than close them (each would retry with backoff).
+      listenPausedUntil = std::chrono::steady_clock::now() + kFullPause;
+      return;
     }
     int fd = ::accept4(listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
@@ -482,6 +487,7 @@ bool TcpStoreServer::Impl::serve(Conn& c) {
         break;
       }
       case proto::kCheck:
+      case proto::kCheckEach:
       case proto::kWait: {
         uint32_t n = 0;
         std::vector<std::string> keys;
@@ -495,7 +501,10 @@ bool TcpStoreServer::Impl::serve(Conn& c) {
           complete = true;
           bool present = true;
           for (const auto& k : keys) present = present && has(k);
-          if (op == proto::kCheck) {
+          if (op == proto::kCheckEach) {
+            replyOk(c);
+            for (const auto& k : keys) c.out.push_back(has(k) ? 1 : 0);
+          } else if (op == proto::kCheck) {
             replyOk(c);
             c.out.push_back(present ? 1 : 0);
           } else if (present) {

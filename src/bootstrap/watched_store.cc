@@ -36,6 +36,9 @@ std::vector<std::byte> WatchedStore::get(const std::string& key, const Deadline&
 }
 
 bool WatchedStore::check(const std::vector<std::string>& keys) { return base_->check(keys); }
+std::vector<bool> WatchedStore::checkEach(const std::vector<std::string>& keys) {
+  return base_->checkEach(keys);
+}
 int64_t WatchedStore::add(const std::string& key, int64_t delta) { return base_->add(key, delta); }
 void WatchedStore::abort() { base_->abort(); }
 size_t WatchedStore::erasePrefix(const std::string& prefix) { return base_->erasePrefix(prefix); }

@@ -18,6 +18,7 @@ class WatchedStore : public Store {
   // A timeout names the key and the whole deadline, as the base's would.
   std::vector<std::byte> get(const std::string& key, const Deadline& deadline) override;
   bool check(const std::vector<std::string>& keys) override;
+  std::vector<bool> checkEach(const std::vector<std::string>& keys) override;
   int64_t add(const std::string& key, int64_t delta) override;
   void abort() override;
   size_t erasePrefix(const std::string& prefix) override;

@@ -83,16 +83,6 @@ uint64_t pidNamespace() {
 
 // A process of this pid namespace that no longer runs: no such pid, or a zombie (killed, not
 // yet reaped by its parent).
-bool processGone(pid_t pid) {
-  if (::kill(pid, 0) != 0) return errno == ESRCH;
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  size_t paren = stat.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
-  char state = stat[paren + 2];
-  return state == 'Z' || state == 'X';
-}
-
 namespace {
 
 std::string localHostname() {
@@ -226,9 +216,20 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
         standbyOf_[r] = bootstrap::StandbyAddress::parse(standby);
       }
     }
+    std::vector<pid_t> visiblePids(nranks_, 0);
+    for (int r = 0; r < nranks_; ++r) {
+      const transport::PeerInfo& p = peers_[r];
+      if (p.hostId == peers_[rank_].hostId && p.pidNs == peers_[rank_].pidNs && p.pidNs != 0)
+        visiblePids[r] = p.pid;
+    }
+    liveness_ = std::make_unique<LocalLiveness>(std::move(visiblePids), rank_);
+    bootstrap_->setDescribe([this](int r) {
+      return "host " + peers_[r].hostname + ", pid " + std::to_string(peers_[r].pid);
+    });
     // Bootstrap waits on the ring name a rank on this host that died before it arrived.
-    bootstrap_->setWatch([this] { return goneLocalRanks(); },
-                         [this](int r) { throw diedError(r, "its process is gone"); });
+    bootstrap_->setWatch(
+        [this] { return liveness_->sweep(); },
+        [this](int r, const std::string& how) { throw diedError(r, how.c_str()); });
     std::map<std::string, int> hostIndex;
     hostOf_.resize(nranks_);
     for (int r = 0; r < nranks_; ++r) {
@@ -293,6 +294,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
     links_->setup(ctx);
     // Everyone has set up its transports (listening sockets published) before anyone
     // connects.
+    testDieAt("setup", rank_);
     bootstrap_->barrier("setup", deadline);
     TUTTI_INFO(kInit, "communicator " << options_.name << " rank " << rank_ << "/" << nranks_
                                       << " ready, " << hostIndex.size() << " host(s)");
@@ -518,31 +520,20 @@ std::string Communicator::describePeer(int peer) const {
   return os.str();
 }
 
-bool Communicator::pidVisible(int r) const {
-  const transport::PeerInfo& me = peers_[rank_];
-  const transport::PeerInfo& p = peers_[r];
-  return p.hostId == me.hostId && p.pidNs == me.pidNs && p.pidNs != 0;
-}
-
-std::vector<int> Communicator::goneLocalRanks() const {
-  std::vector<int> gone;
-  for (int r = 0; r < nranks_; ++r)
-    if (r != rank_ && pidVisible(r) && processGone(peers_[r].pid)) gone.push_back(r);
-  return gone;
-}
-
 exec::PeerFailure Communicator::diedError(int r, const char* how) const {
   return exec::PeerFailure(r, "rank " + std::to_string(rank_) + ": " + describePeer(r) +
                                   " died while the ranks set up their connections (" + how + ")");
 }
 
 void Communicator::watchPeers() const {
-  for (int r : goneLocalRanks()) throw diedError(r, "its process is gone");
+  std::span<const int> connecting = links_ ? links_->connecting() : std::span<const int>();
+  for (int r : connecting)
+    if (liveness_->gone(r)) throw diedError(r, "its process is gone");
+  for (int r : liveness_->sweep()) throw diedError(r, "its process is gone");
   // Peers on other hosts: their pids mean nothing here, but a dead rank's standby socket
   // refuses connections (bootstrap/standby.h). Only the peers being connected, and not at
   // every slice of a wait: each probe is a TCP handshake at the peer.
   auto now = std::chrono::steady_clock::now();
-  std::span<const int> connecting = links_ ? links_->connecting() : std::span<const int>();
   // A peer that never makes the connection may be in another call (a mismatch).
   if (callWatch_)
     for (int r : connecting) callWatch_->stalledOn(r);

@@ -23,6 +23,7 @@
 #include "comm/call_tag.h"
 #include "comm/call_trace.h"
 #include "comm/call_watch.h"
+#include "comm/local_liveness.h"
 #include "comm/rank_place.h"
 #include "exec/executor.h"
 #include "exec/schedule.h"
@@ -81,11 +82,10 @@ struct SplitSeed {
 };
 
 // TUTTI_TEST_DIE_AT=<phase>:<rank> (test only): that rank kills itself (SIGKILL) when it
-// reaches the phase ("window": shared window setup, "connect": connection setup, "split": a
-// split child's setup, "shrink": a shrink's new communicator, in the parent's numbering).
+// reaches the phase ("setup": init, before its setup barrier; "window": shared window setup,
+// "connect": connection setup, "split": a split child's setup, "shrink": a shrink's new
+// communicator, in the parent's numbering; "agree": agreeing on the failed ranks).
 void testDieAt(const char* phase, int rank);
-// A process of this pid namespace that no longer runs (no such pid, or a zombie).
-bool processGone(pid_t pid);
 
 class Communicator {
  public:
@@ -238,14 +238,13 @@ class Communicator {
   std::unique_ptr<tuning::CostModel> makeTopologyModel() const;
   void connect(std::span<const int> peers);
   // During connection and window setup: throws exec::PeerFailure naming a peer whose process
-  // is gone: on this host (same pid namespace) the pid no longer runs or is a zombie; on
+  // is gone: on this host (same pid namespace) the pid no longer runs or is a zombie (the
+  // peers being connected at every call, the others a slice per call: LocalLiveness); on
   // another host, one of the peers being connected (links_->connecting()) refuses connections at
   // its standby address (probed at most every kRemoteProbeInterval).
   void watchPeers() const;
   // Whether rank r's pid means something here (same host and pid namespace).
-  bool pidVisible(int r) const;
-  // The ranks on this host whose process is gone.
-  std::vector<int> goneLocalRanks() const;
+  bool pidVisible(int r) const { return liveness_ && liveness_->visible(r); }
   exec::PeerFailure diedError(int r, const char* how) const;
   // Recovery helpers (comm/recovery.cc).
   bootstrap::Liveness probeRank(int r, const Deadline& deadline) const;
@@ -321,6 +320,7 @@ class Communicator {
   uint64_t collectiveCalls_ = 0;             // collective calls made (the tags' call numbers)
   CallTrace trace_{traceCapacityFromEnv()};  // the flight recorder (TUTTI_TRACE_CALLS)
   std::unique_ptr<CallWatch> callWatch_;     // mismatches seen in stalled waits
+  std::unique_ptr<LocalLiveness> liveness_;  // which ranks on this host are gone
   // After a timeout: every rank's current call, from the ranks that report within a second
   // through the store ("state/<rank>"); ranks that do not report are named as such, and
   // *firstSilent is the lowest of them (-1: all reported).

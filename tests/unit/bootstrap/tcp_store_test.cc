@@ -35,6 +35,25 @@ int countOpenFds() {
   return n;
 }
 
+// checkEach answers per key, in order, in one request (a timeout's list of missing ranks);
+// the default of the other stores asks check() per key and must agree.
+TEST(TcpStore, CheckEachAnswersEveryKeyInOneRequest) {
+  Secret secret = randomSecret();
+  TcpStoreServer server("127.0.0.1:0", secret);
+  TcpStore store(server.sockAddr(), secret, Deadline(10));
+  std::vector<std::string> keys;
+  for (int i = 0; i < 300; ++i) keys.push_back("k/" + std::to_string(i));
+  for (int i = 0; i < 300; i += 7) store.setString(keys[i], "v");
+  const uint64_t before = server.stats().requests;
+  std::vector<bool> present = store.checkEach(keys);
+  EXPECT_EQ(server.stats().requests, before + 1);
+  ASSERT_EQ(present.size(), keys.size());
+  for (int i = 0; i < 300; ++i) EXPECT_EQ(present[i], i % 7 == 0) << keys[i];
+  EXPECT_TRUE(store.checkEach({}).empty());
+  std::vector<bool> viaCheck = store.Store::checkEach(keys);  // the per-key default
+  EXPECT_EQ(viaCheck, present);
+}
+
 TEST(TcpStore, WrongSecretIsRefusedWhileOthersFormTheGroup) {
   Secret secret = randomSecret();
   TcpStoreServer server("127.0.0.1:0", secret);
