@@ -149,6 +149,12 @@ constexpr Var kVars[] = {
      "Load the topology from this hwloc (v1/v2) or NCCL topology XML file instead of "
      "probing with hwloc; communicators order their rings and trees by it (with "
      "TUTTI_TOPO_DEVICE). A file that does not load is tuttiInvalidArgument at init."},
+    {"TUTTI_TOPO_CACHE", Type::kString, "auto", "TOPO",
+     "Where the first process of a host keeps its live hwloc probe (hwloc XML, file "
+     "topology-<host>.xml) for the next ones, which import it instead of reading every PCI "
+     "device again: auto ($XDG_CACHE_HOME/tutti, else $HOME/.cache/tutti), a directory, or 0 "
+     "(no cache). A kept probe is used only on the same boot, cgroup and hwloc version; one "
+     "that does not load is probed again with a warning."},
     {"TUTTI_TOPO_DUMP_FILE", Type::kString, "", "TOPO",
      "Write the detected topology to this file: hwloc XML when probed with hwloc, tutti "
      "JSON when loaded from a file or when the name ends in .json. %h expands to the host "
@@ -178,8 +184,10 @@ constexpr Var kVars[] = {
     // ---- test only: for tutti's own tests, not for users ----
     {"TUTTI_TEST_DIE_AT", Type::kString, "", "TEST ONLY (not for users)",
      "Test only: PHASE:RANK makes that rank kill itself (SIGKILL) when it reaches the phase: "
-     "window (shared window setup), connect (connection setup), split (a split child's "
-     "setup) or shrink (a shrink's new communicator; RANK in the parent's numbering)."},
+     "setup (init, before its setup barrier), window (shared window setup), connect "
+     "(connection setup), split (a split child's setup), shrink (a shrink's new "
+     "communicator; RANK in the parent's numbering) or agree (agreeing on the failed ranks, "
+     "recovery)."},
     {"TUTTI_TEST_CORRUPT", Type::kBool, "0", "TEST ONLY (not for users)",
      "Test only: perf tests corrupt one result element on purpose (checks #wrong)."},
 };

@@ -4,13 +4,17 @@
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <optional>
 #include <type_traits>
 
 #include "common/error.h"
 #include "common/log.h"
 #include "topology/loaders.h"
+#include "topology/probe_cache.h"
 #include "tutti/config.h"
 
 #if TUTTI_HAVE_HWLOC
@@ -366,11 +370,51 @@ static void keepPciaccessLoaded() {
   (void)pinned;
 }
 
+constexpr const char* kStampInfo = "TuttiProbeStamp";
+
+// This host's cached probe (probe_cache.h), imported as this system's topology; null when
+// there is none, or it does not load or carries another stamp (then the caller probes).
+std::unique_ptr<TopoHandle> loadCachedProbe(const std::string& file, const std::string& stamp) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return nullptr;
+  std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto h = std::make_unique<TopoHandle>();
+  keepIo(h->t);
+  if (hwloc_topology_set_xmlbuffer(h->t, xml.data(), static_cast<int>(xml.size())) != 0 ||
+      hwloc_topology_set_flags(h->t, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM) != 0 ||
+      hwloc_topology_load(h->t) != 0) {
+    TUTTI_WARN(kTopo, "the cached topology " << file << " does not load; probing again");
+    return nullptr;
+  }
+  const char* kept = hwloc_obj_get_info_by_name(hwloc_get_root_obj(h->t), kStampInfo);
+  if (kept == nullptr || stamp != kept) return nullptr;  // another boot, cgroup or version
+  return h;
+}
+
+void storeProbe(hwloc_topology_t t, const std::string& file, const std::string& stamp) {
+  hwloc_obj_add_info(hwloc_get_root_obj(t), kStampInfo, stamp.c_str());
+  char* buf = nullptr;
+  int len = 0;
+  if (hwloc_topology_export_xmlbuffer(t, &buf, &len, 0) != 0) return;
+  std::string xml(buf, len > 0 ? static_cast<size_t>(len - 1) : 0);  // len counts the NUL
+  hwloc_free_xmlbuffer(t, buf);
+  if (!writeFileAtomically(file, xml))
+    TUTTI_INFO(kTopo, "could not write the topology cache " << file << " (TUTTI_TOPO_CACHE)");
+}
+
 Topology probeHwloc(const std::string& dumpPath) {
-  TopoHandle h;
-  keepIo(h.t);
-  if (hwloc_topology_load(h.t) != 0) throwSystemError("hwloc_topology_load (live discovery)");
-  keepPciaccessLoaded();
+  const std::string cache = probeCacheFile();
+  const std::string stamp = cache.empty() ? std::string() : probeStamp();
+  std::unique_ptr<TopoHandle> cached = cache.empty() ? nullptr : loadCachedProbe(cache, stamp);
+  std::unique_ptr<TopoHandle> live;
+  if (!cached) {
+    live = std::make_unique<TopoHandle>();
+    keepIo(live->t);
+    if (hwloc_topology_load(live->t) != 0) throwSystemError("hwloc_topology_load (live discovery)");
+    keepPciaccessLoaded();
+    if (!cache.empty()) storeProbe(live->t, cache, stamp);
+  }
+  TopoHandle& h = cached ? *cached : *live;
   if (!dumpPath.empty()) {
     // Written next to the target and renamed over it: ranks of one host that share the path
     // replace a complete file, never write into each other's.
@@ -384,7 +428,7 @@ Topology probeHwloc(const std::string& dumpPath) {
   }
   Topology t;
   t.source = Source::kHwlocLive;
-  t.origin = "hwloc live discovery";
+  t.origin = cached ? "hwloc live discovery (kept in " + cache + ")" : "hwloc live discovery";
   HwlocConverter(h.t, t).run();
   finalise(t);
   return t;
