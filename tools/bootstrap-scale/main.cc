@@ -154,7 +154,10 @@ Row runJob(int n, bool ring, bool split) {
       sh->hwmKiB[r] = peakResidentKiB();
       if (res == tuttiSuccess && split) res = splitAndReduce(comm, r);
       if (res == tuttiSuccess) res = tuttiCommDestroy(comm);
-      if (res != tuttiSuccess) std::fprintf(stderr, "rank %d: %s\n", r, tuttiGetLastError(comm));
+      if (res != tuttiSuccess)
+        std::fprintf(
+            stderr, "rank %d: %s\n", r,
+            *tuttiGetLastError(comm) ? tuttiGetLastError(comm) : tuttiGetLastError(nullptr));
       sh->status[r] = res;
       std::fflush(stderr);
       ::_exit(res == tuttiSuccess ? 0 : 1);

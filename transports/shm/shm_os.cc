@@ -235,7 +235,7 @@ Segment Segment::create(SegmentMode mode, size_t bytes, const std::string& dir,
   return s;
 }
 
-Segment Segment::open(const std::string& path, size_t bytes) {
+Segment Segment::open(const std::string& path, size_t bytes, bool populate) {
   Segment s;
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) throwSystemError("shm: open(" + path + ")");
@@ -246,7 +246,8 @@ Segment Segment::open(const std::string& path, size_t bytes) {
   if (static_cast<size_t>(st.st_size) < bytes)
     fail(tuttiInternalError, "shm: segment ", path, " has ", st.st_size, " bytes, expected ",
          bytes);
-  void* addr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  void* addr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, 0);
   if (addr == MAP_FAILED) throwSystemError("shm: mmap(" + path + ")");
   s.addr_ = addr;
   s.bytes_ = bytes;

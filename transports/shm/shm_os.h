@@ -63,7 +63,9 @@ class Segment {
   // sizeVariable: the setting that sized it (named when memory is short).
   static Segment create(SegmentMode mode, size_t bytes, const std::string& dir,
                         const std::string& name, const char* sizeVariable = "TUTTI_SHM_FIFO_BYTES");
-  static Segment open(const std::string& path, size_t bytes);
+  // populate: map every page now (MAP_POPULATE) instead of at first touch. The creator has
+  // allocated the pages already, so a lazy mapping cannot fault for want of memory.
+  static Segment open(const std::string& path, size_t bytes, bool populate = true);
 
   std::byte* data() const { return static_cast<std::byte*>(addr_); }
   size_t size() const { return bytes_; }

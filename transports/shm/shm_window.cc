@@ -19,6 +19,8 @@ namespace {
 
 constexpr uint64_t kWindowMagic = 0x6e69777474747574ull;  // "tuttwin"
 constexpr size_t kWindowCtrlBytes = 4096;
+// Up to this many bytes of peers' windows are mapped with MAP_POPULATE (see the setup).
+constexpr uint64_t kPopulatePeersBytes = uint64_t{256} << 20;
 constexpr long kSleepSliceNs = 10'000'000;  // re-check peer / abort / deadline every 10 ms
 
 static_assert(sizeof(WindowCtrl) <= kWindowCtrlBytes);
@@ -235,6 +237,11 @@ std::unique_ptr<Window> createShmWindow(const Context& ctx, const WindowConfig& 
   }
   auto paths = gatherText(ctx, "segment",
                           problem.empty() ? segs[ctx.rank].path() : "fail " + problem, deadline);
+  // Peers' windows are mapped page by page at first touch once they add up to more than
+  // kPopulatePeersBytes: populating every peer's window costs each rank n x window pages of
+  // page tables, n^2 on the host (at 512 ranks and 4 MiB windows, 537 M page-table entries:
+  // the setup took more than a minute on 2 cores).
+  const bool populate = static_cast<uint64_t>(ctx.nranks - 1) * segBytes <= kPopulatePeersBytes;
   for (int r = 0; r < ctx.nranks; ++r) {
     if (r == ctx.rank || !problem.empty()) continue;
     const std::string& path = paths[r];
@@ -243,7 +250,7 @@ std::unique_ptr<Window> createShmWindow(const Context& ctx, const WindowConfig& 
       continue;
     }
     try {
-      segs[r] = Segment::open(path, segBytes);
+      segs[r] = Segment::open(path, segBytes, populate);
       auto* c = reinterpret_cast<const WindowCtrl*>(segs[r].data());
       if (c->magic != kWindowMagic || c->rank != r || c->bytes != region)
         fail(tuttiInternalError, "shm window: segment ", path, " of rank ", r, " has a bad header");
