@@ -356,36 +356,30 @@ void TcpStore::wait(const std::vector<std::string>& keys, const Deadline& deadli
   });
 }
 
-bool TcpStore::check(const std::vector<std::string>& keys) {
+std::vector<uint8_t> TcpStore::askPresence(uint8_t op, const std::vector<std::string>& keys,
+                                           size_t answerBytes, const char* what) {
   Deadline d(opTimeout_);
   return withConnection(d, nullptr, [&] {
     std::vector<uint8_t> req;
     proto::Writer w(req);
-    w.u8(proto::kCheck);
+    w.u8(op);
     w.u32(static_cast<uint32_t>(keys.size()));
     for (const auto& k : keys) w.key(k);
-    sendAll(req, d, "check");
-    recvStatus(d, "check");
-    uint8_t present = 0;
-    recvAll(&present, 1, d, "check");
-    return present != 0;
+    sendAll(req, d, what);
+    recvStatus(d, what);
+    std::vector<uint8_t> answer(answerBytes);
+    recvAll(answer.data(), answer.size(), d, what);
+    return answer;
   });
 }
 
+bool TcpStore::check(const std::vector<std::string>& keys) {
+  return askPresence(proto::kCheck, keys, 1, "check")[0] != 0;
+}
+
 std::vector<bool> TcpStore::checkEach(const std::vector<std::string>& keys) {
-  Deadline d(opTimeout_);
-  return withConnection(d, nullptr, [&] {
-    std::vector<uint8_t> req;
-    proto::Writer w(req);
-    w.u8(proto::kCheckEach);
-    w.u32(static_cast<uint32_t>(keys.size()));
-    for (const auto& k : keys) w.key(k);
-    sendAll(req, d, "check each");
-    recvStatus(d, "check each");
-    std::vector<uint8_t> present(keys.size());
-    recvAll(present.data(), present.size(), d, "check each");
-    return std::vector<bool>(present.begin(), present.end());
-  });
+  std::vector<uint8_t> present = askPresence(proto::kCheckEach, keys, keys.size(), "check each");
+  return std::vector<bool>(present.begin(), present.end());
 }
 
 std::string TcpStore::localHost() {

@@ -124,8 +124,11 @@ class TcpStore : public Store {
   // False when the server closed the connection without answering (it was shed).
   bool handshake(const Deadline& deadline);
   void disconnect();
-  // Sends req and returns the reply payload reader state; on any failure the connection
-  // is dropped (a later call reconnects) and the error rethrown.
+  // A CHECK or EACH request for keys; returns the answerBytes after its status.
+  std::vector<uint8_t> askPresence(uint8_t op, const std::vector<std::string>& keys,
+                                   size_t answerBytes, const char* what);
+  // Whole-buffer send and receive on the connection (waiting in waitFd); they throw on
+  // failure (withConnection then drops the connection).
   void sendAll(const std::vector<uint8_t>& data, const Deadline& d, const std::string& what);
   void recvAll(void* p, size_t n, const Deadline& d, const std::string& what);
   void recvStatus(const Deadline& d, const std::string& what);

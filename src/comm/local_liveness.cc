@@ -1,24 +1,9 @@
 #include "comm/local_liveness.h"
 
-#include <signal.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 namespace tutti {
-
-bool processGone(pid_t pid) {
-  if (::kill(pid, 0) != 0) return errno == ESRCH;
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  size_t paren = stat.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
-  char state = stat[paren + 2];
-  return state == 'Z' || state == 'X';
-}
 
 LocalLiveness::LocalLiveness(std::vector<pid_t> pids, int self)
     : pids_(std::move(pids)), self_(self) {

@@ -16,10 +16,9 @@
 #include <cstddef>
 #include <vector>
 
-namespace tutti {
+#include "common/process_gone.h"
 
-// Whether process `pid` (visible from here) has exited: no such pid, or a zombie.
-bool processGone(pid_t pid);
+namespace tutti {
 
 class LocalLiveness {
  public:

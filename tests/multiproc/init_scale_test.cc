@@ -18,8 +18,22 @@ namespace {
 constexpr int kRanks = 64;
 constexpr int kMissing = 37;
 
-double secondsSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+struct InitOutcome {
+  tuttiResult_t result;
+  double seconds;
+  std::string message;
+};
+
+// tuttiCommInitRank for a job of kRanks, which must fail here; the communicator (none
+// expected) is destroyed.
+InitOutcome initFailing(const tuttiUniqueId& id, int rank) {
+  tuttiComm_t comm = nullptr;
+  auto t0 = std::chrono::steady_clock::now();
+  tuttiResult_t res = tuttiCommInitRank(&comm, kRanks, id, rank);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  InitOutcome out{res, secs, tuttiGetLastError(nullptr)};
+  if (comm) tuttiCommDestroy(comm);
+  return out;
 }
 
 class InitAtScale : public ::testing::Test {
@@ -39,11 +53,7 @@ TEST_F(InitAtScale, RankNeverStartedIsNamedByEveryRank) {
       kRanks,
       [&](int rank) {
         if (rank == kMissing) return;
-        tuttiComm_t comm = nullptr;
-        auto t0 = std::chrono::steady_clock::now();
-        tuttiResult_t res = tuttiCommInitRank(&comm, kRanks, id, rank);
-        double secs = secondsSince(t0);
-        std::string msg = tuttiGetLastError(nullptr);
+        auto [res, secs, msg] = initFailing(id, rank);
         EXPECT_EQ(res, tuttiTimeout) << msg;
         EXPECT_NE(msg.find("rank(s) 37 of 64 did not arrive at init 'join' within 8.0 s: no "
                            "process claimed them"),
@@ -51,7 +61,6 @@ TEST_F(InitAtScale, RankNeverStartedIsNamedByEveryRank) {
             << msg;
         EXPECT_GE(secs, 7.9) << msg;
         EXPECT_LT(secs, 14.0) << msg;
-        if (comm) tuttiCommDestroy(comm);
       },
       120);
   EXPECT_RANKS_OK(r);
@@ -68,16 +77,11 @@ TEST_F(InitAtScale, RankDyingBeforeSetupIsNamedByEveryRank) {
   auto r = runRanks(
       kRanks,
       [&](int rank) {
-        tuttiComm_t comm = nullptr;
-        auto t0 = std::chrono::steady_clock::now();
-        tuttiResult_t res = tuttiCommInitRank(&comm, kRanks, id, rank);
-        double secs = secondsSince(t0);
-        std::string msg = tuttiGetLastError(nullptr);
+        auto [res, secs, msg] = initFailing(id, rank);
         EXPECT_EQ(res, tuttiRemoteError) << msg;
         EXPECT_NE(msg.find("rank 37 (host"), std::string::npos) << msg;
         EXPECT_NE(msg.find("its process is gone"), std::string::npos) << msg;
         EXPECT_LT(secs, 20.0) << msg;
-        if (comm) tuttiCommDestroy(comm);
       },
       120);
   EXPECT_EQ(r.ranks[kMissing].signal, SIGKILL) << r.describe();

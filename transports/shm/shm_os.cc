@@ -20,6 +20,7 @@
 
 #include "common/env.h"
 #include "common/error.h"
+#include "common/process_gone.h"
 
 namespace tutti::transport::shm {
 
@@ -337,13 +338,7 @@ bool PeerProcess::exited() const {
     };
     return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
   }
-  if (::kill(pid_, 0) != 0 && errno == ESRCH) return true;
-  std::ifstream f("/proc/" + std::to_string(pid_) + "/stat");
-  std::string line;
-  if (!std::getline(f, line)) return true;
-  auto pos = line.rfind(')');
-  return pos != std::string::npos && pos + 2 < line.size() &&
-         (line[pos + 2] == 'Z' || line[pos + 2] == 'X');
+  return processGone(pid_);
 }
 
 std::string uniqueName(const std::string& stem) {
