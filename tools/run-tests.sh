@@ -4,7 +4,7 @@
 # By default everything but the opt-in labels runs: "matrix" (the full product of the
 # collectives matrix, ~11 min on 2 cores; the default run has its core) and "long" (the
 # simulator matrix at 1 Mi elements, the 256 MiB tcp pair matrix, the 5-minute soak, the wheel
-# build). Run them with
+# build, 512 ranks' init). Run them with
 #   tools/run-tests.sh -L matrix
 #   tools/run-tests.sh -L long
 set -euo pipefail
