@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 #include "bootstrap/unique_id.h"
 #include "common/env.h"
@@ -227,7 +228,12 @@ std::vector<std::vector<std::byte>> Bootstrap::ringAllGather(const char* what,
         adopted_.reset();
       }
     }
-    return ring->allGather(mine, deadline, std::string(what) + " '" + tag + "'");
+    const std::string label = std::string(what) + " '" + tag + "'";
+    if (std::string_view(what) == "barrier") {  // nothing to gather: the ring's token barrier
+      ring->barrier(deadline, label);
+      return {};
+    }
+    return ring->allGather(mine, deadline, label);
   } catch (const Error& e) {
     if (watchThrew_) throw;  // the watch's own verdict (e.g. a rank's process is gone)
     if (e.code() == tuttiRemoteError) throwGoneRecord(b);

@@ -83,7 +83,8 @@ class Bootstrap {
  private:
   std::string base(const std::string& tag, uint64_t seq) const;
   std::string seqPrefix(uint64_t seq) const;
-  // `what` names the call in errors: "allGather" or "barrier".
+  // `what` names the call in errors: "allGather" or "barrier" (around the ring: its token
+  // barrier, returning no entries).
   std::vector<std::vector<std::byte>> gather(const char* what, const std::string& tag,
                                              std::span<const std::byte> mine,
                                              const Deadline& deadline, bool eraseNow);

@@ -236,6 +236,65 @@ void BootstrapRing::neighbourGone(int peer, const char* side, const std::string&
        " on the bootstrap ring) closed its connection: it exited or failed");
 }
 
+void BootstrapRing::sendToken(const Deadline& d, const std::string& what) {
+  const int next = (rank_ + 1) % nranks_;
+  const uint8_t frame[8] = {};  // len 0
+  size_t off = 0;
+  while (off < sizeof(frame)) {
+    ssize_t w = ::send(next_, frame + off, sizeof(frame) - off, MSG_NOSIGNAL);
+    if (w > 0) {
+      off += static_cast<size_t>(w);
+    } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      waitFd(next_, POLLOUT, d, what);
+    } else if (w < 0 && errno != EINTR) {
+      if (errno == EPIPE || errno == ECONNRESET) neighbourGone(next, "next", what);
+      throwSystemError(name_ + ": send to rank " + std::to_string(next) + " (" + what + ")");
+    }
+  }
+}
+
+void BootstrapRing::recvToken(const Deadline& d, const std::string& what) {
+  const int prev = (rank_ + nranks_ - 1) % nranks_;
+  uint8_t frame[8];
+  size_t got = 0;
+  while (got < sizeof(frame)) {
+    ssize_t r = ::recv(prev_, frame + got, sizeof(frame) - got, 0);
+    if (r > 0) {
+      got += static_cast<size_t>(r);
+    } else if (r == 0) {
+      neighbourGone(prev, "previous", what);
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      waitFd(prev_, POLLIN, d, what);
+    } else if (errno != EINTR) {
+      if (errno == ECONNRESET) neighbourGone(prev, "previous", what);
+      throwSystemError(name_ + ": receive from rank " + std::to_string(prev) + " (" + what + ")");
+    }
+  }
+  for (uint8_t b : frame)
+    if (b != 0)
+      fail(tuttiInternalError, name_, ": rank ", rank_, ": ", what, ": rank ", prev,
+           " sent an all-gather's frame where this rank expected the barrier's token (the "
+           "ranks made different bootstrap calls)");
+}
+
+void BootstrapRing::barrier(const Deadline& deadline, const std::string& what) {
+  if (broken_)
+    fail(tuttiRemoteError, name_, ": rank ", rank_, ": ", what,
+         ": the bootstrap ring is broken by an earlier failure");
+  broken_ = true;  // until this barrier completes
+  if (rank_ == 0) {
+    sendToken(deadline, what);  // arrival: around the ring and back
+    recvToken(deadline, what);
+    sendToken(deadline, what);  // release: rank n-1 keeps it
+  } else {
+    recvToken(deadline, what);
+    sendToken(deadline, what);
+    recvToken(deadline, what);
+    if (rank_ != nranks_ - 1) sendToken(deadline, what);
+  }
+  broken_ = false;
+}
+
 std::vector<std::vector<std::byte>> BootstrapRing::allGather(std::span<const std::byte> mine,
                                                              const Deadline& deadline,
                                                              const std::string& what) {
