@@ -352,7 +352,10 @@ void Communicator::rethrowCallFailure() {
       // another communicator of its process, whose cause is then a rank that is gone.
       int gone = firstGoneRankExcept(e.peer(), Deadline(2.0));  // as firstDeadRankIfAlive
       text += "; rank " + std::to_string(e.peer()) + " closed its connections on purpose";
-      if (gone >= 0) {
+      if (auto late = gone >= 0 ? failureRecordOf(gone) : std::nullopt; late && late->first >= 0) {
+        first = late->first;  // the gone rank had only given up too (its record came late)
+        text += "; rank " + std::to_string(gone) + " had failed before: " + late->second;
+      } else if (gone >= 0) {
         first = gone;
         text += " (after a failure elsewhere: " + describePeer(gone) + " is gone)";
       } else {
@@ -360,10 +363,16 @@ void Communicator::rethrowCallFailure() {
       }
     } else if (int dead = firstDeadRankIfAlive(e.peer()); dead >= 0) {
       // No record (the store may have died with its rank), but the peer is alive: it gave up
-      // after a failure elsewhere. The rank that is gone is found at its standby address.
-      first = dead;
-      text += "; rank " + std::to_string(e.peer()) + " is alive (it gave up after a failure), " +
-              describePeer(dead) + " is not (its standby address refuses connections)";
+      // after a failure elsewhere. The rank that is gone is found at its standby address;
+      // it may itself have given up and exited after writing its record (since looked at).
+      if (auto late = failureRecordOf(dead); late && late->first >= 0) {
+        first = late->first;
+        text += "; rank " + std::to_string(dead) + " had failed before: " + late->second;
+      } else {
+        first = dead;
+        text += "; rank " + std::to_string(e.peer()) + " is alive (it gave up after a failure), " +
+                describePeer(dead) + " is not (its standby address refuses connections)";
+      }
     }
     text += " (the first rank to fail: " + (first >= 0 ? std::to_string(first) : "unknown") + ")";
     trace_.end(false);
