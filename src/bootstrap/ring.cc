@@ -105,7 +105,7 @@ void BootstrapRing::waitFd(int fd, short events, const Deadline& d, const std::s
 }
 
 void BootstrapRing::sendAll(int fd, const void* p, size_t n, const Deadline& d,
-                            const std::string& what) {
+                            const std::string& what, int neighbour) {
   auto* b = static_cast<const uint8_t*>(p);
   while (n > 0) {
     ssize_t w = ::send(fd, b, n, MSG_NOSIGNAL);
@@ -115,12 +115,15 @@ void BootstrapRing::sendAll(int fd, const void* p, size_t n, const Deadline& d,
     } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       waitFd(fd, POLLOUT, d, what);
     } else if (w < 0 && errno != EINTR) {
-      throwSystemError(name_ + ": " + what);
+      if (neighbour < 0) throwSystemError(name_ + ": " + what);
+      if (errno == EPIPE || errno == ECONNRESET) neighbourGone(neighbour, "next", what);
+      throwSystemError(name_ + ": send to rank " + std::to_string(neighbour) + " (" + what + ")");
     }
   }
 }
 
-void BootstrapRing::recvAll(int fd, void* p, size_t n, const Deadline& d, const std::string& what) {
+void BootstrapRing::recvAll(int fd, void* p, size_t n, const Deadline& d, const std::string& what,
+                            int neighbour) {
   auto* b = static_cast<uint8_t*>(p);
   while (n > 0) {
     ssize_t r = ::recv(fd, b, n, 0);
@@ -128,11 +131,15 @@ void BootstrapRing::recvAll(int fd, void* p, size_t n, const Deadline& d, const 
       b += r;
       n -= static_cast<size_t>(r);
     } else if (r == 0) {
+      if (neighbour >= 0) neighbourGone(neighbour, "previous", what);
       fail(tuttiRemoteError, name_, ": ", what, ": connection closed");
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
       waitFd(fd, POLLIN, d, what);
     } else if (errno != EINTR) {
-      throwSystemError(name_ + ": " + what);
+      if (neighbour < 0) throwSystemError(name_ + ": " + what);
+      if (errno == ECONNRESET) neighbourGone(neighbour, "previous", what);
+      throwSystemError(name_ + ": receive from rank " + std::to_string(neighbour) + " (" + what +
+                       ")");
     }
   }
 }
@@ -237,39 +244,14 @@ void BootstrapRing::neighbourGone(int peer, const char* side, const std::string&
 }
 
 void BootstrapRing::sendToken(const Deadline& d, const std::string& what) {
-  const int next = (rank_ + 1) % nranks_;
   const uint8_t frame[8] = {};  // len 0
-  size_t off = 0;
-  while (off < sizeof(frame)) {
-    ssize_t w = ::send(next_, frame + off, sizeof(frame) - off, MSG_NOSIGNAL);
-    if (w > 0) {
-      off += static_cast<size_t>(w);
-    } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      waitFd(next_, POLLOUT, d, what);
-    } else if (w < 0 && errno != EINTR) {
-      if (errno == EPIPE || errno == ECONNRESET) neighbourGone(next, "next", what);
-      throwSystemError(name_ + ": send to rank " + std::to_string(next) + " (" + what + ")");
-    }
-  }
+  sendAll(next_, frame, sizeof(frame), d, what, (rank_ + 1) % nranks_);
 }
 
 void BootstrapRing::recvToken(const Deadline& d, const std::string& what) {
   const int prev = (rank_ + nranks_ - 1) % nranks_;
   uint8_t frame[8];
-  size_t got = 0;
-  while (got < sizeof(frame)) {
-    ssize_t r = ::recv(prev_, frame + got, sizeof(frame) - got, 0);
-    if (r > 0) {
-      got += static_cast<size_t>(r);
-    } else if (r == 0) {
-      neighbourGone(prev, "previous", what);
-    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      waitFd(prev_, POLLIN, d, what);
-    } else if (errno != EINTR) {
-      if (errno == ECONNRESET) neighbourGone(prev, "previous", what);
-      throwSystemError(name_ + ": receive from rank " + std::to_string(prev) + " (" + what + ")");
-    }
-  }
+  recvAll(prev_, frame, sizeof(frame), d, what, prev);
   for (uint8_t b : frame)
     if (b != 0)
       fail(tuttiInternalError, name_, ": rank ", rank_, ": ", what, ": rank ", prev,

@@ -80,8 +80,12 @@ class BootstrapRing {
   int pollMs(const Deadline& d) const;
   // poll() on fd (events) and the abort eventfd until ready; throws on deadline or abort.
   void waitFd(int fd, short events, const Deadline& d, const std::string& what);
-  void sendAll(int fd, const void* p, size_t n, const Deadline& d, const std::string& what);
-  void recvAll(int fd, void* p, size_t n, const Deadline& d, const std::string& what);
+  // neighbour >= 0: fd is the connection to that ring neighbour (next for sendAll, previous
+  // for recvAll), whose close or reset is reported as neighbourGone.
+  void sendAll(int fd, const void* p, size_t n, const Deadline& d, const std::string& what,
+               int neighbour = -1);
+  void recvAll(int fd, void* p, size_t n, const Deadline& d, const std::string& what,
+               int neighbour = -1);
   int acceptPrev(int listenFd, const std::string& token, const Deadline& d);
   // The barrier's token: an empty frame, to the next rank or from the previous one.
   void sendToken(const Deadline& d, const std::string& what);

@@ -34,11 +34,4 @@ std::vector<int> LocalLiveness::sweep() {
   return out;
 }
 
-std::vector<int> LocalLiveness::goneAll() const {
-  std::vector<int> out;
-  for (int r : peers_)
-    if (processGone(pids_[r])) out.push_back(r);
-  return out;
-}
-
 }  // namespace tutti

@@ -35,8 +35,6 @@ class LocalLiveness {
   bool gone(int r) const;
   // The gone ranks among the next slice of visible peers (rotating; see above).
   std::vector<int> sweep();
-  // Every visible peer's process checked (O(peers): for rare checks, not for waits).
-  std::vector<int> goneAll() const;
   // The number of peers one sweep checks.
   size_t sliceSize() const { return slice_; }
 
