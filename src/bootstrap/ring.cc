@@ -194,7 +194,7 @@ void BootstrapRing::connect(RingListener listener, const std::string& theirs,
   std::memcpy(hello, kMagic, sizeof(kMagic));
   putU32(hello + sizeof(kMagic), static_cast<uint32_t>(rank_));
   std::memcpy(hello + sizeof(kMagic) + 4, theirs.data() + bar + 1, kTokenBytes);
-  sendAll(next_, hello, sizeof(hello), deadline, what);
+  sendAll(next_, hello, sizeof(hello), deadline, what, next);  // a reset: it died since
 
   prev_ = acceptPrev(listener.fd_.get(), listener.token_, deadline);
   ::setsockopt(prev_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
