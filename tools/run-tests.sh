@@ -14,4 +14,11 @@ cd build
 if [ $# -eq 0 ]; then
   set -- -LE 'long|matrix'
 fi
-ctest --output-on-failure --timeout 900 -j 2 "$@"
+rc=0
+ctest --output-on-failure --timeout 900 -j 2 "$@" || rc=$?
+if [ "$rc" -ne 0 ]; then
+  # A CI log is often shown as its head and tail only: repeat the end of each failed test's
+  # output here, where the tail keeps it.
+  ../tools/failed-test-tails.sh Testing/Temporary/LastTest.log Testing/Temporary/LastTestsFailed.log
+fi
+exit "$rc"
