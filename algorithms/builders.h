@@ -1,8 +1,8 @@
 // Builder entry points, one per registry entry (internal; use registry()/find()).
 #pragma once
 
-#include "interfaces/algorithm.h"
 #include "exec/schedule.h"
+#include "interfaces/algorithm.h"
 
 namespace tutti::algo::detail {
 
@@ -32,6 +32,12 @@ exec::Schedule reduceChain(const CollArgs& a);
 exec::Schedule reduceBinomial(const CollArgs& a);
 
 exec::Schedule allToAllPairwise(const CollArgs& a);
+
+exec::Schedule gatherLinear(const CollArgs& a);
+exec::Schedule gatherBinomial(const CollArgs& a);
+
+exec::Schedule scatterLinear(const CollArgs& a);
+exec::Schedule scatterBinomial(const CollArgs& a);
 
 exec::Schedule neighborAllReduceFlat(const CollArgs& a);
 exec::Schedule neighborAllReduceHier(const CollArgs& a);

@@ -2,9 +2,9 @@
 #include <array>
 #include <string_view>
 
-#include "interfaces/algorithm.h"
 #include "builder.h"
 #include "builders.h"
+#include "interfaces/algorithm.h"
 
 namespace tutti::algo {
 namespace {
@@ -16,6 +16,14 @@ bool pow2Ranks(const CollArgs& a) { return patterns::isPow2(a.nranks); }
 bool hasWindow(const CollArgs& a) {
   size_t need = dtypeSize(a.dtype) * (a.coll == Coll::kReduceScatter ? a.nranks : 1);
   return a.windowBytes >= need && a.windowBytes > 0;
+}
+// Gather / scatter trees: up to 64 KiB in the root's buffer. Above that the store-and-forward
+// rounds lost to the linear exchange in every measurement (docs/algorithms.md), which the cost
+// model does not see yet (it prices each rank's copies, not the host's cores' total work).
+constexpr size_t kRootedTreeMaxBytes = size_t{64} << 10;
+bool smallRootedBuffer(const CollArgs& a) {
+  const size_t es = dtypeSize(a.dtype), n = static_cast<size_t>(a.nranks);
+  return a.count <= kRootedTreeMaxBytes / es / n;
 }
 bool multiHost(const CollArgs& a) {
   return static_cast<int>(a.hostOf.size()) == a.nranks && detail::numHosts(a) > 1;
@@ -80,6 +88,18 @@ const std::array kRegistry = {
                   reduceBinomial},
     AlgorithmInfo{Coll::kAllToAll, "pairwise", "n-1 rounds of pairwise exchange", always,
                   allToAllPairwise},
+    AlgorithmInfo{Coll::kGather, "linear", "every rank sends its block straight to the root",
+                  always, gatherLinear},
+    AlgorithmInfo{Coll::kGather, "binomial",
+                  "binomial tree towards the root, subtrees' blocks forwarded as one message "
+                  "(root buffer up to 64 KiB)",
+                  smallRootedBuffer, gatherBinomial},
+    AlgorithmInfo{Coll::kScatter, "linear", "the root sends every block straight to its rank",
+                  always, scatterLinear},
+    AlgorithmInfo{Coll::kScatter, "binomial",
+                  "binomial tree from the root, each subtree's blocks sent as one message (root "
+                  "buffer up to 64 KiB)",
+                  smallRootedBuffer, scatterBinomial},
 };
 
 const std::array kNeighbor = {
@@ -111,6 +131,10 @@ const char* collName(Coll c) {
       return "reduce";
     case Coll::kAllToAll:
       return "alltoall";
+    case Coll::kGather:
+      return "gather";
+    case Coll::kScatter:
+      return "scatter";
     case Coll::kNeighborAllReduce:
       return "neighborallreduce";
   }

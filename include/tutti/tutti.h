@@ -223,7 +223,7 @@ TUTTI_API tuttiResult_t tuttiAllToAll(const void* sendbuff, void* recvbuff, size
                                       tuttiStream_t stream);
 TUTTI_API tuttiResult_t tuttiBarrier(tuttiComm_t comm, tuttiStream_t stream);
 
-/* Rooted and uneven collectives (MPI-shaped; tutti additions). Counts and displacements are in
+/* Uneven collectives (MPI-shaped; tutti additions). Counts and displacements are in
  * elements of datatype; the displacement of a zero-count block is not used. Each call runs as
  * one batch of sends and receives to its peers (the point-to-point path, as tuttiSend/tuttiRecv
  * in a group) plus a local copy of the rank's own block. Inside tuttiGroupStart/End a call is
@@ -250,16 +250,19 @@ TUTTI_API tuttiResult_t tuttiAllToAllV(const void* sendbuff, const size_t* sendc
                                        const size_t* recvcounts, const size_t* rdispls,
                                        tuttiDataType_t datatype, tuttiComm_t comm,
                                        tuttiStream_t stream);
-/* root receives nranks*count elements in recvbuff, rank r's count at offset r*count; recvbuff
- * is ignored (may be NULL) on other ranks. In place on the root: sendbuff == recvbuff +
+/* Rooted collectives (MPI-shaped; tutti additions), scheduled like the collectives above (an
+ * algorithm of the registry: "linear" or "binomial", chosen by the cost model or forced with
+ * TUTTI_ALGO=gather:NAME / scatter:NAME).
+ * Gather: root receives nranks*count elements in recvbuff, rank r's count at offset r*count;
+ * recvbuff is ignored (may be NULL) on other ranks. In place on the root: sendbuff == recvbuff +
  * root*count*sizeof(datatype). count must be the same on every rank; 0 returns at once. */
 TUTTI_API tuttiResult_t tuttiGather(const void* sendbuff, void* recvbuff, size_t count,
                                     tuttiDataType_t datatype, int root, tuttiComm_t comm,
                                     tuttiStream_t stream);
-/* root's sendbuff holds nranks*count elements; rank r receives block r (offset r*count) in
- * recvbuff. sendbuff is ignored (may be NULL) on other ranks. In place on the root: recvbuff ==
- * sendbuff + root*count*sizeof(datatype). count must be the same on every rank; 0 returns at
- * once. */
+/* Scatter: root's sendbuff holds nranks*count elements; rank r receives block r (offset
+ * r*count) in recvbuff. sendbuff is ignored (may be NULL) on other ranks. In place on the root:
+ * recvbuff == sendbuff + root*count*sizeof(datatype). count must be the same on every rank; 0
+ * returns at once. */
 TUTTI_API tuttiResult_t tuttiScatter(const void* sendbuff, void* recvbuff, size_t count,
                                      tuttiDataType_t datatype, int root, tuttiComm_t comm,
                                      tuttiStream_t stream);

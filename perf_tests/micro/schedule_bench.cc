@@ -21,7 +21,7 @@ algo::CollArgs argsFor(algo::Coll coll, int nranks) {
   a.coll = coll;
   a.count = size_t{1} << 20;
   if (coll == algo::Coll::kAllGather || coll == algo::Coll::kReduceScatter ||
-      coll == algo::Coll::kAllToAll)
+      coll == algo::Coll::kAllToAll || coll == algo::Coll::kGather || coll == algo::Coll::kScatter)
     a.count = std::max<size_t>(1, a.count / static_cast<size_t>(nranks));
   a.dtype = tuttiFloat32;
   a.nranks = nranks;

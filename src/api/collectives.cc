@@ -155,6 +155,53 @@ TUTTI_API tuttiResult_t tuttiAllToAll(const void* sendbuff, void* recvbuff, size
   });
 }
 
+TUTTI_API tuttiResult_t tuttiGather(const void* sendbuff, void* recvbuff, size_t count,
+                                    tuttiDataType_t datatype, int root, tuttiComm_t comm,
+                                    tuttiStream_t stream) {
+  return guarded(comm, "tuttiGather", [&] {
+    checkCommon(comm, sendbuff, nullptr, count, 0, datatype);
+    auto& c = ready(comm);
+    checkRoot(c, root);
+    const bool isRoot = c.rank() == root;
+    TUTTI_CHECK_ARG(!isRoot || count == 0 || recvbuff != nullptr,
+                    "recvbuff is NULL on the root with count ", count);
+    const size_t all = tutti::api::bufferBytes("count", count, datatype, c.size());
+    const size_t bytes = all / c.size();  // one rank's block
+    if (count == 0) return tuttiSuccess;
+    // Non-root ranks' recvbuff is ignored (it may be NULL or anything).
+    if (!isRoot) recvbuff = nullptr;
+    const tutti::api::CallBuffers bufs{sendbuff, bytes, recvbuff, isRoot ? all : 0};
+    tutti::api::checkAliasing(bufs, static_cast<std::ptrdiff_t>(bytes) * root);
+    return issue(comm, "tuttiGather", {count, datatype, tuttiNumOps, root}, bufs, stream,
+                 [&c, count, datatype, root](const void* send, void* recv) {
+                   c.gather(send, recv, count, datatype, root);
+                 });
+  });
+}
+
+TUTTI_API tuttiResult_t tuttiScatter(const void* sendbuff, void* recvbuff, size_t count,
+                                     tuttiDataType_t datatype, int root, tuttiComm_t comm,
+                                     tuttiStream_t stream) {
+  return guarded(comm, "tuttiScatter", [&] {
+    checkCommon(comm, nullptr, recvbuff, 0, count, datatype);
+    auto& c = ready(comm);
+    checkRoot(c, root);
+    const bool isRoot = c.rank() == root;
+    TUTTI_CHECK_ARG(!isRoot || count == 0 || sendbuff != nullptr,
+                    "sendbuff is NULL on the root with count ", count);
+    const size_t all = tutti::api::bufferBytes("count", count, datatype, c.size());
+    const size_t bytes = all / c.size();  // one rank's block
+    if (count == 0) return tuttiSuccess;
+    if (!isRoot) sendbuff = nullptr;  // ignored on non-roots
+    const tutti::api::CallBuffers bufs{sendbuff, isRoot ? all : 0, recvbuff, bytes};
+    tutti::api::checkAliasing(bufs, -static_cast<std::ptrdiff_t>(bytes) * root);
+    return issue(comm, "tuttiScatter", {count, datatype, tuttiNumOps, root}, bufs, stream,
+                 [&c, count, datatype, root](const void* send, void* recv) {
+                   c.scatter(send, recv, count, datatype, root);
+                 });
+  });
+}
+
 TUTTI_API tuttiResult_t tuttiBarrier(tuttiComm_t comm, tuttiStream_t stream) {
   return guarded(comm, "tuttiBarrier", [&] {
     auto& c = ready(comm);

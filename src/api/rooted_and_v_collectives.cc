@@ -1,8 +1,8 @@
-// Rooted and uneven collectives (tuttiGather, tuttiScatter, tuttiAllGatherV, tuttiAllToAllV)
-// on the point-to-point path: each call is one batch of sends and receives to every peer it
-// exchanges with, issued together (Communicator::runP2p, so they cannot deadlock), plus a local
-// copy of the rank's own block. Inside a group the whole call is recorded like a collective
-// and runs at tuttiGroupEnd in call order with the group's other collectives.
+// Uneven collectives (tuttiAllGatherV, tuttiAllToAllV) on the point-to-point path: each call is
+// one batch of sends and receives to every peer it exchanges with, issued together
+// (Communicator::runP2p, so they cannot deadlock), plus a local copy of the rank's own block.
+// Inside a group the whole call is recorded like a collective and runs at tuttiGroupEnd in call
+// order with the group's other collectives.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -50,10 +50,6 @@ void checkDtype(tuttiComm_t comm, const tuttiDataType_t& datatype) {
   TUTTI_CHECK_ARG(tutti::dtypeValid(rawDtype(datatype)), "invalid datatype ", rawDtype(datatype));
 }
 
-void checkRoot(const tutti::Communicator& c, int root) {
-  TUTTI_CHECK_ARG(root >= 0 && root < c.size(), "root ", root, " out of range [0, ", c.size(), ")");
-}
-
 // Checks that [displ, displ + count) elements of `es` bytes end within size_t in bytes; returns
 // the end in elements (0 for an empty block, whose displacement is not used).
 size_t blockEnd(const char* countsName, const char* displsName, int index, size_t count,
@@ -85,8 +81,8 @@ bool overlap(const std::byte* a, size_t an, const std::byte* b, size_t bn) {
 
 // Runs one planned call on host buffers: send/recv hold sendElems/recvElems elements (the
 // extents the plan reaches). In place: the send region is exactly the self block of the
-// receive region (all-gather-v, gather root) or the receive region exactly the self block of
-// the send region (scatter root). A send region overlapping the receive region in any other
+// receive region (all-gather-v) or the receive region exactly the self block of the send
+// region. A send region overlapping the receive region in any other
 // way (e.g. an all-to-all-v with sendbuff == recvbuff) is copied first, so receives cannot
 // overwrite data still to be sent.
 void runPlan(tutti::Communicator& c, const Plan& plan, const void* send, size_t sendElems,
@@ -178,7 +174,7 @@ TUTTI_API tuttiResult_t tuttiAllGatherV(const void* sendbuff, size_t sendcount, 
     plan.selfSrc = {0, sendcount};
     size_t total = 0;
     for (int r = 0; r < n; ++r) total += recvcounts[r];
-    plan.what = {tutti::RootedColl::kAllGatherV, total, datatype, 0};
+    plan.what = {tutti::RootedColl::kAllGatherV, total, datatype};
     return issuePlan(comm, "tuttiAllGatherV", unevenInfo(sendcount, recvElems, datatype), c,
                      std::move(plan), sendbuff, sendcount, recvbuff, recvElems, es, true, stream);
   });
@@ -223,75 +219,9 @@ TUTTI_API tuttiResult_t tuttiAllToAllV(const void* sendbuff, const size_t* sendc
     TUTTI_CHECK_ARG(recvElems == 0 || recvbuff != nullptr,
                     "recvbuff is NULL with non-zero recvcounts");
     plan.selfCopy = true;
-    plan.what = {tutti::RootedColl::kAllToAllV, 0, datatype, 0};
+    plan.what = {tutti::RootedColl::kAllToAllV, 0, datatype};
     return issuePlan(comm, "tuttiAllToAllV", unevenInfo(sendElems, recvElems, datatype), c,
                      std::move(plan), sendbuff, sendElems, recvbuff, recvElems, es, true, stream);
-  });
-}
-
-TUTTI_API tuttiResult_t tuttiGather(const void* sendbuff, void* recvbuff, size_t count,
-                                    tuttiDataType_t datatype, int root, tuttiComm_t comm,
-                                    tuttiStream_t stream) {
-  return guarded(comm, "tuttiGather", [&] {
-    checkDtype(comm, datatype);
-    auto& c = ready(comm);
-    checkRoot(c, root);
-    const int n = c.size(), me = c.rank();
-    const size_t es = tutti::dtypeSize(datatype);
-    tutti::api::bufferBytes("count", count, datatype, n);
-    TUTTI_CHECK_ARG(count == 0 || sendbuff != nullptr, "sendbuff is NULL with count ", count);
-    TUTTI_CHECK_ARG(me != root || count == 0 || recvbuff != nullptr,
-                    "recvbuff is NULL on the root with count ", count);
-    if (count == 0) return tuttiSuccess;
-    Plan plan;
-    size_t recvElems = 0;
-    if (me == root) {
-      recvElems = count * n;
-      for (int r = 0; r < n; ++r)
-        if (r != me) plan.recvs.push_back({r, Block{r * count, count}});
-      plan.selfCopy = true;
-      plan.selfSrc = {0, count};
-      plan.selfDst = {root * count, count};
-    } else {
-      plan.sends.push_back({root, Block{0, count}});
-      recvbuff = nullptr;  // ignored on non-roots
-    }
-    plan.what = {tutti::RootedColl::kGather, count, datatype, root};
-    return issuePlan(comm, "tuttiGather", {count, datatype, tuttiNumOps, root}, c, std::move(plan),
-                     sendbuff, count, recvbuff, recvElems, es, false, stream);
-  });
-}
-
-TUTTI_API tuttiResult_t tuttiScatter(const void* sendbuff, void* recvbuff, size_t count,
-                                     tuttiDataType_t datatype, int root, tuttiComm_t comm,
-                                     tuttiStream_t stream) {
-  return guarded(comm, "tuttiScatter", [&] {
-    checkDtype(comm, datatype);
-    auto& c = ready(comm);
-    checkRoot(c, root);
-    const int n = c.size(), me = c.rank();
-    const size_t es = tutti::dtypeSize(datatype);
-    tutti::api::bufferBytes("count", count, datatype, n);
-    TUTTI_CHECK_ARG(me != root || count == 0 || sendbuff != nullptr,
-                    "sendbuff is NULL on the root with count ", count);
-    TUTTI_CHECK_ARG(count == 0 || recvbuff != nullptr, "recvbuff is NULL with count ", count);
-    if (count == 0) return tuttiSuccess;
-    Plan plan;
-    size_t sendElems = 0;
-    if (me == root) {
-      sendElems = count * n;
-      for (int r = 0; r < n; ++r)
-        if (r != me) plan.sends.push_back({r, Block{r * count, count}});
-      plan.selfCopy = true;
-      plan.selfSrc = {root * count, count};
-      plan.selfDst = {0, count};
-    } else {
-      plan.recvs.push_back({root, Block{0, count}});
-      sendbuff = nullptr;  // ignored on non-roots
-    }
-    plan.what = {tutti::RootedColl::kScatter, count, datatype, root};
-    return issuePlan(comm, "tuttiScatter", {count, datatype, tuttiNumOps, root}, c, std::move(plan),
-                     sendbuff, sendElems, recvbuff, count, es, false, stream);
   });
 }
 

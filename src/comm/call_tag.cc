@@ -12,7 +12,7 @@ constexpr uint64_t kBarrierCode = 0xff;
 constexpr uint64_t kP2pCode = 0xfe;
 constexpr uint64_t kCountBits = 40;
 constexpr uint64_t kRootedCode = 0xf0;  // + RootedColl
-constexpr const char* kRootedNames[] = {"gather", "scatter", "allgatherv", "alltoallv"};
+constexpr const char* kRootedNames[] = {"allgatherv", "alltoallv"};
 
 uint64_t countOf(const CallTag& t) { return t[0] & ((uint64_t{1} << kCountBits) - 1); }
 }  // namespace
@@ -28,12 +28,10 @@ CallTag collectiveCallTag(const algo::CollArgs& a, tuttiRedOp_t userOp, bool bar
 
 CallTag p2pCallTag(size_t operations) { return {operations, kP2pCode}; }
 
-CallTag rootedCallTag(RootedColl coll, size_t count, tuttiDataType_t dtype, int root,
-                      uint64_t callNumber) {
+CallTag rootedCallTag(RootedColl coll, size_t count, tuttiDataType_t dtype, uint64_t callNumber) {
   return {(static_cast<uint64_t>(count) & ((uint64_t{1} << kCountBits) - 1)) |
               (callNumber << kCountBits),
-          (kRootedCode + static_cast<uint64_t>(coll)) | (static_cast<uint64_t>(dtype) << 8) |
-              (static_cast<uint64_t>(root) << 24)};
+          (kRootedCode + static_cast<uint64_t>(coll)) | (static_cast<uint64_t>(dtype) << 8)};
 }
 
 uint64_t collectiveCallNumber(const CallTag& t) {
@@ -51,12 +49,8 @@ std::string describeCallTag(const CallTag& t, bool withNumber) {
   if (code == kBarrierCode) {
     os << "barrier";
   } else if (code >= kRootedCode && code < kRootedCode + std::size(kRootedNames)) {
-    auto rooted = static_cast<RootedColl>(code - kRootedCode);
     os << kRootedNames[code - kRootedCode] << "(count " << countOf(t) << ", "
-       << dtypeName(static_cast<tuttiDataType_t>((t[1] >> 8) & 0xff));
-    if (rooted == RootedColl::kGather || rooted == RootedColl::kScatter)
-      os << ", root " << (t[1] >> 24);
-    os << ")";
+       << dtypeName(static_cast<tuttiDataType_t>((t[1] >> 8) & 0xff)) << ")";
   } else {
     int coll = static_cast<int>(code) - 1;
     auto c = static_cast<algo::Coll>(coll);
@@ -64,7 +58,8 @@ std::string describeCallTag(const CallTag& t, bool withNumber) {
     auto op = static_cast<tuttiRedOp_t>((t[1] >> 16) & 0xff);
     bool reducing =
         c == algo::Coll::kAllReduce || c == algo::Coll::kReduceScatter || c == algo::Coll::kReduce;
-    bool rooted = c == algo::Coll::kBroadcast || c == algo::Coll::kReduce;
+    bool rooted = c == algo::Coll::kBroadcast || c == algo::Coll::kReduce ||
+                  c == algo::Coll::kGather || c == algo::Coll::kScatter;
     const bool known = coll >= 0 && coll <= static_cast<int>(algo::Coll::kNeighborAllReduce);
     os << (known ? algo::collName(c) : "?") << "(count "
        << (t[0] & ((uint64_t{1} << kCountBits) - 1)) << ", " << dtypeName(dtype);

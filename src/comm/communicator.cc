@@ -819,6 +819,20 @@ void Communicator::allToAll(const void* send, void* recv, size_t count, tuttiDat
   collective(std::move(args), send, recv, 0, 0, false);
 }
 
+void Communicator::gather(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
+                          int root) {
+  algo::CollArgs a = baseArgs(algo::Coll::kGather, count, dtype);
+  a.root = root;
+  collective(std::move(a), send, recv, 0, 0, false);
+}
+
+void Communicator::scatter(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
+                           int root) {
+  algo::CollArgs a = baseArgs(algo::Coll::kScatter, count, dtype);
+  a.root = root;
+  collective(std::move(a), send, recv, 0, 0, false);
+}
+
 void Communicator::barrier() {
   // A one-byte all-reduce: every rank hears (indirectly) from every other.
   uint8_t in = 0, out = 0;
@@ -866,7 +880,7 @@ void Communicator::runP2p(std::span<const P2pOp> ops, const RootedCall* asCollec
   lastAlgorithm_ = "p2p";
   if (asCollective) {
     const RootedCall& w = *asCollective;
-    CallTag tag = rootedCallTag(w.coll, w.count, w.dtype, w.root, ++collectiveCalls_);
+    CallTag tag = rootedCallTag(w.coll, w.count, w.dtype, ++collectiveCalls_);
     runTaggedCall(tag, "p2p", [&] { execute(s, buffers); });
     return;
   }

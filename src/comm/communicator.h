@@ -59,13 +59,12 @@ struct P2pOp {
   size_t bytes;
 };
 
-// A collective run as a batch of sends and receives (gather, scatter, the V-collectives): the
-// arguments its call tag holds.
+// A collective run as a batch of sends and receives (the V-collectives): the arguments its call
+// tag holds.
 struct RootedCall {
-  RootedColl coll = RootedColl::kGather;
+  RootedColl coll = RootedColl::kAllGatherV;
   size_t count = 0;
   tuttiDataType_t dtype = tuttiUint8;
-  int root = 0;
 };
 
 // What a split child takes from its parent instead of a rendezvous of its own
@@ -112,6 +111,10 @@ class Communicator {
   void reduceScatter(const void* send, void* recv, size_t recvcount, tuttiDataType_t dtype,
                      tuttiRedOp_t op);
   void allToAll(const void* send, void* recv, size_t count, tuttiDataType_t dtype);
+  // count: one rank's block; the root's recv (gather) / send (scatter) holds nranks blocks, the
+  // other ranks' is not touched.
+  void gather(const void* send, void* recv, size_t count, tuttiDataType_t dtype, int root);
+  void scatter(const void* send, void* recv, size_t count, tuttiDataType_t dtype, int root);
   void barrier();
   // Neighbour all-reduce (algorithms/neighbor.cc): x <- W x over `graph` (nodes = ranks, or
   // hosts when hierarchical), at the graph's call `step`. graphId names the graph for the

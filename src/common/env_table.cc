@@ -120,7 +120,7 @@ constexpr Var kVars[] = {
     // ---- algorithms / tuning ----
     {"TUTTI_ALGO", Type::kString, "", "TUNING",
      "Force algorithms: 'ring' for every collective, or per collective "
-     "'allreduce:ring;broadcast:tree'. Read when a communicator is created; "
+     "'allreduce:ring;broadcast:binomial'. Read when a communicator is created; "
      "tuttiCommSetAlgorithm changes it later. A name no algorithm has is tuttiInvalidArgument "
      "at init (as is one in the config's algo)."},
     {"TUTTI_TUNING_FILE", Type::kString, "", "TUNING",

@@ -21,10 +21,12 @@ enum class Coll {
   kBroadcast,
   kReduce,
   kAllToAll,
+  kGather,
+  kScatter,
   kNeighborAllReduce,  // neighborAlgorithms() only: registry() holds none
 };
 // The collectives of registry() (0 .. kNumColls-1); kNeighborAllReduce follows them.
-constexpr int kNumColls = 6;
+constexpr int kNumColls = 8;
 const char* collName(Coll c);  // "allreduce", "allgather", "reducescatter", "broadcast", ...
 
 class NeighborGraph;  // neighbor_graph.h
@@ -32,7 +34,8 @@ class NeighborGraph;  // neighbor_graph.h
 struct CollArgs {
   Coll coll = Coll::kAllReduce;
   // Elements: all-reduce/broadcast/reduce: the buffer; all-gather: per-rank send count;
-  // reduce-scatter: per-rank receive count; all-to-all: per-peer count.
+  // reduce-scatter: per-rank receive count; all-to-all: per-peer count; gather / scatter: the
+  // block of one rank (the root's buffer holds nranks blocks).
   size_t count = 0;
   tuttiDataType_t dtype = tuttiFloat32;
   tuttiRedOp_t op = tuttiSum;  // never tuttiAvg here

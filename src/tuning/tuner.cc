@@ -25,7 +25,8 @@ void logTunedChoice(const algo::CollArgs& args, const std::vector<Candidate>& ou
   if (args.coll == algo::Coll::kAllReduce || args.coll == algo::Coll::kReduce ||
       args.coll == algo::Coll::kReduceScatter)
     os << " op " << opName(args.op);
-  if (args.coll == algo::Coll::kBroadcast || args.coll == algo::Coll::kReduce)
+  if (args.coll == algo::Coll::kBroadcast || args.coll == algo::Coll::kReduce ||
+      args.coll == algo::Coll::kGather || args.coll == algo::Coll::kScatter)
     os << " root " << args.root;
   os << " nranks " << args.nranks << ": ";
   if (out.empty()) {

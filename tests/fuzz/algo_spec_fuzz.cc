@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "interfaces/algorithm.h"
 #include "common/dtype.h"
 #include "exec/simulator.h"
 #include "fuzz_util.h"
+#include "interfaces/algorithm.h"
 #include "tuning/tuner.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -66,6 +66,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (args.coll == algo::Coll::kAllGather) outElems = n * args.count;
     if (args.coll == algo::Coll::kReduceScatter) inElems = n * args.count;
     if (args.coll == algo::Coll::kAllToAll) inElems = outElems = n * args.count;
+    if (args.coll == algo::Coll::kGather) outElems = n * args.count;  // the root's extent
+    if (args.coll == algo::Coll::kScatter) inElems = n * args.count;
     std::vector<exec::SimRankBuffers> buffers(n, {nullptr, inElems * es, nullptr, outElems * es});
     exec::SimOptions opt;
     opt.moveData = false;

@@ -24,7 +24,9 @@ const std::vector<CollDesc>& colls() {
                           {C::kReduce, algo::Coll::kReduce, true},
                           {C::kAllGather, algo::Coll::kAllGather, false},
                           {C::kReduceScatter, algo::Coll::kReduceScatter, true},
-                          {C::kAllToAll, algo::Coll::kAllToAll, false}};
+                          {C::kAllToAll, algo::Coll::kAllToAll, false},
+                          {C::kGather, algo::Coll::kGather, false},
+                          {C::kScatter, algo::Coll::kScatter, false}};
     std::vector<CollDesc> all;
     for (const Meta& m : metas) {
       CollDesc d{m.coll, algo::collName(m.algoColl), {}, m.hasOp, m.algoColl};
@@ -70,7 +72,7 @@ struct Prepared {
   std::string key;
   Spec spec;
   std::vector<std::byte> input, expected;
-  bool checked = true;  // false: reduce on a non-root rank (its output must stay untouched)
+  bool checked = true;  // false: reduce / gather on a non-root rank (output stays untouched)
 };
 
 // The expected output of this rank, by a plain loop over the ranks' values.
@@ -88,8 +90,12 @@ void expectedOutput(const Case& c, const Spec& s, int rank, int n, std::byte* ou
       verifiable::fill(s, c.root, out, c.count, 0);
       break;
     case C::kAllGather:
+    case C::kGather:
       for (int src = 0; src < n; ++src)
         verifiable::fill(s, src, out + src * c.count * es, c.count, 0);
+      break;
+    case C::kScatter:
+      verifiable::fill(s, c.root, out, c.count, rank * c.count);
       break;
     case C::kAllToAll:
       for (int src = 0; src < n; ++src)
@@ -119,7 +125,7 @@ const Prepared& prepare(const Case& c, uint64_t seed, int rank, int n, size_t in
       n, seed};
   p.input.resize(inElems * es);
   verifiable::fill(p.spec, rank, p.input.data(), inElems, 0);
-  p.checked = !(c.coll->coll == C::kReduce && rank != c.root);
+  p.checked = !((c.coll->coll == C::kReduce || c.coll->coll == C::kGather) && rank != c.root);
   p.expected.resize(outElems * es);
   if (p.checked) expectedOutput(c, p.spec, rank, n, p.expected.data());
   p.key = key;
@@ -150,8 +156,14 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n, bool* notA
     case C::kAllGather:
       outElems = c.count * n;
       break;
+    case C::kGather:  // non-roots: an output that must stay untouched
+      outElems = rank == c.root ? c.count * n : c.count;
+      break;
     case C::kReduceScatter:
       inElems = c.count * n;
+      break;
+    case C::kScatter:  // non-roots: an input that is never read
+      inElems = rank == c.root ? c.count * n : c.count;
       break;
     case C::kAllToAll:
       inElems = outElems = c.count * n;
@@ -181,6 +193,13 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n, bool* notA
       case C::kReduceScatter:
         in = out;
         resultAt = out = in + rank * c.count * es;
+        break;
+      case C::kGather:  // on the root, sendbuff = recvbuff + root blocks
+        in = out + (rank == c.root ? rank * c.count * es : 0);
+        break;
+      case C::kScatter:  // on the root, recvbuff = sendbuff + root blocks
+        in = out;
+        if (rank == c.root) resultAt = out = in + rank * c.count * es;
         break;
       default:
         in = out;
@@ -213,6 +232,12 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n, bool* notA
     case C::kAllToAll:
       r = tuttiAllToAll(in, out, c.count, c.dtype, comm, nullptr);
       break;
+    case C::kGather:
+      r = tuttiGather(in, out, c.count, c.dtype, c.root, comm, nullptr);
+      break;
+    case C::kScatter:
+      r = tuttiScatter(in, out, c.count, c.dtype, c.root, comm, nullptr);
+      break;
   }
   tuttiCommSetAlgorithm(comm, nullptr);
   if (r == tuttiInvalidArgument &&
@@ -227,11 +252,11 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n, bool* notA
   if (!c.inPlace && inElems > 0 && std::memcmp(in, prep.input.data(), inElems * es) != 0)
     return "the input buffer was modified (out of place)";
   if (!prep.checked) {
-    // A non-root rank of reduce: out of place, its output must stay untouched.
+    // A non-root rank of reduce or gather: out of place, its output must stay untouched.
     for (size_t k = 0; !c.inPlace && k < outBytes; ++k)
       if (out[k] != kUnwritten)
-        return "reduce wrote the output of non-root rank " + std::to_string(rank) + " (byte " +
-               std::to_string(k) + ")";
+        return std::string(c.coll->name) + " wrote the output of non-root rank " +
+               std::to_string(rank) + " (byte " + std::to_string(k) + ")";
     return "";
   }
   const size_t checkElems = c.coll->coll == C::kReduceScatter ? c.count : outElems;
@@ -278,7 +303,9 @@ std::vector<Case> buildCases(int n, Matrix matrix) {
         if (!cd.hasOp && op != tuttiSum) continue;
         for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}, big}) {
           std::vector<int> roots = {0};
-          if ((cd.coll == C::kBroadcast || cd.coll == C::kReduce) && n > 1) roots.push_back(n - 1);
+          const bool rooted = cd.coll == C::kBroadcast || cd.coll == C::kReduce ||
+                              cd.coll == C::kGather || cd.coll == C::kScatter;
+          if (rooted && n > 1) roots.push_back(n - 1);
           for (int root : roots) {
             for (bool inPlace : {false, true}) {
               if (count == big && matrix == Matrix::kCore && !coreLargeCase(cd, t, op, inPlace, n))

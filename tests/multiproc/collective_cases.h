@@ -14,7 +14,16 @@
 
 namespace tutti::test {
 
-enum class C { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAllToAll };
+enum class C {
+  kAllReduce,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kGather,
+  kScatter
+};
 
 struct CollDesc {
   C coll;
@@ -48,7 +57,8 @@ std::string describe(const Case& c, int n);
 std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n,
                     bool* notApplicable = nullptr);
 // The matrix: every collective x algorithm x dtype x op x count {0, 1, 7, 1023, 1 Mi+3} x
-// in/out-of-place x roots (0 and n-1 for broadcast and reduce; all-to-all in place too).
+// in/out-of-place x roots (0 and n-1 for broadcast, reduce, gather and scatter; all-to-all in
+// place too).
 // kFull runs the whole product. kCore runs the whole product at the small counts and, at the
 // large count, float32 sum plus one type per element width (int8/uint8, float16/bfloat16,
 // 32-bit, 64-bit) with the op and in-place rotated by the rank count: the rank counts of the

@@ -1,11 +1,12 @@
-// tuttiAllGatherV, tuttiAllToAllV, tuttiGather and tuttiScatter over real processes at 1-5
-// ranks, shm and tcp forced: uneven counts with zeros, blocks at permuted displacements with
-// guard bytes between and around them (which must stay untouched), data distinct per (sender,
-// receiver, byte, call) from a hash, several calls in a row, in-place layouts, calls inside a
-// group, and argument errors.
+// tuttiAllGatherV, tuttiAllToAllV, tuttiGather and tuttiScatter (each algorithm of the last two
+// in turn) over real processes at 1-5 ranks, shm and tcp forced: uneven counts with zeros, blocks
+// at permuted displacements with guard bytes between and around them (which must stay untouched),
+// data distinct per (sender, receiver, byte, call) from a hash, several calls in a row, in-place
+// layouts, calls inside a group, and argument errors.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -253,8 +254,11 @@ class VColl : public ::testing::TestWithParam<std::tuple<const char*, int>> {
   int ranks() const { return std::get<1>(GetParam()); }
 
   // Runs `calls` calls one after another on every rank (make(n, rank, call) builds them),
-  // each checked right after it returns.
-  void runSequence(int calls, const std::function<std::unique_ptr<Case>(int, int, int)>& make) {
+  // each checked right after it returns. coll: the registry's name of a scheduled collective
+  // (its last algorithm must be one of tuttiAlgorithms(coll)), or nullptr for the
+  // point-to-point path ("p2p").
+  void runSequence(int calls, const std::function<std::unique_ptr<Case>(int, int, int)>& make,
+                   const char* coll = nullptr) {
     const int n = ranks();
     const std::string transport = std::get<0>(GetParam());
     tuttiUniqueId id = makeId();
@@ -263,14 +267,36 @@ class VColl : public ::testing::TestWithParam<std::tuple<const char*, int>> {
         [&](int rank) {
           tuttiComm_t comm = nullptr;
           TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+          // A scheduled collective rotates its algorithms over the calls, then the automatic
+          // choice.
+          std::vector<std::string> forced;
+          if (coll != nullptr) {
+            std::string names = tuttiAlgorithms(coll);
+            for (size_t at = 0, comma; at <= names.size(); at = comma + 1) {
+              comma = std::min(names.find(',', at), names.size());
+              forced.push_back(std::string(coll) + ":" + names.substr(at, comma - at));
+            }
+            forced.push_back("");
+          }
           for (int call = 0; call < calls; ++call) {
             std::unique_ptr<Case> c = make(n, rank, call);
+            if (!forced.empty()) {
+              const std::string& spec = forced[call % forced.size()];
+              TUTTI_ASSERT_OK(tuttiCommSetAlgorithm(comm, spec.empty() ? nullptr : spec.c_str()),
+                              comm);
+            }
             TUTTI_ASSERT_OK(c->issue(comm), comm);
             const std::string diff = c->verify();
             ASSERT_EQ(diff, "") << "rank " << rank << " of " << n;
           }
           if (n > 1) {
-            EXPECT_STREQ(tuttiCommLastAlgorithm(comm), "p2p");
+            const std::string last = tuttiCommLastAlgorithm(comm);
+            if (coll == nullptr) {
+              EXPECT_EQ(last, "p2p");
+            } else {
+              const std::string names = "," + std::string(tuttiAlgorithms(coll)) + ",";
+              EXPECT_NE(names.find("," + last + ","), std::string::npos) << last << " " << names;
+            }
             EXPECT_EQ(std::string(tuttiCommTransports(comm)), transport);
           }
           TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
@@ -293,15 +319,22 @@ TEST_P(VColl, AllToAllV) {
 }
 
 TEST_P(VColl, Gather) {
-  runSequence(8, [](int n, int rank, int call) {
-    return std::make_unique<RootedCase>(false, n, rank, call, (call * 3 + 1) % n, call % 3 == 2);
-  });
+  runSequence(
+      8,
+      [](int n, int rank, int call) {
+        return std::make_unique<RootedCase>(false, n, rank, call, (call * 3 + 1) % n,
+                                            call % 3 == 2);
+      },
+      "gather");
 }
 
 TEST_P(VColl, Scatter) {
-  runSequence(8, [](int n, int rank, int call) {
-    return std::make_unique<RootedCase>(true, n, rank, call, (call * 3 + 1) % n, call % 3 == 2);
-  });
+  runSequence(
+      8,
+      [](int n, int rank, int call) {
+        return std::make_unique<RootedCase>(true, n, rank, call, (call * 3 + 1) % n, call % 3 == 2);
+      },
+      "scatter");
 }
 
 // All four kinds, two of some, with a send/recv ring, inside one group; twice. Then one more

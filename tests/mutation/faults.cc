@@ -48,6 +48,22 @@ void swapAllGatherBlocks(Schedule& s, const algo::CollArgs& a) {
   rd.ops.push_back(Schedule::copy(t, bj));
 }
 
+void swapRootedBlocks(Schedule& s, const algo::CollArgs& a) {
+  if (a.rank != a.root) return;
+  if (a.coll == Coll::kGather) return swapAllGatherBlocks(s, a);
+  Op* first = nullptr;
+  for (exec::Round& rd : s.rounds)
+    for (Op& op : rd.ops) {
+      if (op.type != OpType::kSend) continue;
+      if (first == nullptr) {
+        first = &op;
+      } else if (op.src.bytes == first->src.bytes && op.peer != first->peer) {
+        std::swap(first->src, op.src);
+        return;
+      }
+    }
+}
+
 void shiftReduceScatterBlock(Schedule& s, const algo::CollArgs& a) {
   const size_t es = dtypeSize(a.dtype), block = a.count * es;
   if (a.count < 2) return;
@@ -173,7 +189,7 @@ const std::vector<FaultInfo>& faults() {
        "none",
        "no fault (the control: every case must pass)",
        {Coll::kAllReduce, Coll::kAllGather, Coll::kReduceScatter, Coll::kBroadcast, Coll::kReduce,
-        Coll::kAllToAll}},
+        Coll::kAllToAll, Coll::kGather, Coll::kScatter}},
       {Fault::kNone,
        "none (deterministic)",
        "no fault, deterministic mode, rank-order data",
@@ -196,7 +212,7 @@ const std::vector<FaultInfo>& faults() {
        "the first transfer between each pair split in two chunks, the element between them "
        "never sent",
        {Coll::kAllReduce, Coll::kAllGather, Coll::kReduceScatter, Coll::kBroadcast, Coll::kReduce,
-        Coll::kAllToAll}},
+        Coll::kAllToAll, Coll::kGather, Coll::kScatter}},
       {Fault::kInPlaceOffsetOffByOne,
        "in-place offset off by one rank",
        "all-gather input read at output + (rank + 1) blocks",
@@ -215,6 +231,11 @@ const std::vector<FaultInfo>& faults() {
        "peer contribution dropped",
        "the first received (or window) contribution is not reduced",
        {Coll::kAllReduce, Coll::kReduceScatter, Coll::kReduce}},
+      {Fault::kSwapRootedBlocks,
+       "swap gather / scatter blocks",
+       "gather: the root's output blocks 0 and min(3, n-1) exchanged; scatter: the root's first "
+       "two sends of one size exchange their blocks",
+       {Coll::kGather, Coll::kScatter}},
   };
   return v;
 }
@@ -246,6 +267,9 @@ void apply(Fault f, Schedule& s, const algo::CollArgs& a) {
       return;
     case Fault::kDropPeer:
       dropPeer(s, a);
+      return;
+    case Fault::kSwapRootedBlocks:
+      if (a.coll == Coll::kGather || a.coll == Coll::kScatter) swapRootedBlocks(s, a);
       return;
   }
 }

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "interfaces/algorithm.h"
 #include "exec/schedule.h"
+#include "interfaces/algorithm.h"
 
 namespace tutti::mutation {
 
@@ -22,6 +22,8 @@ enum class Fault {
   kWrongReductionOrder,       // deterministic mode: x0 + x2 + x1 instead of x0 + x1 + x2
   kStaleBuffer,               // a receive into scratch lands elsewhere: the last call's data used
   kDropPeer,                  // one peer's contribution received (or read) but not reduced
+  kSwapRootedBlocks,          // gather: root's blocks 0 and min(3, n-1) exchanged; scatter: the
+                              // root's first two sends of one size exchange their blocks
 };
 
 struct FaultInfo {

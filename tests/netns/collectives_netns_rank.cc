@@ -35,7 +35,9 @@ std::vector<Case> tcpSlice(int n) {
         for (bool inPlace : {false, true}) {
           if (cd.coll == C::kAllToAll && inPlace) continue;
           std::vector<int> roots = {0};
-          if ((cd.coll == C::kBroadcast || cd.coll == C::kReduce) && n > 1) roots.push_back(n - 1);
+          const bool rooted = cd.coll == C::kBroadcast || cd.coll == C::kReduce ||
+                              cd.coll == C::kGather || cd.coll == C::kScatter;
+          if (rooted && n > 1) roots.push_back(n - 1);
           for (int root : roots)
             cases.push_back({&cd, algo, tuttiFloat32, tuttiSum, count, inPlace, root});
         }

@@ -43,8 +43,9 @@ std::vector<Case> slice(int n) {
         for (bool inPlace : {false, true}) {
           if (cd.coll == C::kAllToAll && inPlace) continue;
           if (inPlace && count != 1023) continue;
-          int root =
-              (cd.coll == C::kBroadcast || cd.coll == C::kReduce) && count == 1023 ? n - 1 : 0;
+          const bool rooted = cd.coll == C::kBroadcast || cd.coll == C::kReduce ||
+                              cd.coll == C::kGather || cd.coll == C::kScatter;
+          int root = rooted && count == 1023 ? n - 1 : 0;
           cases.push_back({&cd, algo, tuttiFloat32, tuttiSum, count, inPlace, root});
         }
       }

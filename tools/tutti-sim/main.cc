@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "interfaces/algorithm.h"
 #include "algorithms/neighbor_graph.h"
 #include "common/dtype.h"
 #include "common/env.h"
 #include "common/error.h"
+#include "interfaces/algorithm.h"
 #include "topology/load.h"
 #include "topology/paths.h"
 #include "topology/rings.h"
@@ -56,7 +56,7 @@ void usage(std::ostream& os) {
         "                       0: leave direct out)\n"
         "  --tuning FILE        cost model file (default: TUTTI_TUNING_FILE, else built-in)\n"
         "  --coll C             allreduce (default) allgather reducescatter broadcast reduce\n"
-        "                       alltoall\n"
+        "                       alltoall gather scatter (root 0)\n"
         "  -b, -e, -f           min size, max size, factor (nccl-tests sizes; default 1M 1G 4)\n"
         "  -d, --dtype T        float (default) double half bfloat16 int32 int8 ...\n"
         "  --algos a,b          only these algorithms (default: every applicable one)\n"
@@ -112,6 +112,8 @@ size_t countFor(algo::Coll c, size_t bytes, size_t es, int n) {
     case algo::Coll::kAllGather:
     case algo::Coll::kReduceScatter:
     case algo::Coll::kAllToAll:
+    case algo::Coll::kGather:
+    case algo::Coll::kScatter:
       return std::max<size_t>(1, bytes / es / n);
     default:
       return std::max<size_t>(1, bytes / es);
@@ -122,6 +124,8 @@ size_t sizeFor(algo::Coll c, size_t count, size_t es, int n) {
     case algo::Coll::kAllGather:
     case algo::Coll::kReduceScatter:
     case algo::Coll::kAllToAll:
+    case algo::Coll::kGather:
+    case algo::Coll::kScatter:
       return count * es * n;
     default:
       return count * es;
@@ -134,6 +138,8 @@ double busFactor(algo::Coll c, int n) {
     case algo::Coll::kAllGather:
     case algo::Coll::kReduceScatter:
     case algo::Coll::kAllToAll:
+    case algo::Coll::kGather:
+    case algo::Coll::kScatter:
       return static_cast<double>(n - 1) / n;
     default:
       return 1.0;

@@ -99,6 +99,27 @@ INSTANTIATE_TEST_SUITE_P(Registry, AllAlgorithms, ::testing::ValuesIn([] {
                          }()),
                          name);
 
+// Gather and scatter: every root at 1..9 and 13 ranks (runs that wrap past rank n - 1 at
+// every position), in and out of place, counts 1 and 5.
+TEST(RootedCollectives, EveryRootEveryRankCount) {
+  for (const AlgorithmInfo& a : registry()) {
+    if (a.coll != Coll::kGather && a.coll != Coll::kScatter) continue;
+    for (int n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13})
+      for (int root = 0; root < n; ++root)
+        for (size_t count : {size_t{1}, size_t{5}}) {
+          Case c;
+          c.algo = &a;
+          c.n = n;
+          c.root = root;
+          c.count = count;
+          c.inPlace = (root + count) % 2;
+          c.dtype = count == 1 ? tuttiInt32 : tuttiFloat64;
+          Outcome o = run(c);
+          ASSERT_EQ(o.error, "") << describe(c);
+        }
+  }
+}
+
 TEST(Registry, EveryCollectiveHasAlgorithmsAndFindWorks) {
   for (int c = 0; c < kNumColls; ++c) {
     int count = 0;

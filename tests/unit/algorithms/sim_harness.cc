@@ -18,8 +18,13 @@ struct Layout {
   bool inputInsideOutput = false;
 };
 
-Layout layoutFor(Coll coll, size_t count, int n, int r) {
+Layout layoutFor(Coll coll, size_t count, int n, int r, int root) {
+  const bool isRoot = r == root;
   switch (coll) {
+    case Coll::kGather:  // non-roots: an output of one block that must stay untouched
+      return {count, isRoot ? n * count : count, isRoot ? r * count : 0, 0, true};
+    case Coll::kScatter:  // non-roots: an input of one block that is never read
+      return {isRoot ? n * count : count, count, 0, isRoot ? r * count : 0, false};
     case Coll::kAllGather:
       return {count, n * count, r * count, 0, true};
     case Coll::kReduceScatter:
@@ -95,7 +100,7 @@ Outcome run(const Case& c) {
   std::vector<exec::SimRankBuffers> bufs(n);
   std::vector<Layout> lay(n);
   for (int r = 0; r < n; ++r) {
-    lay[r] = layoutFor(coll, c.count, n, r);
+    lay[r] = layoutFor(coll, c.count, n, r, c.root);
     size_t inB = lay[r].inElems * es, outB = lay[r].outElems * es;
     if (!c.moveData) {
       bufs[r] = {nullptr, inB, nullptr, outB};
@@ -146,17 +151,18 @@ Outcome run(const Case& c) {
     if (!c.inPlace && bufs[r].inputBytes &&
         std::memcmp(inputsBefore[r].data(), bufs[r].input, bufs[r].inputBytes))
       bad(r, 0, "the input buffer was modified (out of place)");
-    bool checkOut = !(coll == Coll::kReduce && r != c.root);
+    bool checkOut = !((coll == Coll::kReduce || coll == Coll::kGather) && r != c.root);
     if (!checkOut) {
       if (!c.inPlace && bufs[r].outputBytes &&
           std::memcmp(outputsBefore[r].data(), bufs[r].output, bufs[r].outputBytes))
-        bad(r, 0, "a non-root output buffer of reduce was written");
+        bad(r, 0, std::string("a non-root output buffer of ") + collName(coll) + " was written");
       continue;
     }
     const size_t outElems = lay[r].outElems;
     want.resize(outElems * es);
     switch (coll) {
       case Coll::kAllGather:
+      case Coll::kGather:
         for (int src = 0; src < n; ++src)
           verifiable::fill(spec, src, want.data() + src * c.count * es, c.count);
         break;
@@ -166,6 +172,9 @@ Outcome run(const Case& c) {
         break;
       case Coll::kBroadcast:
         verifiable::fill(spec, c.root, want.data(), outElems);
+        break;
+      case Coll::kScatter:
+        verifiable::fill(spec, c.root, want.data(), outElems, r * c.count);
         break;
       case Coll::kReduceScatter:
         verifiable::fillReduced(spec, want.data(), outElems, r * c.count);
