@@ -141,6 +141,30 @@ Schedule detAllReduce(const CollArgs& a, const char* name) {
   return s;
 }
 
+namespace {
+std::vector<Range> blocksFrom(const CollArgs& a, const std::vector<size_t>& counts,
+                              const std::vector<size_t>& displs, const char* what) {
+  const size_t n = static_cast<size_t>(a.nranks);
+  std::vector<Range> out(n);
+  if (counts.empty() && displs.empty()) {
+    for (size_t r = 0; r < n; ++r) out[r] = Range{r * a.count, a.count};
+    return out;
+  }
+  TUTTI_CHECK_ARG(counts.size() == n && displs.size() == n, collName(a.coll), ": ", what, " have ",
+                  counts.size(), " and ", displs.size(), " entries for ", n, " ranks");
+  for (size_t r = 0; r < n; ++r) out[r] = Range{counts[r] ? displs[r] : 0, counts[r]};
+  return out;
+}
+}  // namespace
+
+std::vector<Range> unevenBlocks(const CollArgs& a) {
+  return blocksFrom(a, a.counts, a.displs, "counts and displs");
+}
+
+std::vector<Range> unevenSendBlocks(const CollArgs& a) {
+  return blocksFrom(a, a.sendCounts, a.sendDispls, "sendCounts and sendDispls");
+}
+
 bool singleRankCopy(Schedule& s, const Ctx& c, size_t count) {
   if (c.n != 1) return false;
   copy(at(s, 0), c.in(0, count), c.out(0, count));

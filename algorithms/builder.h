@@ -6,11 +6,11 @@
 #include <span>
 #include <vector>
 
-#include "interfaces/algorithm.h"
 #include "algorithms/patterns/patterns.h"
 #include "common/dtype.h"
 #include "common/error.h"
 #include "exec/schedule.h"
+#include "interfaces/algorithm.h"
 
 namespace tutti::algo::detail {
 
@@ -102,6 +102,16 @@ size_t detReduceToOwners(Schedule& s, size_t t0, const Ctx& c,
 Schedule detAllReduce(const CollArgs& a, const char* name);
 Schedule detReduceScatter(const CollArgs& a, const char* name);
 Schedule detReduce(const CollArgs& a, const char* name);
+
+// The V-collectives' blocks, one per rank: (displs[r], counts[r]) of a.counts / a.displs, or
+// (r * count, count) when the call gives none. unevenSendBlocks: all-to-all-v's sendCounts /
+// sendDispls the same way. Throws when a list does not have nranks entries.
+std::vector<Range> unevenBlocks(const CollArgs& a);
+std::vector<Range> unevenSendBlocks(const CollArgs& a);
+// A transfer that is emitted even when empty: the V-collectives exchange zero-length messages
+// too, so two ranks that disagree about a block's size fail with a size mismatch, not a hang.
+inline void sendAlways(Round& rd, int peer, Slice s) { rd.ops.push_back(Schedule::send(peer, s)); }
+inline void recvAlways(Round& rd, int peer, Slice d) { rd.ops.push_back(Schedule::recv(peer, d)); }
 
 // Group helpers.
 std::vector<int> hostsOf(const CollArgs& a);  // hostOf or all zeros

@@ -39,6 +39,12 @@ exec::Schedule gatherBinomial(const CollArgs& a);
 exec::Schedule scatterLinear(const CollArgs& a);
 exec::Schedule scatterBinomial(const CollArgs& a);
 
+exec::Schedule allGatherVLinear(const CollArgs& a);
+exec::Schedule reduceScatterVLinear(const CollArgs& a);
+exec::Schedule gatherVLinear(const CollArgs& a);
+exec::Schedule scatterVLinear(const CollArgs& a);
+exec::Schedule allToAllVLinear(const CollArgs& a);
+
 exec::Schedule neighborAllReduceFlat(const CollArgs& a);
 exec::Schedule neighborAllReduceHier(const CollArgs& a);
 

@@ -100,6 +100,19 @@ const std::array kRegistry = {
                   "binomial tree from the root, each subtree's blocks sent as one message (root "
                   "buffer up to 64 KiB)",
                   smallRootedBuffer, scatterBinomial},
+    AlgorithmInfo{Coll::kAllGatherV, "linear",
+                  "every rank sends its block straight to every other (zero-length ones too)",
+                  always, allGatherVLinear},
+    AlgorithmInfo{Coll::kReduceScatterV, "linear",
+                  "each block straight to its rank, reduced there in rank order", always,
+                  reduceScatterVLinear},
+    AlgorithmInfo{Coll::kGatherV, "linear", "every rank sends its block straight to the root",
+                  always, gatherVLinear},
+    AlgorithmInfo{Coll::kScatterV, "linear", "the root sends every block straight to its rank",
+                  always, scatterVLinear},
+    AlgorithmInfo{Coll::kAllToAllV, "linear",
+                  "every block straight to its rank in one round (zero-length ones too)", always,
+                  allToAllVLinear},
 };
 
 const std::array kNeighbor = {
@@ -135,10 +148,25 @@ const char* collName(Coll c) {
       return "gather";
     case Coll::kScatter:
       return "scatter";
+    case Coll::kAllGatherV:
+      return "allgatherv";
+    case Coll::kReduceScatterV:
+      return "reducescatterv";
+    case Coll::kGatherV:
+      return "gatherv";
+    case Coll::kScatterV:
+      return "scatterv";
+    case Coll::kAllToAllV:
+      return "alltoallv";
     case Coll::kNeighborAllReduce:
       return "neighborallreduce";
   }
   return "?";
+}
+
+bool isUneven(Coll c) {
+  return c == Coll::kAllGatherV || c == Coll::kReduceScatterV || c == Coll::kGatherV ||
+         c == Coll::kScatterV || c == Coll::kAllToAllV;
 }
 
 std::span<const AlgorithmInfo> registry() { return kRegistry; }

@@ -126,9 +126,9 @@ TUTTI_API tuttiResult_t tuttiCommInitMPI(tuttiComm_t* comm, void* mpiComm, tutti
 /* A caller's key-value store for the rendezvous (tutti addition, in the spirit of Gloo's
  * rendezvous store and torch's c10d::Store): every rank passes an equivalent store and no
  * port is opened by tutti for the rendezvous (each rank listens on one standby socket for
- * recovery, as every communicator does: tuttiCommShrink). The callbacks may be called from any thread,
- * including after init (by tuttiCommSplit and tuttiCommDestroy), so ctx must stay valid until
- * tuttiCommDestroy returns; each returns 0 on success and non-zero on failure. Each
+ * recovery, as every communicator does: tuttiCommShrink). The callbacks may be called from any
+ * thread, including after init (by tuttiCommSplit and tuttiCommDestroy), so ctx must stay valid
+ * until tuttiCommDestroy returns; each returns 0 on success and non-zero on failure. Each
  * communicator needs a store (or key namespace) of its own. */
 typedef struct {
   void* ctx;
@@ -224,15 +224,20 @@ TUTTI_API tuttiResult_t tuttiAllToAll(const void* sendbuff, void* recvbuff, size
 TUTTI_API tuttiResult_t tuttiBarrier(tuttiComm_t comm, tuttiStream_t stream);
 
 /* Uneven collectives (MPI-shaped; tutti additions). Counts and displacements are in
- * elements of datatype; the displacement of a zero-count block is not used. Each call runs as
- * one batch of sends and receives to its peers (the point-to-point path, as tuttiSend/tuttiRecv
- * in a group) plus a local copy of the rank's own block. Inside tuttiGroupStart/End a call is
- * recorded and runs at tuttiGroupEnd, in call order with the group's other collectives and
- * before the group's tuttiSend/tuttiRecv. Receive bytes outside the blocks a call writes are
- * left untouched. Device (CUDA) buffers take the staged path of the other collectives (copied
- * through pinned host memory, synchronising the host with stream); stream is ignored for host
- * buffers. Counts must agree between ranks (the elements rank a sends to rank b equal those b
- * expects from a); where they do not, the receiving rank gets tuttiInvalidUsage.
+ * elements of datatype; the displacement of a zero-count block is not used. Each is a
+ * collective of the algorithm registry ("linear": one round in which every pair the
+ * call connects exchanges a message, zero-length ones too, plus a local copy of the rank's own
+ * block; TUTTI_ALGO=allgatherv:linear etc.). Every rank passes the counts (and displacements)
+ * arrays of the call, the same on every rank where the signature says so; inside
+ * tuttiGroupStart/End a call is recorded (its arrays copied) and runs at tuttiGroupEnd, in call
+ * order with the group's other collectives and before the group's tuttiSend/tuttiRecv. Receive
+ * bytes outside the blocks a call writes are left untouched. A send range that overlaps the
+ * receive range other than as the call's in-place layout is copied to a temporary first.
+ * Device (CUDA) buffers take the staged path of the other collectives (copied through pinned
+ * host memory, synchronising the host with stream); stream is ignored for host buffers. Counts
+ * must agree between ranks (the elements rank a sends to rank b equal those b expects from
+ * a); where they do not, the call fails (tuttiInvalidUsage, naming the size mismatch or the
+ * ranks' different calls) instead of waiting.
  *
  * All-gather with per-rank counts: recvbuff on every rank gets rank r's sendcount_r elements at
  * element offset displs[r]. recvcounts[r] must equal rank r's sendcount (checked for the
@@ -241,6 +246,31 @@ TUTTI_API tuttiResult_t tuttiAllGatherV(const void* sendbuff, size_t sendcount, 
                                         const size_t* recvcounts, const size_t* displs,
                                         tuttiDataType_t datatype, tuttiComm_t comm,
                                         tuttiStream_t stream);
+/* Reduce-scatter with per-rank counts: sendbuff holds every rank's block, block r of
+ * recvcounts[r] elements at offset displs[r]; rank r receives the reduction of block r over all
+ * ranks (recvcounts[r] elements) in recvbuff. In place: recvbuff == sendbuff + displs[rank] *
+ * sizeof(datatype). Reduced in rank order (((x0 op x1) op x2) ...), deterministic whatever
+ * the rank count or TUTTI_DETERMINISTIC. */
+TUTTI_API tuttiResult_t tuttiReduceScatterV(const void* sendbuff, void* recvbuff,
+                                            const size_t* recvcounts, const size_t* displs,
+                                            tuttiDataType_t datatype, tuttiRedOp_t op,
+                                            tuttiComm_t comm, tuttiStream_t stream);
+/* Gather with per-rank counts: the root receives rank r's sendcount_r elements at element
+ * offset displs[r] of recvbuff (ignored, may be NULL, on other ranks). Every rank passes
+ * recvcounts and displs (recvcounts[r] must equal rank r's sendcount; checked for the calling
+ * rank). In place on the root: sendbuff == recvbuff + displs[root] * sizeof(datatype). */
+TUTTI_API tuttiResult_t tuttiGatherV(const void* sendbuff, size_t sendcount, void* recvbuff,
+                                     const size_t* recvcounts, const size_t* displs,
+                                     tuttiDataType_t datatype, int root, tuttiComm_t comm,
+                                     tuttiStream_t stream);
+/* Scatter with per-rank counts: rank r receives sendcounts[r] elements from offset displs[r] of
+ * the root's sendbuff (ignored, may be NULL, on other ranks) in recvbuff. Every rank passes
+ * sendcounts and displs (sendcounts[rank] must equal recvcount). In place on the root:
+ * recvbuff == sendbuff + displs[root] * sizeof(datatype). */
+TUTTI_API tuttiResult_t tuttiScatterV(const void* sendbuff, const size_t* sendcounts,
+                                      const size_t* displs, void* recvbuff, size_t recvcount,
+                                      tuttiDataType_t datatype, int root, tuttiComm_t comm,
+                                      tuttiStream_t stream);
 /* All-to-all with per-peer counts: sendcounts[j] elements from sdispls[j] go to rank j;
  * recvcounts[j] elements from rank j land at rdispls[j]. sendcounts[j] on rank i must equal
  * recvcounts[i] on rank j. A send range overlapping the receive range (e.g. sendbuff ==

@@ -2,10 +2,9 @@
 // displacements j * count), to compare with alltoall_perf. algbw counts the whole buffer
 // (n * count); busbw = algbw * (n-1)/n. In place: sendbuff == recvbuff (checked: the call
 // copies the send data first).
-#include <vector>
-
 #include "driver/collective.h"
 #include "driver/types.h"
+#include "even_split.h"
 
 namespace {
 using tutti_perf::Layout;
@@ -34,15 +33,10 @@ bool fillExpected(const Pattern& p, int rank, int, const Layout& l, void* exp) {
 }
 tuttiResult_t run(const void* s, void* r, size_t count, tuttiDataType_t t, tuttiRedOp_t, int,
                   tuttiComm_t comm, tuttiStream_t stream) {
-  int n = 0;
-  tuttiResult_t res = tuttiCommCount(comm, &n);
-  if (res != tuttiSuccess) return res;
-  static std::vector<size_t> counts, displs;  // the driver calls from one thread
-  counts.assign(n, count);
-  displs.resize(n);
-  for (int j = 0; j < n; ++j) displs[j] = j * count;
-  return tuttiAllToAllV(s, counts.data(), displs.data(), r, counts.data(), displs.data(), t, comm,
-                        stream);
+  const tutti_perf::EvenSplit* e = nullptr;
+  if (tuttiResult_t res = tutti_perf::evenSplit(comm, count, &e); res != tuttiSuccess) return res;
+  return tuttiAllToAllV(s, e->counts.data(), e->displs.data(), r, e->counts.data(),
+                        e->displs.data(), t, comm, stream);
 }
 }  // namespace
 

@@ -1,6 +1,6 @@
 // How a collective-shaped call runs once its arguments are checked: now, or recorded when a
 // group is open; body(send, recv) gets the user's buffers, or host copies of them when they are
-// device memory (memory_space.h). Shared by collectives.cc and rooted_and_v_collectives.cc.
+// device memory (memory_space.h). Shared by collectives.cc and uneven_collectives.cc.
 // Logs the call's COLL line and counts it for PERF (call_log.h) when those log at INFO.
 #pragma once
 

@@ -11,8 +11,6 @@ namespace {
 constexpr uint64_t kBarrierCode = 0xff;
 constexpr uint64_t kP2pCode = 0xfe;
 constexpr uint64_t kCountBits = 40;
-constexpr uint64_t kRootedCode = 0xf0;  // + RootedColl
-constexpr const char* kRootedNames[] = {"allgatherv", "alltoallv"};
 
 uint64_t countOf(const CallTag& t) { return t[0] & ((uint64_t{1} << kCountBits) - 1); }
 }  // namespace
@@ -28,12 +26,6 @@ CallTag collectiveCallTag(const algo::CollArgs& a, tuttiRedOp_t userOp, bool bar
 
 CallTag p2pCallTag(size_t operations) { return {operations, kP2pCode}; }
 
-CallTag rootedCallTag(RootedColl coll, size_t count, tuttiDataType_t dtype, uint64_t callNumber) {
-  return {(static_cast<uint64_t>(count) & ((uint64_t{1} << kCountBits) - 1)) |
-              (callNumber << kCountBits),
-          (kRootedCode + static_cast<uint64_t>(coll)) | (static_cast<uint64_t>(dtype) << 8)};
-}
-
 uint64_t collectiveCallNumber(const CallTag& t) {
   if (t[1] == 0 || (t[1] & 0xff) == kP2pCode) return 0;
   return t[0] >> kCountBits;
@@ -48,21 +40,18 @@ std::string describeCallTag(const CallTag& t, bool withNumber) {
   std::ostringstream os;
   if (code == kBarrierCode) {
     os << "barrier";
-  } else if (code >= kRootedCode && code < kRootedCode + std::size(kRootedNames)) {
-    os << kRootedNames[code - kRootedCode] << "(count " << countOf(t) << ", "
-       << dtypeName(static_cast<tuttiDataType_t>((t[1] >> 8) & 0xff)) << ")";
   } else {
     int coll = static_cast<int>(code) - 1;
     auto c = static_cast<algo::Coll>(coll);
     auto dtype = static_cast<tuttiDataType_t>((t[1] >> 8) & 0xff);
     auto op = static_cast<tuttiRedOp_t>((t[1] >> 16) & 0xff);
-    bool reducing =
-        c == algo::Coll::kAllReduce || c == algo::Coll::kReduceScatter || c == algo::Coll::kReduce;
+    bool reducing = c == algo::Coll::kAllReduce || c == algo::Coll::kReduceScatter ||
+                    c == algo::Coll::kReduce || c == algo::Coll::kReduceScatterV;
     bool rooted = c == algo::Coll::kBroadcast || c == algo::Coll::kReduce ||
-                  c == algo::Coll::kGather || c == algo::Coll::kScatter;
+                  c == algo::Coll::kGather || c == algo::Coll::kScatter ||
+                  c == algo::Coll::kGatherV || c == algo::Coll::kScatterV;
     const bool known = coll >= 0 && coll <= static_cast<int>(algo::Coll::kNeighborAllReduce);
-    os << (known ? algo::collName(c) : "?") << "(count "
-       << (t[0] & ((uint64_t{1} << kCountBits) - 1)) << ", " << dtypeName(dtype);
+    os << (known ? algo::collName(c) : "?") << "(count " << countOf(t) << ", " << dtypeName(dtype);
     if (reducing) os << ", " << opName(op);
     if (rooted) os << ", root " << (t[1] >> 24);
     os << ")";

@@ -4,8 +4,7 @@
 // errors name calls by it.
 //   word 0 = count (low 40 bits) | call number (low 24 bits) << 40
 //   word 1 = collective + 1 (0xff: a barrier; 0xfe: a point-to-point batch, in the flight
-//            recorder only: messages of point-to-point calls carry no tag; 0xf0-0xf1: the
-//            collectives run as point-to-point batches, RootedColl)
+//            recorder only: messages of point-to-point calls carry no tag)
 //            | dtype << 8 | the caller's op << 16 | root << 24
 // {0, 0}: no collective (point-to-point traffic, internal exchanges).
 #pragma once
@@ -27,11 +26,6 @@ static_assert(std::is_same_v<CallTag, transport::Window::Tag>,
 CallTag collectiveCallTag(const algo::CollArgs& args, tuttiRedOp_t userOp, bool barrier,
                           uint64_t callNumber);
 CallTag p2pCallTag(size_t operations);
-// The V-collectives (src/api/rooted_and_v_collectives.cc): numbered like the other
-// collectives. count: what is the same on every rank (the total of recvcounts, or 0 for
-// all-to-all-v).
-enum class RootedColl : uint8_t { kAllGatherV, kAllToAllV };
-CallTag rootedCallTag(RootedColl coll, size_t count, tuttiDataType_t dtype, uint64_t callNumber);
 // The collective call number a tag carries (0 for point-to-point batches and {0, 0}).
 uint64_t collectiveCallNumber(const CallTag& tag);
 // "allreduce(count 1023, float32, sum)", with withNumber " as its collective call #7".

@@ -833,6 +833,63 @@ void Communicator::scatter(const void* send, void* recv, size_t count, tuttiData
   collective(std::move(a), send, recv, 0, 0, false);
 }
 
+namespace {
+size_t total(std::span<const size_t> counts) {
+  size_t sum = 0;
+  for (size_t c : counts) sum += c;
+  return sum;
+}
+}  // namespace
+
+void Communicator::allGatherV(const void* send, void* recv, std::span<const size_t> counts,
+                              std::span<const size_t> displs, tuttiDataType_t dtype) {
+  algo::CollArgs a = baseArgs(algo::Coll::kAllGatherV, total(counts), dtype);
+  a.counts.assign(counts.begin(), counts.end());
+  a.displs.assign(displs.begin(), displs.end());
+  collective(std::move(a), send, recv, 0, 0, false);
+}
+
+void Communicator::reduceScatterV(const void* send, void* recv, std::span<const size_t> counts,
+                                  std::span<const size_t> displs, tuttiDataType_t dtype,
+                                  tuttiRedOp_t op) {
+  algo::CollArgs a = baseArgs(algo::Coll::kReduceScatterV, total(counts), dtype);
+  a.op = baseOp(op);
+  a.counts.assign(counts.begin(), counts.end());
+  a.displs.assign(displs.begin(), displs.end());
+  collective(std::move(a), send, recv, counts[rank_], 0, op == tuttiAvg);
+}
+
+void Communicator::gatherV(const void* send, void* recv, std::span<const size_t> counts,
+                           std::span<const size_t> displs, tuttiDataType_t dtype, int root) {
+  algo::CollArgs a = baseArgs(algo::Coll::kGatherV, total(counts), dtype);
+  a.root = root;
+  a.counts.assign(counts.begin(), counts.end());
+  a.displs.assign(displs.begin(), displs.end());
+  collective(std::move(a), send, recv, 0, 0, false);
+}
+
+void Communicator::scatterV(const void* send, void* recv, std::span<const size_t> counts,
+                            std::span<const size_t> displs, tuttiDataType_t dtype, int root) {
+  algo::CollArgs a = baseArgs(algo::Coll::kScatterV, total(counts), dtype);
+  a.root = root;
+  a.counts.assign(counts.begin(), counts.end());
+  a.displs.assign(displs.begin(), displs.end());
+  collective(std::move(a), send, recv, 0, 0, false);
+}
+
+void Communicator::allToAllV(const void* send, std::span<const size_t> sendCounts,
+                             std::span<const size_t> sendDispls, void* recv,
+                             std::span<const size_t> recvCounts, std::span<const size_t> recvDispls,
+                             tuttiDataType_t dtype) {
+  // count 0 in the call tag: the counts differ between ranks.
+  algo::CollArgs a = baseArgs(algo::Coll::kAllToAllV, 0, dtype);
+  a.counts.assign(recvCounts.begin(), recvCounts.end());
+  a.displs.assign(recvDispls.begin(), recvDispls.end());
+  a.sendCounts.assign(sendCounts.begin(), sendCounts.end());
+  a.sendDispls.assign(sendDispls.begin(), sendDispls.end());
+  collective(std::move(a), send, recv, 0, 0, false);
+}
+
 void Communicator::barrier() {
   // A one-byte all-reduce: every rank hears (indirectly) from every other.
   uint8_t in = 0, out = 0;
@@ -846,7 +903,7 @@ void Communicator::barrier() {
   collective(std::move(a), &in, &out, 0, 0, false);
 }
 
-void Communicator::runP2p(std::span<const P2pOp> ops, const RootedCall* asCollective) {
+void Communicator::runP2p(std::span<const P2pOp> ops) {
   log::setThreadRank(rank_);
   TUTTI_CHECK_ARG(ops.size() + exec::kFirstUserBuf <= 65535, "a group holds at most ",
                   65535 - exec::kFirstUserBuf, " send/recv calls (got ", ops.size(), ")");
@@ -878,12 +935,6 @@ void Communicator::runP2p(std::span<const P2pOp> ops, const RootedCall* asCollec
       std::memcpy(selfRecvs[i]->buffer, selfSends[i]->buffer, selfSends[i]->bytes);
   }
   lastAlgorithm_ = "p2p";
-  if (asCollective) {
-    const RootedCall& w = *asCollective;
-    CallTag tag = rootedCallTag(w.coll, w.count, w.dtype, ++collectiveCalls_);
-    runTaggedCall(tag, "p2p", [&] { execute(s, buffers); });
-    return;
-  }
   if (r.ops.empty()) return;
   trace_.begin(p2pCallTag(r.ops.size()), "p2p");
   try {

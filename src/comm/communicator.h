@@ -59,14 +59,6 @@ struct P2pOp {
   size_t bytes;
 };
 
-// A collective run as a batch of sends and receives (the V-collectives): the arguments its call
-// tag holds.
-struct RootedCall {
-  RootedColl coll = RootedColl::kAllGatherV;
-  size_t count = 0;
-  tuttiDataType_t dtype = tuttiUint8;
-};
-
 // What a split child takes from its parent instead of a rendezvous of its own
 // (Communicator::split): its members' peer records, and what each member made before the
 // parent's split all-gather and passed through it: its standby store and the listening half
@@ -115,6 +107,20 @@ class Communicator {
   // other ranks' is not touched.
   void gather(const void* send, void* recv, size_t count, tuttiDataType_t dtype, int root);
   void scatter(const void* send, void* recv, size_t count, tuttiDataType_t dtype, int root);
+  // The V-collectives (nranks counts and displacements in elements, as the C API takes them;
+  // CollArgs::counts explains which buffer they describe). Buffers are host memory, any
+  // overlap other than the documented in-place layout already resolved by the caller.
+  void allGatherV(const void* send, void* recv, std::span<const size_t> counts,
+                  std::span<const size_t> displs, tuttiDataType_t dtype);
+  void reduceScatterV(const void* send, void* recv, std::span<const size_t> counts,
+                      std::span<const size_t> displs, tuttiDataType_t dtype, tuttiRedOp_t op);
+  void gatherV(const void* send, void* recv, std::span<const size_t> counts,
+               std::span<const size_t> displs, tuttiDataType_t dtype, int root);
+  void scatterV(const void* send, void* recv, std::span<const size_t> counts,
+                std::span<const size_t> displs, tuttiDataType_t dtype, int root);
+  void allToAllV(const void* send, std::span<const size_t> sendCounts,
+                 std::span<const size_t> sendDispls, void* recv, std::span<const size_t> recvCounts,
+                 std::span<const size_t> recvDispls, tuttiDataType_t dtype);
   void barrier();
   // Neighbour all-reduce (algorithms/neighbor.cc): x <- W x over `graph` (nodes = ranks, or
   // hosts when hierarchical), at the graph's call `step`. graphId names the graph for the
@@ -125,9 +131,7 @@ class Communicator {
   // Hosts the ranks are on (the nodes of a hierarchical neighbour graph).
   int hostCount() const;
   // Runs point-to-point operations together (a group, or a single call).
-  // asCollective: the batch is that collective call (numbered and tagged like the others:
-  // its messages carry the tag, the flight recorder and mismatch checks see it).
-  void runP2p(std::span<const P2pOp> ops, const RootedCall* asCollective = nullptr);
+  void runP2p(std::span<const P2pOp> ops);
 
   std::unique_ptr<Communicator> split(int color, int key, CommOptions options);
 

@@ -25,6 +25,7 @@ Planner::Planner(std::unique_ptr<tuning::CostModel> topologyModel)
 Planner::~Planner() = default;
 
 const Planner::CallPlan& Planner::plan(const algo::CollArgs& args, std::string_view spec) {
+  if (!args.counts.empty() || !args.sendCounts.empty()) return planUneven(args, spec);
   LastPlan& l = last_;
   if (l.valid && l.coll == args.coll && l.count == args.count && l.dtype == args.dtype &&
       l.op == args.op && l.root == args.root && l.windowBytes == args.windowBytes &&
@@ -73,7 +74,21 @@ const algo::AlgorithmInfo& Planner::choose(const algo::CollArgs& args, const std
   // the choice stays rank-independent); across hosts core counts may differ: leave it out.
   if (!topologyModel_ && model.coresPerHost == 0 && args.hostOf.empty())
     model.coresPerHost = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
-  auto candidates = tuning::rankCandidates(args, model);
+  // A V-collective's arrays are this rank's (all-to-all-v's differ between ranks): the model
+  // times the uniform call of the same total instead.
+  algo::CollArgs uniform;
+  const bool uneven = algo::isUneven(args.coll);
+  if (uneven) {
+    uniform = args;
+    size_t total = 0;
+    for (size_t c : args.counts) total += c;
+    uniform.count = total / static_cast<size_t>(std::max(1, args.nranks));
+    uniform.counts.clear();
+    uniform.displs.clear();
+    uniform.sendCounts.clear();
+    uniform.sendDispls.clear();
+  }
+  auto candidates = tuning::rankCandidates(uneven ? uniform : args, model);
   if (candidates.empty())
     fail(tuttiInternalError, "no algorithm applies to ", algo::collName(args.coll));
   if (log::enabled(log::Level::kInfo, log::Subsys::kTuning)) {
@@ -87,6 +102,30 @@ const algo::AlgorithmInfo& Planner::choose(const algo::CollArgs& args, const std
   if (choices_.size() > 4096) choices_.clear();
   choices_[key] = candidates[0].info;
   return *candidates[0].info;
+}
+
+namespace {
+bool sameUnevenCall(const algo::CollArgs& a, const algo::CollArgs& b) {
+  return a.coll == b.coll && a.dtype == b.dtype && a.op == b.op && a.root == b.root &&
+         a.inPlace == b.inPlace && a.windowBytes == b.windowBytes && a.counts == b.counts &&
+         a.displs == b.displs && a.sendCounts == b.sendCounts && a.sendDispls == b.sendDispls;
+}
+}  // namespace
+
+const Planner::CallPlan& Planner::planUneven(const algo::CollArgs& args, std::string_view spec) {
+  if (unevenValid_ && unevenSpec_ == spec && sameUnevenCall(args, unevenArgs_)) return unevenPlan_;
+  unevenValid_ = false;
+  last_.valid = false;  // the last plan is no longer the one in use
+  const algo::AlgorithmInfo& info = choose(args, std::string(spec));
+  uneven_.schedule = info.build(args);
+  if (tuttiTestMutateSchedule != nullptr) tuttiTestMutateSchedule(&uneven_.schedule, &args);
+  uneven_.peers = exec::peersOf(uneven_.schedule);
+  uneven_.program.reset();  // direct transfers: never a window-only program
+  unevenPlan_ = {&info, &uneven_};
+  unevenArgs_ = args;
+  unevenSpec_.assign(spec);
+  unevenValid_ = true;
+  return unevenPlan_;
 }
 
 const Planner::Planned& Planner::build(const algo::AlgorithmInfo& info,

@@ -59,9 +59,19 @@ class Planner {
 
  private:
   const algo::AlgorithmInfo& choose(const algo::CollArgs& args, const std::string& spec);
+  // A V-collective with its own blocks: built for the call (its blocks differ from call to
+  // call), kept until the next plan.
+  const CallPlan& planUneven(const algo::CollArgs& args, std::string_view spec);
   const Planned& build(const algo::AlgorithmInfo& info, const algo::CollArgs& args);
 
   std::unique_ptr<tuning::CostModel> topologyModel_;
+  // The last V-collective's plan and what it was made for (a loop that repeats one call with
+  // the same counts reuses it).
+  Planned uneven_;
+  CallPlan unevenPlan_;
+  algo::CollArgs unevenArgs_;
+  std::string unevenSpec_;
+  bool unevenValid_ = false;
   transport::Window* window_ = nullptr;
   // Automatic choices by (collective, count, dtype, op, root, spec).
   std::map<std::string, const algo::AlgorithmInfo*> choices_;

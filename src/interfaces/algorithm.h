@@ -23,11 +23,18 @@ enum class Coll {
   kAllToAll,
   kGather,
   kScatter,
+  kAllGatherV,
+  kReduceScatterV,
+  kGatherV,
+  kScatterV,
+  kAllToAllV,
   kNeighborAllReduce,  // neighborAlgorithms() only: registry() holds none
 };
 // The collectives of registry() (0 .. kNumColls-1); kNeighborAllReduce follows them.
-constexpr int kNumColls = 8;
+constexpr int kNumColls = 13;
 const char* collName(Coll c);  // "allreduce", "allgather", "reducescatter", "broadcast", ...
+// allgatherv, reducescatterv, gatherv, scatterv, alltoallv: blocks of their own size per rank.
+bool isUneven(Coll c);
 
 class NeighborGraph;  // neighbor_graph.h
 
@@ -35,7 +42,9 @@ struct CollArgs {
   Coll coll = Coll::kAllReduce;
   // Elements: all-reduce/broadcast/reduce: the buffer; all-gather: per-rank send count;
   // reduce-scatter: per-rank receive count; all-to-all: per-peer count; gather / scatter: the
-  // block of one rank (the root's buffer holds nranks blocks).
+  // block of one rank (the root's buffer holds nranks blocks); the V-collectives: the block of
+  // every rank when `counts` is empty (the uniform case the simulator and tuner use), else the
+  // total of `counts` (all-to-all-v: 0), which only the call tag reads.
   size_t count = 0;
   tuttiDataType_t dtype = tuttiFloat32;
   tuttiRedOp_t op = tuttiSum;  // never tuttiAvg here
@@ -57,6 +66,13 @@ struct CollArgs {
   // step (the dynamic graphs' call counter).
   const NeighborGraph* graph = nullptr;
   uint64_t graphStep = 0;
+  // The V-collectives' blocks in elements, nranks entries each (empty: `count` each, at r *
+  // count). counts/displs: the buffer with a block per rank (all-gather-v and gather-v: the
+  // output; reduce-scatter-v and scatter-v: the input; all-to-all-v: the output, the block from
+  // each peer); sendCounts/sendDispls: all-to-all-v's input, the block to each peer. A rank's
+  // own output of reduce-scatter-v / scatter-v (its input of gather-v) is counts[rank]
+  // elements at offset 0.
+  std::vector<size_t> counts, displs, sendCounts, sendDispls;
 };
 
 struct AlgorithmInfo {

@@ -26,7 +26,12 @@ const std::vector<CollDesc>& colls() {
                           {C::kReduceScatter, algo::Coll::kReduceScatter, true},
                           {C::kAllToAll, algo::Coll::kAllToAll, false},
                           {C::kGather, algo::Coll::kGather, false},
-                          {C::kScatter, algo::Coll::kScatter, false}};
+                          {C::kScatter, algo::Coll::kScatter, false},
+                          {C::kAllGatherV, algo::Coll::kAllGatherV, false},
+                          {C::kReduceScatterV, algo::Coll::kReduceScatterV, true},
+                          {C::kGatherV, algo::Coll::kGatherV, false},
+                          {C::kScatterV, algo::Coll::kScatterV, false},
+                          {C::kAllToAllV, algo::Coll::kAllToAllV, false}};
     std::vector<CollDesc> all;
     for (const Meta& m : metas) {
       CollDesc d{m.coll, algo::collName(m.algoColl), {}, m.hasOp, m.algoColl};
@@ -58,7 +63,28 @@ namespace {
 using verifiable::GuardedBuffer;
 using verifiable::Spec;
 
-bool reduces(C c) { return c == C::kAllReduce || c == C::kReduce || c == C::kReduceScatter; }
+// The plain collective a uniform V-collective case computes.
+C plainOf(C c) {
+  switch (c) {
+    case C::kAllGatherV:
+      return C::kAllGather;
+    case C::kReduceScatterV:
+      return C::kReduceScatter;
+    case C::kGatherV:
+      return C::kGather;
+    case C::kScatterV:
+      return C::kScatter;
+    case C::kAllToAllV:
+      return C::kAllToAll;
+    default:
+      return c;
+  }
+}
+
+bool reduces(C c) {
+  c = plainOf(c);
+  return c == C::kAllReduce || c == C::kReduce || c == C::kReduceScatter;
+}
 
 // Counts at or above this share their data between two alternating call seeds (the reference
 // loop over every rank's values of a million elements costs more than the call itself); smaller
@@ -78,7 +104,7 @@ struct Prepared {
 // The expected output of this rank, by a plain loop over the ranks' values.
 void expectedOutput(const Case& c, const Spec& s, int rank, int n, std::byte* out) {
   const size_t es = verifiable::elementSize(c.dtype);
-  switch (c.coll->coll) {
+  switch (plainOf(c.coll->coll)) {
     case C::kAllReduce:
     case C::kReduce:
       verifiable::fillReduced(s, out, c.count, 0);
@@ -125,7 +151,8 @@ const Prepared& prepare(const Case& c, uint64_t seed, int rank, int n, size_t in
       n, seed};
   p.input.resize(inElems * es);
   verifiable::fill(p.spec, rank, p.input.data(), inElems, 0);
-  p.checked = !((c.coll->coll == C::kReduce || c.coll->coll == C::kGather) && rank != c.root);
+  const C plain = plainOf(c.coll->coll);
+  p.checked = !((plain == C::kReduce || plain == C::kGather) && rank != c.root);
   p.expected.resize(outElems * es);
   if (p.checked) expectedOutput(c, p.spec, rank, n, p.expected.data());
   p.key = key;
@@ -152,7 +179,8 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n, bool* notA
   if (notApplicable) *notApplicable = false;
   const size_t es = verifiable::elementSize(c.dtype);
   size_t inElems = c.count, outElems = c.count;
-  switch (c.coll->coll) {
+  const C plain = plainOf(c.coll->coll);
+  switch (plain) {
     case C::kAllGather:
       outElems = c.count * n;
       break;
@@ -186,7 +214,7 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n, bool* notA
   if (outBytes > 0) std::memset(out, static_cast<int>(kUnwritten), outBytes);
   std::byte* resultAt = out;  // where this rank's result is (in-place reduce-scatter: inside)
   if (c.inPlace) {
-    switch (c.coll->coll) {
+    switch (plain) {
       case C::kAllGather:
         in = out + rank * c.count * es;
         break;
@@ -213,6 +241,13 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n, bool* notA
   if (r != tuttiSuccess)
     return std::string("call failed: tuttiCommSetAlgorithm: ") + tuttiGetLastError(comm);
   const tuttiRedOp_t op = c.coll->hasOp ? c.op : tuttiSum;
+  struct {
+    std::vector<size_t> counts, displs;
+  } uniform;  // the V-collectives' arrays: c.count each, at r * count
+  for (int k = 0; k < n; ++k) {
+    uniform.counts.push_back(c.count);
+    uniform.displs.push_back(k * c.count);
+  }
   switch (c.coll->coll) {
     case C::kAllReduce:
       r = tuttiAllReduce(in, out, c.count, c.dtype, op, comm, nullptr);
@@ -238,6 +273,26 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n, bool* notA
     case C::kScatter:
       r = tuttiScatter(in, out, c.count, c.dtype, c.root, comm, nullptr);
       break;
+    case C::kAllGatherV:
+      r = tuttiAllGatherV(in, c.count, out, uniform.counts.data(), uniform.displs.data(), c.dtype,
+                          comm, nullptr);
+      break;
+    case C::kReduceScatterV:
+      r = tuttiReduceScatterV(in, out, uniform.counts.data(), uniform.displs.data(), c.dtype, op,
+                              comm, nullptr);
+      break;
+    case C::kGatherV:
+      r = tuttiGatherV(in, c.count, out, uniform.counts.data(), uniform.displs.data(), c.dtype,
+                       c.root, comm, nullptr);
+      break;
+    case C::kScatterV:
+      r = tuttiScatterV(in, uniform.counts.data(), uniform.displs.data(), out, c.count, c.dtype,
+                        c.root, comm, nullptr);
+      break;
+    case C::kAllToAllV:
+      r = tuttiAllToAllV(in, uniform.counts.data(), uniform.displs.data(), out,
+                         uniform.counts.data(), uniform.displs.data(), c.dtype, comm, nullptr);
+      break;
   }
   tuttiCommSetAlgorithm(comm, nullptr);
   if (r == tuttiInvalidArgument &&
@@ -259,7 +314,7 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n, bool* notA
                std::to_string(rank) + " (byte " + std::to_string(k) + ")";
     return "";
   }
-  const size_t checkElems = c.coll->coll == C::kReduceScatter ? c.count : outElems;
+  const size_t checkElems = plain == C::kReduceScatter ? c.count : outElems;
   return verifiable::firstMismatch(prep.spec, resultAt, prep.expected.data(), checkElems);
 }
 
@@ -303,12 +358,14 @@ std::vector<Case> buildCases(int n, Matrix matrix) {
         if (!cd.hasOp && op != tuttiSum) continue;
         for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}, big}) {
           std::vector<int> roots = {0};
-          const bool rooted = cd.coll == C::kBroadcast || cd.coll == C::kReduce ||
-                              cd.coll == C::kGather || cd.coll == C::kScatter;
+          const C plain = plainOf(cd.coll);
+          const bool rooted = plain == C::kBroadcast || plain == C::kReduce ||
+                              plain == C::kGather || plain == C::kScatter;
           if (rooted && n > 1) roots.push_back(n - 1);
           for (int root : roots) {
             for (bool inPlace : {false, true}) {
-              if (count == big && matrix == Matrix::kCore && !coreLargeCase(cd, t, op, inPlace, n))
+              if (count == big && matrix == Matrix::kCore &&
+                  (!coreLargeCase(cd, t, op, inPlace, n) || plainOf(cd.coll) != cd.coll))
                 continue;
               for (const char* algo : cd.algos) {
                 if (only && std::string(only) != algo) continue;

@@ -22,7 +22,14 @@ enum class C {
   kReduceScatter,
   kAllToAll,
   kGather,
-  kScatter
+  kScatter,
+  // The V-collectives with the uniform layout (every count the case's, displacements r *
+  // count): the plain collective's data and expected values through the V entry point.
+  kAllGatherV,
+  kReduceScatterV,
+  kGatherV,
+  kScatterV,
+  kAllToAllV,
 };
 
 struct CollDesc {
@@ -56,7 +63,8 @@ std::string describe(const Case& c, int n);
 // wrong element / the failure.
 std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n,
                     bool* notApplicable = nullptr);
-// The matrix: every collective x algorithm x dtype x op x count {0, 1, 7, 1023, 1 Mi+3} x
+// The matrix: every collective x algorithm x dtype x op x count {0, 1, 7, 1023, 1 Mi+3 (not
+// the V-collectives in the core matrix: they run the plain ones' code at that size)} x
 // in/out-of-place x roots (0 and n-1 for broadcast, reduce, gather and scatter; all-to-all in
 // place too).
 // kFull runs the whole product. kCore runs the whole product at the small counts and, at the

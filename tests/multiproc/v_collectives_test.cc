@@ -1,8 +1,8 @@
-// tuttiAllGatherV, tuttiAllToAllV, tuttiGather and tuttiScatter (each algorithm of the last two
-// in turn) over real processes at 1-5 ranks, shm and tcp forced: uneven counts with zeros, blocks
-// at permuted displacements with guard bytes between and around them (which must stay untouched),
-// data distinct per (sender, receiver, byte, call) from a hash, several calls in a row, in-place
-// layouts, calls inside a group, and argument errors.
+// tuttiAllGatherV, tuttiAllToAllV, tuttiReduceScatterV, tuttiGatherV, tuttiScatterV, tuttiGather
+// and tuttiScatter (each algorithm in turn) over real processes at 1-5 ranks, shm and tcp forced:
+// uneven counts with zeros, blocks at permuted displacements with guard bytes between and around
+// them (which must stay untouched), data distinct per (sender, receiver, byte, call) from a hash,
+// several calls in a row, in-place layouts, calls inside a group, and argument errors.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -247,6 +247,182 @@ struct RootedCase : Case {
   }
 };
 
+// Gather-v (scatter = false) or scatter-v to/from `root`: blocks of their own size at permuted
+// displacements with guards between them in the root's buffer (the same layout on every
+// rank); a non-root passes NULL for the buffer it does not use (even calls) or a guarded buffer
+// that must stay untouched (odd calls).
+struct RootedVCase : Case {
+  bool scatter;
+  int n, me, call, root;
+  tuttiDataType_t dt;
+  size_t es;
+  bool inPlace;
+  static constexpr size_t kGuard = 3;  // elements before and after the rank's own block
+  std::vector<size_t> counts, displs;
+  std::vector<uint8_t> full, fullExpect, block, blockExpect;
+  RootedVCase(bool scatter_, int n_, int me_, int c, int root_, bool inPlace_)
+      : scatter(scatter_),
+        n(n_),
+        me(me_),
+        call(c),
+        root(root_),
+        dt(typeOf(c)),
+        es(typeSize(dt)),
+        inPlace(inPlace_ && me_ == root_) {
+    counts.resize(n);
+    for (int r = 0; r < n; ++r) counts[r] = countFor(call, r, scatter ? 7 : 8);
+    const size_t total = layOut(counts, mix(call, scatter ? 9 : 10), displs);
+    const bool isRoot = me == root;
+    if (isRoot || call % 2) full = guarded(total * es, me, 7, call);
+    if (isRoot && scatter)
+      for (int r = 0; r < n; ++r) fillBlock(full, displs[r], counts[r], es, me, r, call);
+    if (isRoot && !scatter && inPlace) fillBlock(full, displs[me], counts[me], es, me, root, call);
+    fullExpect = full;
+    if (isRoot && !scatter)
+      for (int r = 0; r < n; ++r) fillBlock(fullExpect, displs[r], counts[r], es, r, me, call);
+    if (!inPlace) {
+      block = guarded((counts[me] + 2 * kGuard) * es, me, 8, call);
+      if (!scatter) fillBlock(block, kGuard, counts[me], es, me, root, call);
+    }
+    blockExpect = block;
+    if (scatter && !inPlace) fillBlock(blockExpect, kGuard, counts[me], es, root, me, call);
+  }
+  tuttiResult_t issue(tuttiComm_t comm) override {
+    uint8_t* f = full.empty() ? nullptr : full.data();
+    uint8_t* b = block.empty() ? nullptr : block.data() + kGuard * es;
+    if (inPlace) b = counts[me] ? f + displs[me] * es : f;
+    return scatter ? tuttiScatterV(f, counts.data(), displs.data(), b, counts[me], dt, root, comm,
+                                   nullptr)
+                   : tuttiGatherV(b, counts[me], f, counts.data(), displs.data(), dt, root, comm,
+                                  nullptr);
+  }
+  std::string verify() override {
+    const std::string what = std::string(scatter ? "scatterv" : "gatherv") + " call " +
+                             std::to_string(call) + " root " + std::to_string(root);
+    std::string d = firstDiff(full, fullExpect, what + " full buffer");
+    if (d.empty()) d = firstDiff(block, blockExpect, what + " block buffer");
+    return d;
+  }
+};
+
+// Reduce-scatter-v: every rank's input holds block r (counts[r] elements at displs[r], the
+// same layout on every rank, guards between); rank r's result, the reduction of block r over
+// the ranks in rank order, is checked against a loop over the ranks' values. Types and ops
+// rotate (uint32 sum, float64 sum of exact values, int64 max, float32 min).
+struct ReduceScatterVCase : Case {
+  int n, me, call;
+  tuttiDataType_t dt;
+  tuttiRedOp_t op;
+  size_t es;
+  bool inPlace;
+  static constexpr size_t kGuard = 2;
+  std::vector<size_t> counts, displs;
+  std::vector<uint8_t> send, sendOrig, recv, expect;
+  // Element i of block `to` in rank `from`'s input, as the type's bytes.
+  void value(int from, int to, size_t i, uint8_t* out) const {
+    const uint64_t h = mix(mix(from + 31, to + 37, call), i);
+    switch (dt) {
+      case tuttiUint32: {
+        const uint32_t v = static_cast<uint32_t>(h);
+        std::memcpy(out, &v, 4);
+        break;
+      }
+      case tuttiFloat64: {
+        const double v = static_cast<double>(h % (1u << 20)) / 16.0 - 20000.0;  // exact sums
+        std::memcpy(out, &v, 8);
+        break;
+      }
+      case tuttiInt64: {
+        const int64_t v = static_cast<int64_t>(h);
+        std::memcpy(out, &v, 8);
+        break;
+      }
+      default: {
+        const float v = static_cast<float>(h % 100000) - 50000.0f;
+        std::memcpy(out, &v, 4);
+        break;
+      }
+    }
+  }
+  // The reduction of element i of block `to` over ranks 0..n-1, in rank order.
+  void reduced(int to, size_t i, uint8_t* out) const {
+    std::vector<uint8_t> x(es);
+    value(0, to, i, out);
+    for (int from = 1; from < n; ++from) {
+      value(from, to, i, x.data());
+      switch (dt) {
+        case tuttiUint32: {
+          uint32_t a, b;
+          std::memcpy(&a, out, 4);
+          std::memcpy(&b, x.data(), 4);
+          a += b;
+          std::memcpy(out, &a, 4);
+          break;
+        }
+        case tuttiFloat64: {
+          double a, b;
+          std::memcpy(&a, out, 8);
+          std::memcpy(&b, x.data(), 8);
+          a += b;
+          std::memcpy(out, &a, 8);
+          break;
+        }
+        case tuttiInt64: {
+          int64_t a, b;
+          std::memcpy(&a, out, 8);
+          std::memcpy(&b, x.data(), 8);
+          a = std::max(a, b);
+          std::memcpy(out, &a, 8);
+          break;
+        }
+        default: {
+          float a, b;
+          std::memcpy(&a, out, 4);
+          std::memcpy(&b, x.data(), 4);
+          a = std::min(a, b);
+          std::memcpy(out, &a, 4);
+          break;
+        }
+      }
+    }
+  }
+  ReduceScatterVCase(int n_, int me_, int c, bool inPlace_)
+      : n(n_), me(me_), call(c), inPlace(inPlace_) {
+    static const tuttiDataType_t kRsTypes[] = {tuttiUint32, tuttiFloat64, tuttiInt64, tuttiFloat32};
+    static const tuttiRedOp_t kRsOps[] = {tuttiSum, tuttiSum, tuttiMax, tuttiMin};
+    dt = kRsTypes[call % 4];
+    op = kRsOps[call % 4];
+    es = dt == tuttiUint32 || dt == tuttiFloat32 ? 4 : 8;
+    counts.resize(n);
+    for (int r = 0; r < n; ++r) counts[r] = countFor(call, r, 11) % 20000;
+    const size_t total = layOut(counts, mix(call, 12), displs);
+    send = guarded(total * es, me, 9, call);
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < counts[r]; ++i) value(me, r, i, &send[(displs[r] + i) * es]);
+    sendOrig = send;
+    if (inPlace) {
+      expect = send;
+      for (size_t i = 0; i < counts[me]; ++i) reduced(me, i, &expect[(displs[me] + i) * es]);
+    } else {
+      recv = guarded((counts[me] + 2 * kGuard) * es, me, 10, call);
+      expect = recv;
+      for (size_t i = 0; i < counts[me]; ++i) reduced(me, i, &expect[(kGuard + i) * es]);
+    }
+  }
+  tuttiResult_t issue(tuttiComm_t comm) override {
+    uint8_t* r = inPlace ? (counts[me] ? send.data() + displs[me] * es : send.data())
+                         : recv.data() + kGuard * es;
+    return tuttiReduceScatterV(send.data(), r, counts.data(), displs.data(), dt, op, comm, nullptr);
+  }
+  std::string verify() override {
+    const std::string what = "reducescatterv call " + std::to_string(call);
+    if (inPlace) return firstDiff(send, expect, what + " (in place) sendbuff");
+    std::string d = firstDiff(recv, expect, what + " recv");
+    if (d.empty()) d = firstDiff(send, sendOrig, what + " sendbuff");
+    return d;
+  }
+};
+
 class VColl : public ::testing::TestWithParam<std::tuple<const char*, int>> {
  protected:
   void SetUp() override { setenv("TUTTI_TRANSPORT", std::get<0>(GetParam()), 1); }
@@ -307,15 +483,21 @@ class VColl : public ::testing::TestWithParam<std::tuple<const char*, int>> {
 };
 
 TEST_P(VColl, AllGatherV) {
-  runSequence(8, [](int n, int rank, int call) {
-    return std::make_unique<AllGatherVCase>(n, rank, call, call % 3 == 2);
-  });
+  runSequence(
+      8,
+      [](int n, int rank, int call) {
+        return std::make_unique<AllGatherVCase>(n, rank, call, call % 3 == 2);
+      },
+      "allgatherv");
 }
 
 TEST_P(VColl, AllToAllV) {
-  runSequence(8, [](int n, int rank, int call) {
-    return std::make_unique<AllToAllVCase>(n, rank, call, call % 3 == 2);
-  });
+  runSequence(
+      8,
+      [](int n, int rank, int call) {
+        return std::make_unique<AllToAllVCase>(n, rank, call, call % 3 == 2);
+      },
+      "alltoallv");
 }
 
 TEST_P(VColl, Gather) {
@@ -335,6 +517,35 @@ TEST_P(VColl, Scatter) {
         return std::make_unique<RootedCase>(true, n, rank, call, (call * 3 + 1) % n, call % 3 == 2);
       },
       "scatter");
+}
+
+TEST_P(VColl, GatherV) {
+  runSequence(
+      8,
+      [](int n, int rank, int call) {
+        return std::make_unique<RootedVCase>(false, n, rank, call, (call * 5 + 2) % n,
+                                             call % 3 == 1);
+      },
+      "gatherv");
+}
+
+TEST_P(VColl, ScatterV) {
+  runSequence(
+      8,
+      [](int n, int rank, int call) {
+        return std::make_unique<RootedVCase>(true, n, rank, call, (call * 5 + 2) % n,
+                                             call % 3 == 1);
+      },
+      "scatterv");
+}
+
+TEST_P(VColl, ReduceScatterV) {
+  runSequence(
+      8,
+      [](int n, int rank, int call) {
+        return std::make_unique<ReduceScatterVCase>(n, rank, call, call % 3 == 2);
+      },
+      "reducescatterv");
 }
 
 // All four kinds, two of some, with a send/recv ring, inside one group; twice. Then one more

@@ -179,6 +179,14 @@ void dropPeer(Schedule& s, const algo::CollArgs& a) {
         return;
       }
     }
+  // Else the first reduction of a contribution received into scratch (reduce-scatter-v's rank
+  // order reduction): the contribution is left out.
+  for (exec::Round& rd : s.rounds)
+    for (Op& op : rd.ops)
+      if (op.type == OpType::kReduce && op.src2.buf == Buf::kScratch && op.dst.bytes > 0) {
+        op = Schedule::copy(op.src, op.dst);
+        return;
+      }
 }
 
 }  // namespace
@@ -189,20 +197,21 @@ const std::vector<FaultInfo>& faults() {
        "none",
        "no fault (the control: every case must pass)",
        {Coll::kAllReduce, Coll::kAllGather, Coll::kReduceScatter, Coll::kBroadcast, Coll::kReduce,
-        Coll::kAllToAll, Coll::kGather, Coll::kScatter}},
+        Coll::kAllToAll, Coll::kGather, Coll::kScatter, Coll::kAllGatherV, Coll::kReduceScatterV,
+        Coll::kGatherV, Coll::kScatterV, Coll::kAllToAllV}},
       {Fault::kNone,
        "none (deterministic)",
        "no fault, deterministic mode, rank-order data",
-       {Coll::kAllReduce, Coll::kReduceScatter, Coll::kReduce},
+       {Coll::kAllReduce, Coll::kReduceScatter, Coll::kReduce, Coll::kReduceScatterV},
        true},
       {Fault::kSwapAllGatherBlocks,
        "swap all-gather blocks",
        "all-gather output blocks 0 and min(3, n-1) exchanged",
-       {Coll::kAllGather}},
+       {Coll::kAllGather, Coll::kAllGatherV}},
       {Fault::kShiftReduceScatterBlock,
        "shift reduce-scatter block",
        "reduce-scatter result moved up by one element",
-       {Coll::kReduceScatter}},
+       {Coll::kReduceScatter, Coll::kReduceScatterV}},
       {Fault::kWrongRoot,
        "wrong root",
        "broadcast and reduce built for root + 1",
@@ -212,7 +221,8 @@ const std::vector<FaultInfo>& faults() {
        "the first transfer between each pair split in two chunks, the element between them "
        "never sent",
        {Coll::kAllReduce, Coll::kAllGather, Coll::kReduceScatter, Coll::kBroadcast, Coll::kReduce,
-        Coll::kAllToAll, Coll::kGather, Coll::kScatter}},
+        Coll::kAllToAll, Coll::kGather, Coll::kScatter, Coll::kAllGatherV, Coll::kReduceScatterV,
+        Coll::kGatherV, Coll::kScatterV, Coll::kAllToAllV}},
       {Fault::kInPlaceOffsetOffByOne,
        "in-place offset off by one rank",
        "all-gather input read at output + (rank + 1) blocks",
@@ -220,27 +230,57 @@ const std::vector<FaultInfo>& faults() {
       {Fault::kWrongReductionOrder,
        "reduction order (deterministic mode)",
        "the first accumulation of each round takes x0 + x2 + x1",
-       {Coll::kAllReduce, Coll::kReduceScatter, Coll::kReduce},
+       {Coll::kAllReduce, Coll::kReduceScatter, Coll::kReduce, Coll::kReduceScatterV},
        true},
       {Fault::kStaleBuffer,
        "stale buffer across calls",
        "the first receive into scratch lands in spare scratch: the readers see the last call's "
        "data",
-       {Coll::kAllReduce, Coll::kReduceScatter, Coll::kReduce}},
+       {Coll::kAllReduce, Coll::kReduceScatter, Coll::kReduce, Coll::kReduceScatterV}},
       {Fault::kDropPeer,
        "peer contribution dropped",
        "the first received (or window) contribution is not reduced",
-       {Coll::kAllReduce, Coll::kReduceScatter, Coll::kReduce}},
+       {Coll::kAllReduce, Coll::kReduceScatter, Coll::kReduce, Coll::kReduceScatterV}},
       {Fault::kSwapRootedBlocks,
        "swap gather / scatter blocks",
        "gather: the root's output blocks 0 and min(3, n-1) exchanged; scatter: the root's first "
        "two sends of one size exchange their blocks",
-       {Coll::kGather, Coll::kScatter}},
+       {Coll::kGather, Coll::kScatter, Coll::kGatherV, Coll::kScatterV}},
   };
   return v;
 }
 
+// A V-collective of the matrix (uniform blocks: every count the same) as the plain collective
+// whose layout it has, so the plain faults find its blocks.
+algo::CollArgs plainArgs(const algo::CollArgs& a) {
+  algo::CollArgs p = a;
+  switch (a.coll) {
+    case Coll::kAllGatherV:
+      p.coll = Coll::kAllGather;
+      break;
+    case Coll::kReduceScatterV:
+      p.coll = Coll::kReduceScatter;
+      break;
+    case Coll::kGatherV:
+      p.coll = Coll::kGather;
+      break;
+    case Coll::kScatterV:
+      p.coll = Coll::kScatter;
+      break;
+    default:
+      p.coll = Coll::kAllToAll;
+      break;
+  }
+  p.count = a.counts[static_cast<size_t>(a.rank)];
+  p.counts.clear();
+  p.displs.clear();
+  p.sendCounts.clear();
+  p.sendDispls.clear();
+  return p;
+}
+
 void apply(Fault f, Schedule& s, const algo::CollArgs& a) {
+  if (algo::isUneven(a.coll) && !a.counts.empty()) return apply(f, s, plainArgs(a));
   switch (f) {
     case Fault::kNone:
       return;

@@ -15,7 +15,8 @@ const tuttiRedOp_t kOps[] = {tuttiSum, tuttiProd, tuttiMin, tuttiMax};
 const int kRanks[] = {1, 2, 3, 4, 5, 6, 7, 8, 16};
 
 bool isReduction(Coll c) {
-  return c == Coll::kAllReduce || c == Coll::kReduceScatter || c == Coll::kReduce;
+  return c == Coll::kAllReduce || c == Coll::kReduceScatter || c == Coll::kReduce ||
+         c == Coll::kReduceScatterV;
 }
 
 std::vector<int> hostLayout(int n, int variant) {
@@ -31,7 +32,7 @@ void runMatrix(const AlgorithmInfo& algo, std::span<const size_t> counts, bool f
   for (int n : ranks) {
     for (size_t count : counts) {
       for (int inPlace = 0; inPlace < 2; ++inPlace) {
-        if (inPlace && algo.coll == Coll::kAllToAll) continue;
+        if (inPlace && (algo.coll == Coll::kAllToAll || algo.coll == Coll::kAllToAllV)) continue;
         ++k;
         Case c;
         c.algo = &algo;

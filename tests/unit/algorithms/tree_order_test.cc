@@ -527,7 +527,9 @@ TEST(TreeOrder, EveryAlgorithmCorrectWithPermutedOrders) {
   for (const AlgorithmInfo& algo : registry())
     for (int n = 2; n <= kMaxN; ++n) {
       std::vector<std::vector<int>> orders = ordersFor(n);
-      bool rooted = algo.coll == Coll::kBroadcast || algo.coll == Coll::kReduce;
+      bool rooted = algo.coll == Coll::kBroadcast || algo.coll == Coll::kReduce ||
+                    algo.coll == Coll::kGather || algo.coll == Coll::kScatter ||
+                    algo.coll == Coll::kGatherV || algo.coll == Coll::kScatterV;
       for (size_t oi = 0; oi < orders.size(); ++oi)
         for (int root = 0; root < (rooted ? n : 1); ++root)
           for (size_t ci = 0; ci < std::size(counts); ++ci) {
@@ -536,7 +538,8 @@ TEST(TreeOrder, EveryAlgorithmCorrectWithPermutedOrders) {
             c.n = n;
             c.count = counts[ci];
             c.root = root;
-            c.inPlace = algo.coll != Coll::kAllToAll && (root + ci + oi) % 2;
+            c.inPlace = algo.coll != Coll::kAllToAll && algo.coll != Coll::kAllToAllV &&
+                        (root + ci + oi) % 2;
             c.ringOrder = orders[oi];
             c.hostOf.resize(n);
             for (int r = 0; r < n; ++r) c.hostOf[r] = r % 2;  // hosts interleaved
