@@ -108,10 +108,6 @@ Schedule detReduce(const CollArgs& a, const char* name);
 // sendDispls the same way. Throws when a list does not have nranks entries.
 std::vector<Range> unevenBlocks(const CollArgs& a);
 std::vector<Range> unevenSendBlocks(const CollArgs& a);
-// A transfer that is emitted even when empty: the V-collectives exchange zero-length messages
-// too, so two ranks that disagree about a block's size fail with a size mismatch, not a hang.
-inline void sendAlways(Round& rd, int peer, Slice s) { rd.ops.push_back(Schedule::send(peer, s)); }
-inline void recvAlways(Round& rd, int peer, Slice d) { rd.ops.push_back(Schedule::recv(peer, d)); }
 
 // Group helpers.
 std::vector<int> hostsOf(const CollArgs& a);  // hostOf or all zeros

@@ -1,7 +1,7 @@
 // Reduce-scatter-v linear: rank r's result is block r (counts[r] elements at displs[r]) of the
 // reduction of every rank's input, written at offset 0 of its output. Round 0: every rank sends
 // block p of its input to rank p and receives its own block from every other rank into
-// scratch (zero-length messages included, as the other V-collectives); round 1 reduces the n
+// scratch (an empty block is no message, as in the other V-collectives); round 1 reduces the n
 // contributions in rank order (((x0 op x1) op x2) ...: the same bits whatever the rank count
 // split, so deterministic mode needs nothing else). In place: recvbuff = sendbuff + displs[r].
 #include "builder.h"
@@ -20,9 +20,9 @@ Schedule reduceScatterVLinear(const CollArgs& a) {
   needScratch(s, mine * slot * c.es);
   Round& rd = at(s, 0);
   for (int p = 0; p < c.n; ++p)
-    if (p != c.r) sendAlways(rd, p, c.in(b[p]));
+    if (p != c.r) send(rd, p, c.in(b[p]));
   for (int p = 0; p < c.n; ++p)
-    if (p != c.r) recvAlways(rd, p, x[p]);
+    if (p != c.r) recv(rd, p, x[p]);
   rankOrderReduce(at(s, 1), x, c.r, c.out(0, mine));
   trim(s);
   return s;

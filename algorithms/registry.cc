@@ -101,8 +101,8 @@ const std::array kRegistry = {
                   "buffer up to 64 KiB)",
                   smallRootedBuffer, scatterBinomial},
     AlgorithmInfo{Coll::kAllGatherV, "linear",
-                  "every rank sends its block straight to every other (zero-length ones too)",
-                  always, allGatherVLinear},
+                  "every rank sends its block straight to every other, in one round", always,
+                  allGatherVLinear},
     AlgorithmInfo{Coll::kReduceScatterV, "linear",
                   "each block straight to its rank, reduced there in rank order", always,
                   reduceScatterVLinear},
@@ -110,9 +110,8 @@ const std::array kRegistry = {
                   always, gatherVLinear},
     AlgorithmInfo{Coll::kScatterV, "linear", "the root sends every block straight to its rank",
                   always, scatterVLinear},
-    AlgorithmInfo{Coll::kAllToAllV, "linear",
-                  "every block straight to its rank in one round (zero-length ones too)", always,
-                  allToAllVLinear},
+    AlgorithmInfo{Coll::kAllToAllV, "linear", "every block straight to its rank in one round",
+                  always, allToAllVLinear},
 };
 
 const std::array kNeighbor = {

@@ -1,9 +1,10 @@
 // The V-collectives that only move data, each as one round of direct transfers (a block of its
-// own size per rank: CollArgs::counts / displs, builder.h unevenBlocks). Every pair that the
-// collective connects exchanges a message, zero-length ones included, so ranks that disagree
-// about a block's size fail with a size mismatch instead of waiting. The rank's own block is a
-// local copy after the transfers (none in place), so a call that fails there leaves it
-// unwritten.
+// own size per rank: CollArgs::counts / displs, builder.h unevenBlocks). An empty block is no
+// message: a zero-length receive completes without waiting for its message, which could then
+// reach a peer that has closed the connection, and over tcp the reset that follows drops data
+// the sender has not read yet. Ranks that disagree about a non-empty block's size fail with
+// the transport's size mismatch. The rank's own block is a local copy after the transfers
+// (none in place), so a call that fails there leaves it unwritten.
 // allgatherv linear: every rank sends its block to every other; blocks land at displs[r].
 // alltoallv linear: block sendDispls[p] goes to rank p, the block from p lands at displs[p].
 // gatherv linear: every rank sends its block to the root (displs[r] in the root's output).
@@ -20,9 +21,9 @@ Schedule allGatherVLinear(const CollArgs& a) {
   const size_t mine = b[c.r].count;
   Round& rd = at(s, 0);
   for (int p = 0; p < c.n; ++p)
-    if (p != c.r) sendAlways(rd, p, c.in(0, mine));
+    if (p != c.r) send(rd, p, c.in(0, mine));
   for (int p = 0; p < c.n; ++p)
-    if (p != c.r) recvAlways(rd, p, c.out(b[p]));
+    if (p != c.r) recv(rd, p, c.out(b[p]));
   copy(at(s, 1), c.in(0, mine), c.out(b[c.r]));
   trim(s);
   return s;
@@ -37,9 +38,9 @@ Schedule allToAllVLinear(const CollArgs& a) {
                   ")");
   Round& rd = at(s, 0);
   for (int p = 0; p < c.n; ++p)
-    if (p != c.r) sendAlways(rd, p, c.in(in[p]));
+    if (p != c.r) send(rd, p, c.in(in[p]));
   for (int p = 0; p < c.n; ++p)
-    if (p != c.r) recvAlways(rd, p, c.out(out[p]));
+    if (p != c.r) recv(rd, p, c.out(out[p]));
   copy(at(s, 1), c.in(in[c.r]), c.out(out[c.r]));
   trim(s);
   return s;
@@ -51,10 +52,10 @@ Schedule gatherVLinear(const CollArgs& a) {
   const std::vector<Range> b = unevenBlocks(a);
   Round& rd = at(s, 0);
   if (c.r != a.root) {
-    sendAlways(rd, a.root, c.in(0, b[c.r].count));
+    send(rd, a.root, c.in(0, b[c.r].count));
   } else {
     for (int p = 0; p < c.n; ++p)
-      if (p != c.r) recvAlways(rd, p, c.out(b[p]));
+      if (p != c.r) recv(rd, p, c.out(b[p]));
     copy(at(s, 1), c.in(0, b[c.r].count), c.out(b[c.r]));
   }
   trim(s);
@@ -67,10 +68,10 @@ Schedule scatterVLinear(const CollArgs& a) {
   const std::vector<Range> b = unevenBlocks(a);
   Round& rd = at(s, 0);
   if (c.r != a.root) {
-    recvAlways(rd, a.root, c.out(0, b[c.r].count));
+    recv(rd, a.root, c.out(0, b[c.r].count));
   } else {
     for (int p = 0; p < c.n; ++p)
-      if (p != c.r) sendAlways(rd, p, c.in(b[p]));
+      if (p != c.r) send(rd, p, c.in(b[p]));
     copy(at(s, 1), c.in(b[c.r]), c.out(0, b[c.r].count));
   }
   trim(s);

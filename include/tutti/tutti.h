@@ -226,18 +226,18 @@ TUTTI_API tuttiResult_t tuttiBarrier(tuttiComm_t comm, tuttiStream_t stream);
 /* Uneven collectives (MPI-shaped; tutti additions). Counts and displacements are in
  * elements of datatype; the displacement of a zero-count block is not used. Each is a
  * collective of the algorithm registry ("linear": one round in which every pair the
- * call connects exchanges a message, zero-length ones too, plus a local copy of the rank's own
- * block; TUTTI_ALGO=allgatherv:linear etc.). Every rank passes the counts (and displacements)
- * arrays of the call, the same on every rank where the signature says so; inside
- * tuttiGroupStart/End a call is recorded (its arrays copied) and runs at tuttiGroupEnd, in call
- * order with the group's other collectives and before the group's tuttiSend/tuttiRecv. Receive
- * bytes outside the blocks a call writes are left untouched. A send range that overlaps the
- * receive range other than as the call's in-place layout is copied to a temporary first.
- * Device (CUDA) buffers take the staged path of the other collectives (copied through pinned
- * host memory, synchronising the host with stream); stream is ignored for host buffers. Counts
- * must agree between ranks (the elements rank a sends to rank b equal those b expects from
- * a); where they do not, the call fails (tuttiInvalidUsage, naming the size mismatch or the
- * ranks' different calls) instead of waiting.
+ * call connects exchanges its non-empty blocks, plus a local copy of the rank's own block;
+ * TUTTI_ALGO=allgatherv:linear etc.). Every rank passes the counts (and displacements) arrays of
+ * the call, the same on every rank where the signature says so; inside tuttiGroupStart/End a call
+ * is recorded (its arrays copied) and runs at tuttiGroupEnd, in call order with the group's other
+ * collectives and before the group's tuttiSend/tuttiRecv. Receive bytes outside the blocks a call
+ * writes are left untouched. A send range that overlaps the receive range other than as the call's
+ * in-place layout is copied to a temporary first. Device (CUDA) buffers take the staged path of the
+ * other collectives (copied through pinned host memory, synchronising the host with stream); stream
+ * is ignored for host buffers. Counts must agree between ranks (the elements rank a sends to rank b
+ * equal those b expects from a); where they do not, the call fails: tuttiInvalidUsage naming the
+ * size mismatch (or the ranks' different calls), or, where one side's block is empty, the error of
+ * a wait that makes no progress (tuttiTimeout naming the peer) instead of a hang.
  *
  * All-gather with per-rank counts: recvbuff on every rank gets rank r's sendcount_r elements at
  * element offset displs[r]. recvcounts[r] must equal rank r's sendcount (checked for the

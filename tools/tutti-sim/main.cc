@@ -56,7 +56,8 @@ void usage(std::ostream& os) {
         "                       0: leave direct out)\n"
         "  --tuning FILE        cost model file (default: TUTTI_TUNING_FILE, else built-in)\n"
         "  --coll C             allreduce (default) allgather reducescatter broadcast reduce\n"
-        "                       alltoall gather scatter (root 0)\n"
+        "                       alltoall gather scatter (root 0); allgatherv reducescatterv\n"
+        "                       gatherv scatterv alltoallv (even split)\n"
         "  -b, -e, -f           min size, max size, factor (nccl-tests sizes; default 1M 1G 4)\n"
         "  -d, --dtype T        float (default) double half bfloat16 int32 int8 ...\n"
         "  --algos a,b          only these algorithms (default: every applicable one)\n"
@@ -114,6 +115,11 @@ size_t countFor(algo::Coll c, size_t bytes, size_t es, int n) {
     case algo::Coll::kAllToAll:
     case algo::Coll::kGather:
     case algo::Coll::kScatter:
+    case algo::Coll::kAllGatherV:
+    case algo::Coll::kReduceScatterV:
+    case algo::Coll::kGatherV:
+    case algo::Coll::kScatterV:
+    case algo::Coll::kAllToAllV:
       return std::max<size_t>(1, bytes / es / n);
     default:
       return std::max<size_t>(1, bytes / es);
@@ -126,6 +132,11 @@ size_t sizeFor(algo::Coll c, size_t count, size_t es, int n) {
     case algo::Coll::kAllToAll:
     case algo::Coll::kGather:
     case algo::Coll::kScatter:
+    case algo::Coll::kAllGatherV:
+    case algo::Coll::kReduceScatterV:
+    case algo::Coll::kGatherV:
+    case algo::Coll::kScatterV:
+    case algo::Coll::kAllToAllV:
       return count * es * n;
     default:
       return count * es;
@@ -140,6 +151,11 @@ double busFactor(algo::Coll c, int n) {
     case algo::Coll::kAllToAll:
     case algo::Coll::kGather:
     case algo::Coll::kScatter:
+    case algo::Coll::kAllGatherV:
+    case algo::Coll::kReduceScatterV:
+    case algo::Coll::kGatherV:
+    case algo::Coll::kScatterV:
+    case algo::Coll::kAllToAllV:
       return static_cast<double>(n - 1) / n;
     default:
       return 1.0;
