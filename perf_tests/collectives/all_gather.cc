@@ -1,7 +1,9 @@
 // all_gather_perf: tuttiAllGather. size = n * sendcount elements; algbw counts the whole
 // gathered buffer; busbw = algbw * (n-1)/n.
+// Built a second time, with TUTTI_PERF_EVEN_SPLIT, as allgatherv_perf.
 #include "driver/collective.h"
 #include "driver/types.h"
+#include "even_split.h"
 
 namespace {
 using tutti_perf::Layout;
@@ -27,15 +29,29 @@ bool fillExpected(const Pattern& p, int, int, const Layout& l, void* exp) {
   }
   return true;
 }
+#ifdef TUTTI_PERF_EVEN_SPLIT
+// allgatherv_perf: the same sweep through tuttiAllGatherV with the even split (count elements per
+// rank at r * count), to compare with all_gather_perf.
+constexpr const char* kProgram = "allgatherv_perf";
+constexpr const char* kAlgoKey = "allgatherv";
+tuttiResult_t run(const void* s, void* r, size_t count, tuttiDataType_t t, tuttiRedOp_t, int,
+                  tuttiComm_t comm, tuttiStream_t stream) {
+  const tutti_perf::EvenSplit* e = nullptr;
+  if (tuttiResult_t res = tutti_perf::evenSplit(comm, count, &e); res != tuttiSuccess) return res;
+  return tuttiAllGatherV(s, count, r, e->counts.data(), e->displs.data(), t, comm, stream);
+}
+#else
+constexpr const char* kProgram = "all_gather_perf";
+constexpr const char* kAlgoKey = "allgather";
 tuttiResult_t run(const void* s, void* r, size_t count, tuttiDataType_t t, tuttiRedOp_t, int,
                   tuttiComm_t comm, tuttiStream_t stream) {
   return tuttiAllGather(s, r, count, t, comm, stream);
 }
+#endif
 }  // namespace
 
 int main(int argc, char** argv) {
-  const tutti_perf::Collective coll{
-      "all_gather_perf", "allgather", false,     false,        true, layout,
-      algFactor,         busFactor,   fillInput, fillExpected, run};
+  const tutti_perf::Collective coll{kProgram,  kAlgoKey,  false,     false,        true, layout,
+                                    algFactor, busFactor, fillInput, fillExpected, run};
   return tutti_perf::perfMain(coll, argc, argv);
 }

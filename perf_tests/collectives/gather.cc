@@ -1,8 +1,10 @@
 // gather_perf: tuttiGather to root (-r); size = n * count elements (the root's buffer); algbw
 // counts the whole gathered buffer; busbw = algbw * (n-1)/n. Only the root's result is
 // checked; in place on the root: sendbuff = recvbuff + root * count.
+// Built a second time, with TUTTI_PERF_EVEN_SPLIT, as gatherv_perf.
 #include "driver/collective.h"
 #include "driver/types.h"
+#include "even_split.h"
 
 namespace {
 using tutti_perf::Layout;
@@ -29,14 +31,29 @@ bool fillExpected(const Pattern& p, int rank, int root, const Layout& l, void* e
   }
   return true;
 }
+#ifdef TUTTI_PERF_EVEN_SPLIT
+// gatherv_perf: the same sweep through tuttiGatherV with the even split
+// (count elements per rank at r * count), to compare with gather_perf.
+constexpr const char* kProgram = "gatherv_perf";
+constexpr const char* kAlgoKey = "gatherv";
+tuttiResult_t run(const void* s, void* r, size_t count, tuttiDataType_t t, tuttiRedOp_t, int root,
+                  tuttiComm_t comm, tuttiStream_t stream) {
+  const tutti_perf::EvenSplit* e = nullptr;
+  if (tuttiResult_t res = tutti_perf::evenSplit(comm, count, &e); res != tuttiSuccess) return res;
+  return tuttiGatherV(s, count, r, e->counts.data(), e->displs.data(), t, root, comm, stream);
+}
+#else
+constexpr const char* kProgram = "gather_perf";
+constexpr const char* kAlgoKey = "gather";
 tuttiResult_t run(const void* s, void* r, size_t count, tuttiDataType_t t, tuttiRedOp_t, int root,
                   tuttiComm_t comm, tuttiStream_t stream) {
   return tuttiGather(s, r, count, t, root, comm, stream);
 }
+#endif
 }  // namespace
 
 int main(int argc, char** argv) {
-  const tutti_perf::Collective coll{"gather_perf", "gather",  false,     true,         true, layout,
-                                    algFactor,     busFactor, fillInput, fillExpected, run};
+  const tutti_perf::Collective coll{kProgram,  kAlgoKey,  false,     true,         true, layout,
+                                    algFactor, busFactor, fillInput, fillExpected, run};
   return tutti_perf::perfMain(coll, argc, argv);
 }
