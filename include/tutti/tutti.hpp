@@ -236,6 +236,19 @@ class Comm {
                   const size_t* displs, tuttiDataType_t t) const {
     check(tuttiAllGatherV(send, sendcount, recv, recvcounts, displs, t, comm_, nullptr), comm_);
   }
+  void reduceScatterV(const void* send, void* recv, const size_t* recvcounts, const size_t* displs,
+                      tuttiDataType_t t, tuttiRedOp_t op) const {
+    check(tuttiReduceScatterV(send, recv, recvcounts, displs, t, op, comm_, nullptr), comm_);
+  }
+  void gatherV(const void* send, size_t sendcount, void* recv, const size_t* recvcounts,
+               const size_t* displs, tuttiDataType_t t, int root) const {
+    check(tuttiGatherV(send, sendcount, recv, recvcounts, displs, t, root, comm_, nullptr), comm_);
+  }
+  void scatterV(const void* send, const size_t* sendcounts, const size_t* displs, void* recv,
+                size_t recvcount, tuttiDataType_t t, int root) const {
+    check(tuttiScatterV(send, sendcounts, displs, recv, recvcount, t, root, comm_, nullptr),
+          comm_);
+  }
   void allToAllV(const void* send, const size_t* sendcounts, const size_t* sdispls, void* recv,
                  const size_t* recvcounts, const size_t* rdispls, tuttiDataType_t t) const {
     check(tuttiAllToAllV(send, sendcounts, sdispls, recv, recvcounts, rdispls, t, comm_, nullptr),

@@ -63,11 +63,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Buffer sizes per rank (the simulator checks slices against them).
     const size_t es = dtypeSize(args.dtype), n = static_cast<size_t>(args.nranks);
     size_t inElems = args.count, outElems = args.count;
-    if (args.coll == algo::Coll::kAllGather) outElems = n * args.count;
-    if (args.coll == algo::Coll::kReduceScatter) inElems = n * args.count;
-    if (args.coll == algo::Coll::kAllToAll) inElems = outElems = n * args.count;
-    if (args.coll == algo::Coll::kGather) outElems = n * args.count;  // the root's extent
-    if (args.coll == algo::Coll::kScatter) inElems = n * args.count;
+    // (the V collectives run uniform here: no counts, count elements per rank)
+    using C = algo::Coll;
+    const C k = args.coll;
+    if (k == C::kAllGather || k == C::kAllGatherV || k == C::kGather || k == C::kGatherV)
+      outElems = n * args.count;  // gather: the root's extent
+    if (k == C::kReduceScatter || k == C::kReduceScatterV || k == C::kScatter || k == C::kScatterV)
+      inElems = n * args.count;
+    if (k == C::kAllToAll || k == C::kAllToAllV) inElems = outElems = n * args.count;
     std::vector<exec::SimRankBuffers> buffers(n, {nullptr, inElems * es, nullptr, outElems * es});
     exec::SimOptions opt;
     opt.moveData = false;

@@ -115,6 +115,27 @@ void collectives(int rank, const tuttiUniqueId& id) {
       for (int q = 0; q < rank; ++q) from += p + q + 1;
       for (size_t i = 0; i < rc[p]; ++i) ASSERT_EQ(r[rd[p] + i], value(call, p, from + i));
     }
+    ++call;  // reduce-scatter-v: block r (counts[r] at displs[r]) summed to rank r
+    std::vector<int64_t> whole = inputs(call, rank, 9), part(counts[rank], -1);
+    comm.reduceScatterV(whole.data(), part.data(), counts.data(), displs.data(), tuttiInt64,
+                        tuttiSum);
+    for (size_t i = 0; i < counts[rank]; ++i) {
+      const size_t at = displs[rank] + i;
+      ASSERT_EQ(part[i], value(call, 0, at) + value(call, 1, at) + value(call, 2, at)) << i;
+    }
+    ++call;  // gather-v to 2, scatter-v from 0
+    std::vector<int64_t> mine = inputs(call, rank, counts[rank]), at2(rank == 2 ? 9 : 0, -1);
+    comm.gatherV(mine.data(), mine.size(), at2.data(), counts.data(), displs.data(), tuttiInt64, 2);
+    if (rank == 2)
+      for (int r = 0; r < kRanks; ++r)
+        for (size_t i = 0; i < counts[r]; ++i) ASSERT_EQ(at2[displs[r] + i], value(call, r, i));
+    ++call;
+    std::vector<int64_t> from0 = rank == 0 ? inputs(call, 0, 9) : std::vector<int64_t>();
+    std::vector<int64_t> got(counts[rank], -1);
+    comm.scatterV(from0.data(), counts.data(), displs.data(), got.data(), got.size(), tuttiInt64,
+                  0);
+    for (size_t i = 0; i < counts[rank]; ++i)
+      ASSERT_EQ(got[i], value(call, 0, displs[rank] + i)) << i;
   }
   {  // gather to 0, scatter from 1
     ++call;
