@@ -168,6 +168,29 @@ bool isUneven(Coll c) {
          c == Coll::kScatterV || c == Coll::kAllToAllV;
 }
 
+Coll plainOf(Coll c) {
+  switch (c) {
+    case Coll::kAllGatherV:
+      return Coll::kAllGather;
+    case Coll::kReduceScatterV:
+      return Coll::kReduceScatter;
+    case Coll::kGatherV:
+      return Coll::kGather;
+    case Coll::kScatterV:
+      return Coll::kScatter;
+    case Coll::kAllToAllV:
+      return Coll::kAllToAll;
+    default:
+      return c;
+  }
+}
+
+bool blockPerRank(Coll c) {
+  c = plainOf(c);
+  return c == Coll::kAllGather || c == Coll::kReduceScatter || c == Coll::kAllToAll ||
+         c == Coll::kGather || c == Coll::kScatter;
+}
+
 std::span<const AlgorithmInfo> registry() { return kRegistry; }
 
 const AlgorithmInfo* find(Coll coll, std::string_view name) {

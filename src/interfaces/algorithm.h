@@ -35,6 +35,12 @@ constexpr int kNumColls = 13;
 const char* collName(Coll c);  // "allreduce", "allgather", "reducescatter", "broadcast", ...
 // allgatherv, reducescatterv, gatherv, scatterv, alltoallv: blocks of their own size per rank.
 bool isUneven(Coll c);
+// The collective whose layout a V-collective has with uniform blocks (allgatherv ->
+// allgather, ...); any other collective itself.
+Coll plainOf(Coll c);
+// One block per rank in one buffer (all-gather, reduce-scatter, all-to-all, gather, scatter and
+// their V forms): count is a rank's block, the buffer nranks blocks.
+bool blockPerRank(Coll c);
 
 class NeighborGraph;  // neighbor_graph.h
 

@@ -64,13 +64,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const size_t es = dtypeSize(args.dtype), n = static_cast<size_t>(args.nranks);
     size_t inElems = args.count, outElems = args.count;
     // (the V collectives run uniform here: no counts, count elements per rank)
-    using C = algo::Coll;
-    const C k = args.coll;
-    if (k == C::kAllGather || k == C::kAllGatherV || k == C::kGather || k == C::kGatherV)
+    const algo::Coll plain = algo::plainOf(args.coll);
+    if (plain == algo::Coll::kAllGather || plain == algo::Coll::kGather)
       outElems = n * args.count;  // gather: the root's extent
-    if (k == C::kReduceScatter || k == C::kReduceScatterV || k == C::kScatter || k == C::kScatterV)
+    if (plain == algo::Coll::kReduceScatter || plain == algo::Coll::kScatter)
       inElems = n * args.count;
-    if (k == C::kAllToAll || k == C::kAllToAllV) inElems = outElems = n * args.count;
+    if (plain == algo::Coll::kAllToAll) inElems = outElems = n * args.count;
     std::vector<exec::SimRankBuffers> buffers(n, {nullptr, inElems * es, nullptr, outElems * es});
     exec::SimOptions opt;
     opt.moveData = false;

@@ -254,23 +254,7 @@ const std::vector<FaultInfo>& faults() {
 // whose layout it has, so the plain faults find its blocks.
 algo::CollArgs plainArgs(const algo::CollArgs& a) {
   algo::CollArgs p = a;
-  switch (a.coll) {
-    case Coll::kAllGatherV:
-      p.coll = Coll::kAllGather;
-      break;
-    case Coll::kReduceScatterV:
-      p.coll = Coll::kReduceScatter;
-      break;
-    case Coll::kGatherV:
-      p.coll = Coll::kGather;
-      break;
-    case Coll::kScatterV:
-      p.coll = Coll::kScatter;
-      break;
-    default:
-      p.coll = Coll::kAllToAll;
-      break;
-  }
+  p.coll = algo::plainOf(a.coll);
   p.count = a.counts[static_cast<size_t>(a.rank)];
   p.counts.clear();
   p.displs.clear();

@@ -109,57 +109,14 @@ bool parseDtype(const std::string& s, tuttiDataType_t* t) {
 
 // nccl-tests conventions: the count argument for a size column S, and the busbw factor.
 size_t countFor(algo::Coll c, size_t bytes, size_t es, int n) {
-  switch (c) {
-    case algo::Coll::kAllGather:
-    case algo::Coll::kReduceScatter:
-    case algo::Coll::kAllToAll:
-    case algo::Coll::kGather:
-    case algo::Coll::kScatter:
-    case algo::Coll::kAllGatherV:
-    case algo::Coll::kReduceScatterV:
-    case algo::Coll::kGatherV:
-    case algo::Coll::kScatterV:
-    case algo::Coll::kAllToAllV:
-      return std::max<size_t>(1, bytes / es / n);
-    default:
-      return std::max<size_t>(1, bytes / es);
-  }
+  return std::max<size_t>(1, algo::blockPerRank(c) ? bytes / es / n : bytes / es);
 }
 size_t sizeFor(algo::Coll c, size_t count, size_t es, int n) {
-  switch (c) {
-    case algo::Coll::kAllGather:
-    case algo::Coll::kReduceScatter:
-    case algo::Coll::kAllToAll:
-    case algo::Coll::kGather:
-    case algo::Coll::kScatter:
-    case algo::Coll::kAllGatherV:
-    case algo::Coll::kReduceScatterV:
-    case algo::Coll::kGatherV:
-    case algo::Coll::kScatterV:
-    case algo::Coll::kAllToAllV:
-      return count * es * n;
-    default:
-      return count * es;
-  }
+  return algo::blockPerRank(c) ? count * es * n : count * es;
 }
 double busFactor(algo::Coll c, int n) {
-  switch (c) {
-    case algo::Coll::kAllReduce:
-      return 2.0 * (n - 1) / n;
-    case algo::Coll::kAllGather:
-    case algo::Coll::kReduceScatter:
-    case algo::Coll::kAllToAll:
-    case algo::Coll::kGather:
-    case algo::Coll::kScatter:
-    case algo::Coll::kAllGatherV:
-    case algo::Coll::kReduceScatterV:
-    case algo::Coll::kGatherV:
-    case algo::Coll::kScatterV:
-    case algo::Coll::kAllToAllV:
-      return static_cast<double>(n - 1) / n;
-    default:
-      return 1.0;
-  }
+  if (c == algo::Coll::kAllReduce) return 2.0 * (n - 1) / n;
+  return algo::blockPerRank(c) ? static_cast<double>(n - 1) / n : 1.0;
 }
 
 struct Options {

@@ -40,24 +40,6 @@ bool isReduction(Coll c) {
   return c == Coll::kAllReduce || c == Coll::kReduceScatter || c == Coll::kReduce;
 }
 
-// A V-collective without counts runs the uniform layout of its plain counterpart.
-Coll uniformOf(Coll c) {
-  switch (c) {
-    case Coll::kAllGatherV:
-      return Coll::kAllGather;
-    case Coll::kReduceScatterV:
-      return Coll::kReduceScatter;
-    case Coll::kGatherV:
-      return Coll::kGather;
-    case Coll::kScatterV:
-      return Coll::kScatter;
-    case Coll::kAllToAllV:
-      return Coll::kAllToAll;
-    default:
-      return c;
-  }
-}
-
 }  // namespace
 
 std::vector<int> evensThenOdds(int n) {
@@ -99,7 +81,8 @@ CollArgs argsFor(const Case& c, int rank) {
 
 Outcome run(const Case& c) {
   Outcome res;
-  const Coll coll = uniformOf(c.algo->coll);
+  // A V-collective without counts runs the uniform layout of its plain counterpart.
+  const Coll coll = plainOf(c.algo->coll);
   const size_t es = dtypeSize(c.dtype);
   const int n = c.n;
   std::vector<exec::Schedule> scheds;
