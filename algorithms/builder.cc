@@ -245,4 +245,48 @@ std::vector<std::vector<int>> hostGroups(const CollArgs& a) {
   return groups;
 }
 
+std::vector<int> HostGrid::rail(int p) const {
+  std::vector<int> r(hosts);
+  for (int g = 0; g < hosts; ++g) r[g] = groups[g][p];
+  return r;
+}
+
+std::vector<std::pair<int, int>> consecutiveRuns(std::span<const int> ranks) {
+  std::vector<std::pair<int, int>> runs;
+  int n = static_cast<int>(ranks.size());
+  for (int i = 0; i < n; ++i) {
+    if (i > 0 && ranks[i] == ranks[i - 1] + 1)
+      runs.back().second = i + 1;
+    else
+      runs.emplace_back(i, i + 1);
+  }
+  return runs;
+}
+
+bool gridHosts(const CollArgs& a) {
+  if (static_cast<int>(a.hostOf.size()) != a.nranks || numHosts(a) < 2) return false;
+  std::map<int, int> size;
+  for (int h : a.hostOf) ++size[h];
+  for (auto& [h, k] : size)
+    if (k != size.begin()->second) return false;
+  return true;
+}
+
+HostGrid hostGrid(const CollArgs& a) {
+  TUTTI_CHECK_ARG(gridHosts(a), collName(a.coll),
+                  ": the hierarchical algorithm needs ranks on more than one host, equally "
+                  "many on each");
+  HostGrid grid;
+  grid.groups = hostGroups(a);
+  grid.hosts = static_cast<int>(grid.groups.size());
+  grid.perHost = static_cast<int>(grid.groups[0].size());
+  for (int g = 0; g < grid.hosts; ++g)
+    for (int p = 0; p < grid.perHost; ++p)
+      if (grid.groups[g][p] == a.rank) {
+        grid.host = g;
+        grid.local = p;
+      }
+  return grid;
+}
+
 }  // namespace tutti::algo::detail

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <functional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "algorithms/patterns/patterns.h"
@@ -119,5 +120,24 @@ int numHosts(const CollArgs& a);
 // the host there: its NIC-nearest end). Empty ringOrder: hosts by increasing host index,
 // members by increasing rank.
 std::vector<std::vector<int>> hostGroups(const CollArgs& a);
+
+// Ranks on more than one host, every host with the same number of ranks, as a grid: rank(g, p)
+// is member p of host g in hostGroups order. A rail is the ranks with one member index, one per
+// host: the hierarchical all-gather, reduce-scatter and all-to-all cross hosts only along rails.
+struct HostGrid {
+  std::vector<std::vector<int>> groups;
+  int hosts = 0, perHost = 0;  // nh, L
+  int host = 0, local = 0;     // this rank's host and member index
+  int rank(int g, int p) const { return groups[g][p]; }
+  std::vector<int> rail(int p) const;  // rank(g, p) for every host g
+};
+// Runs [first, last) of consecutive entries of `ranks` that are consecutive ranks: where a
+// rail's blocks lie side by side in a buffer with a block per rank (ranks interleaved across
+// hosts), the hierarchical builders move them as one slice.
+std::vector<std::pair<int, int>> consecutiveRuns(std::span<const int> ranks);
+// True when a.hostOf puts the ranks on more than one host with equally many ranks on each.
+bool gridHosts(const CollArgs& a);
+// The grid of a (throws unless gridHosts(a)), seen from rank a.rank.
+HostGrid hostGrid(const CollArgs& a);
 
 }  // namespace tutti::algo::detail

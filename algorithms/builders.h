@@ -20,10 +20,12 @@ exec::Schedule allGatherRing(const CollArgs& a);
 exec::Schedule allGatherRd(const CollArgs& a);
 exec::Schedule allGatherBruck(const CollArgs& a);
 exec::Schedule allGatherDirect(const CollArgs& a);
+exec::Schedule allGatherHier(const CollArgs& a);
 
 exec::Schedule reduceScatterRing(const CollArgs& a);
 exec::Schedule reduceScatterRhalving(const CollArgs& a);
 exec::Schedule reduceScatterDirect(const CollArgs& a);
+exec::Schedule reduceScatterHier(const CollArgs& a);
 
 exec::Schedule broadcastChain(const CollArgs& a);
 exec::Schedule broadcastBinomial(const CollArgs& a);
@@ -32,6 +34,7 @@ exec::Schedule reduceChain(const CollArgs& a);
 exec::Schedule reduceBinomial(const CollArgs& a);
 
 exec::Schedule allToAllPairwise(const CollArgs& a);
+exec::Schedule allToAllHier(const CollArgs& a);
 
 exec::Schedule gatherLinear(const CollArgs& a);
 exec::Schedule gatherBinomial(const CollArgs& a);

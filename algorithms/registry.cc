@@ -28,6 +28,7 @@ bool smallRootedBuffer(const CollArgs& a) {
 bool multiHost(const CollArgs& a) {
   return static_cast<int>(a.hostOf.size()) == a.nranks && detail::numHosts(a) > 1;
 }
+bool gridHosts(const CollArgs& a) { return detail::gridHosts(a); }
 
 using namespace detail;
 
@@ -70,6 +71,10 @@ const std::array kRegistry = {
     AlgorithmInfo{Coll::kAllGather, "direct",
                   "shm only: copy every block straight from the peers' shared windows", hasWindow,
                   allGatherDirect},
+    AlgorithmInfo{Coll::kAllGather, "hier",
+                  "hierarchical: ring along each rail across hosts, then columns around each "
+                  "host (needs > 1 host, equally many ranks on each)",
+                  gridHosts, allGatherHier},
     AlgorithmInfo{Coll::kReduceScatter, "ring", "ring reduce-scatter along the ring order", always,
                   reduceScatterRing},
     AlgorithmInfo{Coll::kReduceScatter, "rhalving",
@@ -78,6 +83,10 @@ const std::array kRegistry = {
     AlgorithmInfo{Coll::kReduceScatter, "direct",
                   "shm only: reduce the own block straight from every peer's shared window",
                   hasWindow, reduceScatterDirect},
+    AlgorithmInfo{Coll::kReduceScatter, "hier",
+                  "hierarchical: columns reduced around each host, then a ring along each rail "
+                  "across hosts (needs > 1 host, equally many ranks on each)",
+                  gridHosts, reduceScatterHier},
     AlgorithmInfo{Coll::kBroadcast, "chain", "pipelined chain from the root, in chunks", always,
                   broadcastChain},
     AlgorithmInfo{Coll::kBroadcast, "binomial", "binomial tree from the root", always,
@@ -88,6 +97,10 @@ const std::array kRegistry = {
                   reduceBinomial},
     AlgorithmInfo{Coll::kAllToAll, "pairwise", "n-1 rounds of pairwise exchange", always,
                   allToAllPairwise},
+    AlgorithmInfo{Coll::kAllToAll, "hier",
+                  "hierarchical: one packed message to each member of the host, then one to "
+                  "each rail peer on the other hosts (needs > 1 host, equally many ranks on each)",
+                  gridHosts, allToAllHier},
     AlgorithmInfo{Coll::kGather, "linear", "every rank sends its block straight to the root",
                   always, gatherLinear},
     AlgorithmInfo{Coll::kGather, "binomial",

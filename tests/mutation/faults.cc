@@ -236,7 +236,8 @@ const std::vector<FaultInfo>& faults() {
        "stale buffer across calls",
        "the first receive into scratch lands in spare scratch: the readers see the last call's "
        "data",
-       {Coll::kAllReduce, Coll::kReduceScatter, Coll::kReduce, Coll::kReduceScatterV}},
+       {Coll::kAllReduce, Coll::kReduceScatter, Coll::kReduce, Coll::kReduceScatterV,
+        Coll::kAllToAll}},
       {Fault::kDropPeer,
        "peer contribution dropped",
        "the first received (or window) contribution is not reduced",

@@ -2,7 +2,8 @@
 // namespaces tutti-h0..3 of tools/netns-cluster.sh, joined by veth + a bridge), launched by
 // `tuttirun --hosts`, each running collectives_netns_rank (every collective x algorithm x
 // in/out-of-place x counts, every dtype x op). One rank per namespace means every connection
-// is tcp; the 5-rank placement mixes shm inside a namespace with tcp across. Skips unless
+// is tcp; the 5-rank placement mixes shm inside a namespace with tcp across, and 2 x 2 also runs
+// the hierarchical all-gather, reduce-scatter and all-to-all with two ranks per host. Skips unless
 // root with a working `ip netns`.
 #include <gtest/gtest.h>
 
@@ -59,7 +60,8 @@ TEST_P(CollectivesNetns, EveryCollectiveAlgorithmOverTcp) {
 
 INSTANTIATE_TEST_SUITE_P(Placements, CollectivesNetns,
                          ::testing::Values(Placement{{1, 1}}, Placement{{1, 1, 1}},
-                                           Placement{{1, 1, 1, 1}}, Placement{{2, 2, 1}}),
+                                           Placement{{1, 1, 1, 1}}, Placement{{2, 2, 1}},
+                                           Placement{{2, 2}}),
                          [](const ::testing::TestParamInfo<Placement>& info) {
                            return std::to_string(info.param.ranks()) + "RanksOn" +
                                   std::to_string(info.param.perHost.size()) + "Hosts";
