@@ -24,6 +24,7 @@
 #include "bootstrap/watched_store.h"
 #include "comm/call_tag.h"
 #include "comm/connection_set.h"
+#include "comm/membership.h"
 #include "comm/place_topology.h"
 #include "comm/planner.h"
 #include "comm/rank_place.h"
@@ -43,53 +44,6 @@
 namespace tutti {
 
 namespace {
-
-// A rank's record: host id, host name, pid, pid namespace, its standby store's address
-// (bootstrap/standby.h; empty when it has none) and its place (rank_place.h), one per line.
-std::vector<std::byte> encodePeer(const transport::PeerInfo& p, const std::string& standby,
-                                  const RankPlace& place) {
-  std::string s = p.hostId + '\n' + p.hostname + '\n' + std::to_string(p.pid) + '\n' +
-                  std::to_string(p.pidNs) + '\n' + standby + '\n' + encodePlace(place);
-  auto bytes = std::as_bytes(std::span<const char>(s.data(), s.size()));
-  return {bytes.begin(), bytes.end()};
-}
-
-transport::PeerInfo decodePeer(int rank, const std::vector<std::byte>& v, std::string* standby,
-                               RankPlace* place) {
-  std::string s(reinterpret_cast<const char*>(v.data()), v.size());
-  transport::PeerInfo p;
-  p.rank = rank;
-  size_t a = s.find('\n');
-  size_t b = a == std::string::npos ? a : s.find('\n', a + 1);
-  size_t c = b == std::string::npos ? b : s.find('\n', b + 1);
-  size_t d = c == std::string::npos ? c : s.find('\n', c + 1);
-  size_t e = d == std::string::npos ? d : s.find('\n', d + 1);
-  if (e == std::string::npos) fail(tuttiInternalError, "malformed peer record from rank ", rank);
-  p.hostId = s.substr(0, a);
-  p.hostname = s.substr(a + 1, b - a - 1);
-  p.pid = static_cast<pid_t>(std::stol(s.substr(b + 1, c - b - 1)));
-  p.pidNs = std::stoull(s.substr(c + 1, d - c - 1));
-  *standby = s.substr(d + 1, e - d - 1);
-  *place = decodePlace(s.substr(e + 1), rank);
-  return p;
-}
-
-uint64_t pidNamespace() {
-  struct stat st {};
-  return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
-}
-
-}  // namespace
-
-// A process of this pid namespace that no longer runs: no such pid, or a zombie (killed, not
-// yet reaped by its parent).
-namespace {
-
-std::string localHostname() {
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  return host;
-}
 
 // Upper bound of TUTTI_SHM_WINDOW_BYTES (a window per rank, all mapped by every rank).
 constexpr int64_t kMaxWindowBytes = int64_t{1} << 30;
@@ -191,63 +145,35 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
                                                         seed ? (seed->ring != nullptr) : -1);
     Deadline deadline(options_.timeoutSec);
 
+    const bool reorder = env::getBool("TUTTI_TOPO_REORDER");
     if (seed) {
       TUTTI_ASSERT(static_cast<int>(seed->peers.size()) == nranks_);
-      peers_ = std::move(seed->peers);
-      places_ = std::move(seed->places);
-      standbyOf_ = std::move(seed->standbyOf);
+      membership_ = std::make_shared<const Membership>(
+          membershipFromRecords(rank_, std::move(seed->peers), std::move(seed->places),
+                                std::move(seed->standbyOf), reorder));
       standby_ = std::move(seed->myStandby);
       if (seed->ring) bootstrap_->adoptRing(std::move(*seed->ring), seed->nextRing);
       testDieAt("split", rank_);
     } else {
-      transport::PeerInfo me{rank_, bootstrap::localHostId(), localHostname(), getpid(),
-                             pidNamespace()};
+      transport::PeerInfo me = localPeerInfo(rank_);
       // A rank claimed twice or a disagreement on nranks fails here, naming them.
       bootstrap_->join("host " + me.hostname + ", pid " + std::to_string(me.pid), deadline);
       openStandby(store_.get(), &standby_);
       std::string myStandby = standby_ ? standby_->address().encode() : std::string();
-      auto all = bootstrap_->allGather("peers", encodePeer(me, myStandby, myPlace), deadline);
-      peers_.resize(nranks_);
-      places_.resize(nranks_);
-      standbyOf_.resize(nranks_);
-      for (int r = 0; r < nranks_; ++r) {
-        std::string standby;
-        peers_[r] = decodePeer(r, all[r], &standby, &places_[r]);
-        standbyOf_[r] = bootstrap::StandbyAddress::parse(standby);
-      }
+      membership_ = std::make_shared<const Membership>(
+          exchangeMembership(*bootstrap_, me, myStandby, myPlace, reorder, deadline));
     }
-    std::vector<pid_t> visiblePids(nranks_, 0);
-    for (int r = 0; r < nranks_; ++r) {
-      const transport::PeerInfo& p = peers_[r];
-      if (p.hostId == peers_[rank_].hostId && p.pidNs == peers_[rank_].pidNs && p.pidNs != 0)
-        visiblePids[r] = p.pid;
-    }
-    liveness_ = std::make_unique<LocalLiveness>(std::move(visiblePids), rank_);
-    bootstrap_->setDescribe([this](int r) {
-      return "host " + peers_[r].hostname + ", pid " + std::to_string(peers_[r].pid);
-    });
+    liveness_ = std::make_unique<LocalLiveness>(membership_->visiblePids(), rank_);
+    bootstrap_->setDescribe([m = membership_](int r) { return m->describe(r); });
     // Bootstrap waits on the ring name a rank on this host that died before it arrived.
     bootstrap_->setWatch(
         [this] { return liveness_->sweep(); },
         [this](int r, const std::string& how) { throw diedError(r, how.c_str()); });
-    std::map<std::string, int> hostIndex;
-    hostOf_.resize(nranks_);
-    for (int r = 0; r < nranks_; ++r) {
-      auto it = hostIndex.emplace(peers_[r].hostId, static_cast<int>(hostIndex.size())).first;
-      hostOf_[r] = it->second;
-    }
-    multiHost_ = hostIndex.size() > 1;
-    if (env::getBool("TUTTI_TOPO_REORDER")) {
-      ringOrder_ = ringOrderFromPlaces(hostOf_, places_);
-      bool identity = true;
-      for (int i = 0; i < nranks_; ++i) identity = identity && ringOrder_[i] == i;
-      if (identity) ringOrder_.clear();
-    }
     logPlacement();
     planner_ = std::make_unique<Planner>(makeTopologyModel());
-    bindOnce(hostOf_, rank_);
+    bindOnce(membership_->hostOf, rank_);
     long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
-    oversubscribed_ = std::count(hostOf_.begin(), hostOf_.end(), hostOf_[rank_]) > cores;
+    oversubscribed_ = membership_->ranksOnHostOf(rank_) > cores;
     directChunkBytes_ =
         static_cast<size_t>(std::max<int64_t>(4096, env::getInt("TUTTI_CHUNK_BYTES")));
     std::string yield = env::getString("TUTTI_SPIN_YIELD");
@@ -276,14 +202,9 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
                                              options_.transport,
                                              [this](int p) { return describePeer(p); });
     watchedStore_ = std::make_shared<bootstrap::WatchedStore>(store_, [this] { watchPeers(); });
-    transport::Context ctx{rank_,
-                           nranks_,
-                           peers_,
-                           watchedStore_.get(),
-                           &aborted_,
-                           myPlace.nearNics,
-                           [this] { watchPeers(); },
-                           {}};
+    transport::Context ctx{
+        rank_,     nranks_,          membership_->peers,       watchedStore_.get(),
+        &aborted_, myPlace.nearNics, [this] { watchPeers(); }, {}};
     // Setup all-gathers (the shared window's) around the bootstrap ring where there is one;
     // without it they stay in the watched store, whose waits call watchPeers().
     if (bootstrap_->usesRing())
@@ -297,7 +218,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
     testDieAt("setup", rank_);
     bootstrap_->barrier("setup", deadline);
     TUTTI_INFO(kInit, "communicator " << options_.name << " rank " << rank_ << "/" << nranks_
-                                      << " ready, " << hostIndex.size() << " host(s)");
+                                      << " ready, " << membership_->hosts << " host(s)");
   } catch (...) {
     ::close(abortFd_);
     throw;
@@ -524,8 +445,9 @@ void Communicator::leave() {
 std::string Communicator::describePeer(int peer) const {
   std::ostringstream os;
   os << "rank " << peer;
-  if (peer >= 0 && static_cast<size_t>(peer) < peers_.size())
-    os << " (host " << peers_[peer].hostname << ", pid " << peers_[peer].pid << ")";
+  if (peer >= 0 && peer < membership_->size())
+    os << " (host " << membership_->peers[peer].hostname << ", pid " << membership_->peers[peer].pid
+       << ")";
   return os.str();
 }
 
@@ -581,10 +503,10 @@ std::unique_ptr<tuning::CostModel> Communicator::makeTopologyModel() const {
   if (t == nullptr) return nullptr;
   std::vector<topo::DeviceRef> devs(nranks_);
   for (int r = 0; r < nranks_; ++r) {
-    auto d = deviceOfPlace(places_[r], hostOf_[r]);
+    auto d = deviceOfPlace(membership_->places[r], membership_->hostOf[r]);
     // Every rank decides alike: all places are GPUs, or all NUMA nodes, of one topology (the
     // same file or probe on every host).
-    if (!d || places_[r].origin != places_[rank_].origin) return nullptr;
+    if (!d || membership_->places[r].origin != membership_->places[rank_].origin) return nullptr;
     if (d->kind != topo::DevKind::kGpu && d->kind != topo::DevKind::kCpu) return nullptr;
     if (r > 0 && d->kind != devs[0].kind) return nullptr;
     devs[r] = *d;
@@ -597,34 +519,37 @@ std::unique_ptr<tuning::CostModel> Communicator::makeTopologyModel() const {
   auto model = std::make_unique<tuning::CostModel>();
   std::string desc = tuning::applyTopology(
       *model, *t, [devs](int r) { return devs[r]; }, nranks_);
-  TUTTI_INFO(kTuning, "cost model from the topology " << places_[rank_].origin << ": " << desc);
+  TUTTI_INFO(kTuning,
+             "cost model from the topology " << membership_->places[rank_].origin << ": " << desc);
   return model;
 }
 
 void Communicator::logPlacement() const {
   if (!log::enabled(log::Level::kInfo, log::Subsys::kTopo)) return;
-  std::vector<int> order = ringOrder_;
+  std::vector<int> order = membership_->ringOrder;
   if (order.empty())
     for (int r = 0; r < nranks_; ++r) order.push_back(r);
   auto hop = [&](int a, int b) -> std::string {
-    if (hostOf_[a] != hostOf_[b]) return "NET";
+    if (membership_->hostOf[a] != membership_->hostOf[b]) return "NET";
     // Only this host's topology is known here: other hosts' hops are in their ranks' lines.
-    if (hostOf_[a] != hostOf_[rank_]) return "?";
-    return localHopClass(places_[a].device, places_[b].device);
+    if (membership_->hostOf[a] != membership_->hostOf[rank_]) return "?";
+    return localHopClass(membership_->places[a].device, membership_->places[b].device);
   };
   if (rank_ == 0) {
     std::ostringstream os;
     for (int i = 0; i < nranks_; ++i) {
       int a = order[i], b = order[(i + 1) % nranks_];
-      os << a << (places_[a].device.empty() ? "" : "[" + places_[a].device + "]");
+      os << a
+         << (membership_->places[a].device.empty() ? ""
+                                                   : "[" + membership_->places[a].device + "]");
       if (nranks_ > 1) os << " -" << hop(a, b) << "-> ";
     }
     if (nranks_ > 1) os << order[0];
     TUTTI_INFO(kTopo, "comm " << prefix_ << " nranks " << nranks_ << " ring: " << os.str());
     // The trees the tree algorithms build over that order (tutti-topo prints the same).
-    for (const auto& tree : algo::patterns::treesForOrder(ringOrder_, nranks_))
+    for (const auto& tree : algo::patterns::treesForOrder(membership_->ringOrder, nranks_))
       TUTTI_INFO(kTopo, "comm " << prefix_ << " " << algo::patterns::treeLine(tree));
-    if (multiHost_) {
+    if (membership_->multiHost()) {
       // hier's host groups, as it builds them: each host's members, its leader first.
       std::ostringstream groups;
       for (const auto& g :
@@ -638,9 +563,10 @@ void Communicator::logPlacement() const {
   }
   int pos = static_cast<int>(std::find(order.begin(), order.end(), rank_) - order.begin());
   int next = order[(pos + 1) % nranks_], prev = order[(pos + nranks_ - 1) % nranks_];
-  const RankPlace& me = places_[rank_];
-  TUTTI_INFO(kTopo, "comm " << prefix_ << " rank " << rank_ << " host " << hostOf_[rank_]
-                            << " device " << (me.device.empty() ? "unknown" : me.device) << " CPUs "
+  const RankPlace& me = membership_->places[rank_];
+  TUTTI_INFO(kTopo, "comm " << prefix_ << " rank " << rank_ << " host "
+                            << membership_->hostOf[rank_] << " device "
+                            << (me.device.empty() ? "unknown" : me.device) << " CPUs "
                             << (me.cpus.empty() ? "?" : me.cpus) << " (topology "
                             << (me.origin.empty() ? "none" : me.origin) << ", host NIC "
                             << (me.nic.empty() ? "none" : me.nic) << ", nearest NIC "
@@ -677,8 +603,8 @@ algo::CollArgs Communicator::baseArgs(algo::Coll coll, size_t count, tuttiDataTy
   a.rank = rank_;
   a.nranks = nranks_;
   a.deterministic = options_.deterministic;
-  if (multiHost_) a.hostOf = hostOf_;
-  a.ringOrder = ringOrder_;
+  if (membership_->multiHost()) a.hostOf = membership_->hostOf;
+  a.ringOrder = membership_->ringOrder;
   return a;
 }
 
@@ -724,7 +650,8 @@ void Communicator::ensureWindow() {
   if (windowTried_) return;
   windowTried_ = true;
   int64_t bytes = env::getInt("TUTTI_SHM_WINDOW_BYTES");
-  bool oneHost = std::all_of(hostOf_.begin(), hostOf_.end(), [](int h) { return h == 0; });
+  bool oneHost = std::all_of(membership_->hostOf.begin(), membership_->hostOf.end(),
+                             [](int h) { return h == 0; });
   if (nranks_ < 2 || !oneHost || bytes <= 0) return;
   testDieAt("window", rank_);
   Deadline deadline(options_.timeoutSec);
@@ -989,9 +916,9 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, CommOption
   for (int i = 0; i < n; ++i) {
     const Member& m = members[i];
     if (m.rank == rank_) newRank = i;
-    seed->peers.push_back(peers_[m.rank]);
+    seed->peers.push_back(membership_->peers[m.rank]);
     seed->peers.back().rank = i;
-    seed->places.push_back(places_[m.rank]);
+    seed->places.push_back(membership_->places[m.rank]);
     seed->standbyOf.push_back(bootstrap::StandbyAddress::parse(m.standby));
   }
   if (seed->ring) {

@@ -24,6 +24,7 @@
 #include "comm/call_trace.h"
 #include "comm/call_watch.h"
 #include "comm/local_liveness.h"
+#include "comm/membership.h"
 #include "comm/rank_place.h"
 #include "exec/executor.h"
 #include "exec/schedule.h"
@@ -297,12 +298,8 @@ class Communicator {
   CommOptions options_;
   std::string initialAlgo_;  // options_.algo as made at init (setAlgorithm("") restores it)
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
-  std::vector<transport::PeerInfo> peers_;
-  std::vector<int> hostOf_;        // host index of each rank
-  bool multiHost_ = false;         // ranks on more than one host
-  std::vector<RankPlace> places_;  // each rank's device and NIC closeness (rank_place.h)
-  // Ranks in ring order (ring_order.h; trees are built over its positions); empty = 0..n-1.
-  std::vector<int> ringOrder_;
+  // Who the ranks are (peers, places, hosts, ring order, standby addresses); made once.
+  std::shared_ptr<const Membership> membership_;
   std::unique_ptr<ConnectionSet> links_;  // transports and lazily made connections
   std::vector<std::byte> scratch_;
   std::atomic<bool> aborted_{false};
@@ -310,9 +307,8 @@ class Communicator {
   int splitCount_ = 0;
   int shrinkCount_ = 0;
   int agreeCount_ = 0;
-  // This rank's standby store (null when it could not listen) and every rank's address.
+  // This rank's standby store (null when it could not listen).
   std::unique_ptr<bootstrap::StandbyStore> standby_;
-  std::vector<bootstrap::StandbyAddress> standbyOf_;
   // When watchPeers last probed the remote peers being connected.
   mutable std::chrono::steady_clock::time_point lastRemoteProbe_{};
   const char* lastAlgorithm_ = "none";

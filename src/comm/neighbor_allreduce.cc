@@ -11,9 +11,7 @@
 
 namespace tutti {
 
-int Communicator::hostCount() const {
-  return hostOf_.empty() ? 1 : *std::max_element(hostOf_.begin(), hostOf_.end()) + 1;
-}
+int Communicator::hostCount() const { return membership_->hosts; }
 
 void Communicator::neighborAllReduce(const void* send, void* recv, size_t count,
                                      tuttiDataType_t dtype, const algo::NeighborGraph& graph,

@@ -55,7 +55,7 @@ double secondsSince(const Deadline& d) { return d.totalSeconds() - d.secondsLeft
 
 bootstrap::Liveness Communicator::probeRank(int r, const Deadline& deadline) const {
   if (r == rank_) return bootstrap::Liveness::kAlive;
-  const auto& a = standbyOf_[r];
+  const auto& a = membership_->standbyOf[r];
   if (!a.valid()) return bootstrap::Liveness::kAlive;  // cannot tell: assume it is
   double t = std::max(0.05, std::min(kProbeSeconds, deadline.secondsLeft()));
   return bootstrap::probe(a.addr, t);
@@ -74,7 +74,7 @@ int Communicator::firstDeadRankIfAlive(int peer) const {
 int Communicator::firstGoneRankExcept(int peer, const Deadline& deadline) const {
   try {
     for (int r = 0; r < nranks_; ++r)
-      if (r != rank_ && r != peer && (standbyOf_[r].valid() || pidVisible(r)) &&
+      if (r != rank_ && r != peer && (membership_->standbyOf[r].valid() || pidVisible(r)) &&
           !processAlive(r, deadline))
         return r;
   } catch (const Error&) {
@@ -85,12 +85,12 @@ int Communicator::firstGoneRankExcept(int peer, const Deadline& deadline) const 
 bool Communicator::processAlive(int r, const Deadline& deadline) const {
   // A rank on this host is asked by pid: one that destroyed its communicator after a failure
   // elsewhere (its standby socket closed) is still alive. Elsewhere: its standby address.
-  if (pidVisible(r)) return !processGone(peers_[r].pid);
+  if (pidVisible(r)) return !processGone(membership_->peers[r].pid);
   return probeRank(r, deadline) == bootstrap::Liveness::kAlive;
 }
 
 std::shared_ptr<bootstrap::Store> Communicator::connectStandby(int r, const Deadline& deadline) {
-  if (!standbyOf_[r].valid())
+  if (!membership_->standbyOf[r].valid())
     fail(tuttiUnsupported, describePeer(r),
          " has no standby store (it could not listen at init: see its warning), so this "
          "communicator cannot shrink or agree");
@@ -99,14 +99,14 @@ std::shared_ptr<bootstrap::Store> Communicator::connectStandby(int r, const Dead
     if (probeRank(r, deadline) != bootstrap::Liveness::kAlive && r != rank_) return nullptr;
     if (deadline.expired())
       fail(tuttiTimeout, describePeer(r), " did not serve its standby store at ",
-           standbyOf_[r].addr.toString(), " within ", deadline.totalSeconds(),
+           membership_->standbyOf[r].addr.toString(), " within ", deadline.totalSeconds(),
            " s (alive, but not in this call?)");
     // The rank may not have reached this call yet: its kernel holds the connection until
     // it serves; a try that times out is repeated as long as the rank is alive.
     Deadline attempt(std::min(kHandshakeTrySeconds, std::max(0.0, deadline.secondsLeft())));
     try {
-      return std::make_shared<bootstrap::TcpStore>(standbyOf_[r].addr, standbyOf_[r].secret,
-                                                   attempt);
+      return std::make_shared<bootstrap::TcpStore>(membership_->standbyOf[r].addr,
+                                                   membership_->standbyOf[r].secret, attempt);
     } catch (const Error& e) {
       if (e.code() == tuttiInvalidArgument) throw;
       TUTTI_TRACE(kInit, "rank " << rank_ << ": standby store of rank " << r << ": " << e.what());
