@@ -45,19 +45,16 @@ namespace tutti {
 
 namespace {
 
-// Upper bound of TUTTI_SHM_WINDOW_BYTES (a window per rank, all mapped by every rank).
-constexpr int64_t kMaxWindowBytes = int64_t{1} << 30;
-
 // watchPeers' probes of peers on other hosts: how often, and how long one connect may take.
 constexpr std::chrono::milliseconds kRemoteProbeInterval{250};
 constexpr double kRemoteProbeTimeoutSeconds = 0.5;
 
 // TUTTI_BIND: the first communicator of the process binds it (later ones, possibly over a
 // subset of ranks with other local indices, keep that binding).
-void bindOnce(const std::vector<int>& hostOf, int rank) {
+void bindOnce(const std::string& bind, const std::vector<int>& hostOf, int rank) {
   static std::once_flag once;
   std::call_once(once, [&] {
-    topo::BindMode mode = topo::parseBindMode(env::getString("TUTTI_BIND"));
+    topo::BindMode mode = topo::parseBindMode(bind);
     if (mode == topo::BindMode::kNone) return;
     int local = 0, localRanks = 0;
     for (int r = 0; r < static_cast<int>(hostOf.size()); ++r) {
@@ -99,23 +96,6 @@ void testDieAt(const char* phase, int rank) {
   if (spec == std::string(phase) + ":" + std::to_string(rank)) ::raise(SIGKILL);
 }
 
-CommOptions commOptionsFromEnv() {
-  CommOptions o;
-  o.timeoutSec = timeoutFromEnv();
-  o.deterministic = env::getBool("TUTTI_DETERMINISTIC");
-  o.algo = env::getString("TUTTI_ALGO");
-  o.transport = env::getString("TUTTI_TRANSPORT");
-  o.checkCalls = env::getBool("TUTTI_CHECK_CALLS");
-  return o;
-}
-
-size_t Communicator::traceCapacityFromEnv() {
-  int64_t n = env::getInt("TUTTI_TRACE_CALLS");
-  TUTTI_CHECK_ARG(n >= 0 && n <= 65536, "TUTTI_TRACE_CALLS=", n,
-                  " is out of range: use 0 (off) to 65536 recorded calls");
-  return static_cast<size_t>(n);
-}
-
 Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string prefix, int rank,
                            int nranks, CommOptions options, std::unique_ptr<SplitSeed> seed)
     : baseStore_(std::move(store)),
@@ -132,11 +112,8 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
                   "': no algorithm matches '", unknown, "' (tutti-info lists them)");
   // TUTTI_TOPO_FILE / TUTTI_TOPO_DEVICE errors before any rendezvous.
   const RankPlace myPlace = describeLocalPlace();
-  const int64_t windowBytes = env::getInt("TUTTI_SHM_WINDOW_BYTES");
-  TUTTI_CHECK_ARG(windowBytes <= kMaxWindowBytes, "TUTTI_SHM_WINDOW_BYTES=", windowBytes,
-                  " is more than the limit ", kMaxWindowBytes, " (1 GiB per rank)");
+  checkCommOptions(options_);
   log::setThreadRank(rank_);
-  spinUs_ = static_cast<double>(env::getInt("TUTTI_SPIN_US"));
   abortFd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (abortFd_ < 0) throwSystemError("eventfd for communicator abort");
   try {
@@ -145,7 +122,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
                                                         seed ? (seed->ring != nullptr) : -1);
     Deadline deadline(options_.timeoutSec);
 
-    const bool reorder = env::getBool("TUTTI_TOPO_REORDER");
+    const bool reorder = options_.topoReorder;
     if (seed) {
       TUTTI_ASSERT(static_cast<int>(seed->peers.size()) == nranks_);
       membership_ = std::make_shared<const Membership>(
@@ -171,23 +148,14 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
         [this](int r, const std::string& how) { throw diedError(r, how.c_str()); });
     logPlacement();
     planner_ = std::make_unique<Planner>(makeTopologyModel());
-    bindOnce(membership_->hostOf, rank_);
+    bindOnce(options_.bind, membership_->hostOf, rank_);
     long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
     oversubscribed_ = membership_->ranksOnHostOf(rank_) > cores;
-    directChunkBytes_ =
-        static_cast<size_t>(std::max<int64_t>(4096, env::getInt("TUTTI_CHUNK_BYTES")));
-    std::string yield = env::getString("TUTTI_SPIN_YIELD");
-    if (yield == "auto") {
-      spinYield_ = oversubscribed_;
-    } else if (yield == "1" || yield == "0") {
-      spinYield_ = yield == "1";
-    } else {
-      fail(tuttiInvalidArgument, "TUTTI_SPIN_YIELD=", yield, ": use auto, 0 or 1");
-    }
     execOptions_.rank = rank_;
     execOptions_.timeoutSec = options_.timeoutSec;
-    execOptions_.spinUs = spinUs_;
-    execOptions_.spinYield = spinYield_;
+    execOptions_.spinUs = static_cast<double>(options_.spinUs);
+    execOptions_.spinYield =
+        options_.spinYield == "auto" ? oversubscribed_ : options_.spinYield == "1";
     execOptions_.describeCall = [](const CallTag& t) { return describeCallTag(t); };
     execOptions_.sameCallNumber = [](const CallTag& a, const CallTag& b) {
       return collectiveCallNumber(a) != 0 && collectiveCallNumber(a) == collectiveCallNumber(b);
@@ -355,7 +323,7 @@ std::string Communicator::gatherCallStates(int* firstSilent) {
 }
 
 void Communicator::writeTraceFile(const std::string& cause) const {
-  std::string path = env::getString("TUTTI_TRACE_FILE");
+  const std::string& path = options_.traceFile;
   if (path.empty()) return;
   bool hasRank = false;
   std::string expanded;
@@ -649,7 +617,7 @@ void Communicator::checkSameCall(const CallTag& mine) {
 void Communicator::ensureWindow() {
   if (windowTried_) return;
   windowTried_ = true;
-  int64_t bytes = env::getInt("TUTTI_SHM_WINDOW_BYTES");
+  int64_t bytes = options_.shmWindowBytes;
   bool oneHost = std::all_of(membership_->hostOf.begin(), membership_->hostOf.end(),
                              [](int h) { return h == 0; });
   if (nranks_ < 2 || !oneHost || bytes <= 0) return;
@@ -676,7 +644,7 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
   // ranks of one host see the same core count.
   args.windowBytes = !window_          ? 0
                      : oversubscribed_ ? window_->bytes()
-                                       : std::min(window_->bytes(), directChunkBytes_);
+                                       : std::min(window_->bytes(), directChunkBytes());
   // The forced algorithms are the communicator's (config, TUTTI_ALGO at init, or
   // tuttiCommSetAlgorithm): no environment lookup per call (getenv scans the whole
   // environment, ~500 instructions, a tenth of a small call).

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -23,6 +24,7 @@
 #include "comm/call_tag.h"
 #include "comm/call_trace.h"
 #include "comm/call_watch.h"
+#include "comm/comm_options.h"
 #include "comm/local_liveness.h"
 #include "comm/membership.h"
 #include "comm/rank_place.h"
@@ -38,19 +40,6 @@ class Planner;
 namespace tuning {
 struct CostModel;
 }
-
-struct CommOptions {
-  double timeoutSec = 60.0;
-  bool deterministic = false;
-  std::string algo;                     // TUTTI_ALGO syntax; empty = automatic
-  const char* algoFrom = "TUTTI_ALGO";  // where algo came from (named when it is invalid)
-  std::string transport;                // force one transport; empty = by priority
-  std::string name;
-  bool checkCalls = false;  // TUTTI_CHECK_CALLS: compare every collective call across ranks
-};
-
-// Reads TUTTI_TIMEOUT / TUTTI_DETERMINISTIC / TUTTI_ALGO / TUTTI_TRANSPORT.
-CommOptions commOptionsFromEnv();
 
 // One point-to-point operation recorded in a group.
 struct P2pOp {
@@ -185,8 +174,6 @@ class Communicator {
   std::string describePeer(int peer) const;
 
  private:
-  // TUTTI_TRACE_CALLS, checked (communicator.cc).
-  static size_t traceCapacityFromEnv();
   void collective(algo::CollArgs args, const void* send, void* recv, size_t outputAvgElems,
                   size_t outputAvgOffsetElems, bool applyAvg);
   void ensureWindow();
@@ -320,10 +307,10 @@ class Communicator {
   bool windowTried_ = false;
   CallTag callTag_{};  // of the collective being executed (0: p2p)
   std::array<CallTag, transport::Window::kTagSlots> windowTags_{};  // writeWindowTag
-  uint64_t collectiveCalls_ = 0;             // collective calls made (the tags' call numbers)
-  CallTrace trace_{traceCapacityFromEnv()};  // the flight recorder (TUTTI_TRACE_CALLS)
-  std::unique_ptr<CallWatch> callWatch_;     // mismatches seen in stalled waits
-  std::unique_ptr<LocalLiveness> liveness_;  // which ranks on this host are gone
+  uint64_t collectiveCalls_ = 0;  // collective calls made (the tags' call numbers)
+  CallTrace trace_{static_cast<size_t>(options_.traceCalls)};  // the flight recorder
+  std::unique_ptr<CallWatch> callWatch_;                       // mismatches seen in stalled waits
+  std::unique_ptr<LocalLiveness> liveness_;                    // which ranks on this host are gone
   // After a timeout: every rank's current call, from the ranks that report within a second
   // through the store ("state/<rank>"); ranks that do not report are named as such, and
   // *firstSilent is the lowest of them (-1: all reported).
@@ -334,10 +321,11 @@ class Communicator {
   mutable std::mutex failureMutex_;
   std::string failureText_;
   exec::ExecOptions execOptions_;  // made once; window and callTag set per call
-  double spinUs_ = 50.0;
-  bool spinYield_ = false;
-  bool oversubscribed_ = false;  // more ranks on this host than cores
-  size_t directChunkBytes_ = 0;  // TUTTI_CHUNK_BYTES
+  bool oversubscribed_ = false;    // more ranks on this host than cores
+  // The direct algorithms' chunk (options_.chunkBytes, at least 4 KiB).
+  size_t directChunkBytes() const {
+    return static_cast<size_t>(std::max<int64_t>(4096, options_.chunkBytes));
+  }
 };
 
 }  // namespace tutti

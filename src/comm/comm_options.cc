@@ -1,0 +1,44 @@
+#include "comm/comm_options.h"
+
+#include "common/clock.h"
+#include "common/env.h"
+#include "common/error.h"
+#include "topology/binding.h"
+
+namespace tutti {
+namespace {
+// Upper bound of TUTTI_SHM_WINDOW_BYTES (a window per rank, all mapped by every rank).
+constexpr int64_t kMaxWindowBytes = int64_t{1} << 30;
+constexpr int64_t kMaxTraceCalls = 65536;
+}  // namespace
+
+CommOptions commOptionsFromEnv() {
+  CommOptions o;
+  o.timeoutSec = timeoutFromEnv();
+  o.deterministic = env::getBool("TUTTI_DETERMINISTIC");
+  o.algo = env::getString("TUTTI_ALGO");
+  o.transport = env::getString("TUTTI_TRANSPORT");
+  o.checkCalls = env::getBool("TUTTI_CHECK_CALLS");
+  o.traceCalls = env::getInt("TUTTI_TRACE_CALLS");
+  o.traceFile = env::getString("TUTTI_TRACE_FILE");
+  o.shmWindowBytes = env::getInt("TUTTI_SHM_WINDOW_BYTES");
+  o.chunkBytes = env::getInt("TUTTI_CHUNK_BYTES");
+  o.spinUs = env::getInt("TUTTI_SPIN_US");
+  o.spinYield = env::getString("TUTTI_SPIN_YIELD");
+  o.topoReorder = env::getBool("TUTTI_TOPO_REORDER");
+  o.bind = env::getString("TUTTI_BIND");
+  return o;
+}
+
+void checkCommOptions(const CommOptions& o) {
+  TUTTI_CHECK_ARG(o.traceCalls >= 0 && o.traceCalls <= kMaxTraceCalls,
+                  "TUTTI_TRACE_CALLS=", o.traceCalls,
+                  " is out of range: use 0 (off) to 65536 recorded calls");
+  TUTTI_CHECK_ARG(o.shmWindowBytes <= kMaxWindowBytes, "TUTTI_SHM_WINDOW_BYTES=", o.shmWindowBytes,
+                  " is more than the limit ", kMaxWindowBytes, " (1 GiB per rank)");
+  TUTTI_CHECK_ARG(o.spinYield == "auto" || o.spinYield == "0" || o.spinYield == "1",
+                  "TUTTI_SPIN_YIELD=", o.spinYield, ": use auto, 0 or 1");
+  topo::parseBindMode(o.bind);  // throws naming TUTTI_BIND
+}
+
+}  // namespace tutti
