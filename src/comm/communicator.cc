@@ -24,6 +24,7 @@
 #include "bootstrap/watched_store.h"
 #include "comm/call_tag.h"
 #include "comm/connection_set.h"
+#include "comm/failure_monitor.h"
 #include "comm/membership.h"
 #include "comm/place_topology.h"
 #include "comm/planner.h"
@@ -114,10 +115,11 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
   const RankPlace myPlace = describeLocalPlace();
   checkCommOptions(options_);
   log::setThreadRank(rank_);
-  abortFd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (abortFd_ < 0) throwSystemError("eventfd for communicator abort");
-  try {
-    store_ = std::make_shared<bootstrap::PrefixStore>(baseStore_, prefix_ + "/");
+  store_ = std::make_shared<bootstrap::PrefixStore>(baseStore_, prefix_ + "/");
+  monitor_ = std::make_unique<FailureMonitor>(store_, rank_, nranks_,
+                                              static_cast<size_t>(options_.traceCalls),
+                                              options_.traceFile, options_.name);
+  {
     bootstrap_ = std::make_unique<bootstrap::Bootstrap>(store_, rank_, nranks_, "bs",
                                                         seed ? (seed->ring != nullptr) : -1);
     Deadline deadline(options_.timeoutSec);
@@ -160,19 +162,24 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
     execOptions_.sameCallNumber = [](const CallTag& a, const CallTag& b) {
       return collectiveCallNumber(a) != 0 && collectiveCallNumber(a) == collectiveCallNumber(b);
     };
-    execOptions_.aborted = &aborted_;
-    execOptions_.abortFd = abortFd_;
+    execOptions_.aborted = monitor_->abortFlag();
+    execOptions_.abortFd = monitor_->abortFd();
     execOptions_.describePeer = [this](int p) { return describePeer(p); };
-    callWatch_ = std::make_unique<CallWatch>(store_.get(), rank_, &callTag_, &trace_,
+    callWatch_ = std::make_unique<CallWatch>(store_.get(), rank_, &callTag_, &monitor_->trace(),
                                              execOptions_.describePeer);
     execOptions_.onStall = [watch = callWatch_.get()](int p) { watch->stalledOn(p); };
     links_ = std::make_unique<ConnectionSet>(rank_, nranks_, makeTransports(options_.transport),
                                              options_.transport,
                                              [this](int p) { return describePeer(p); });
     watchedStore_ = std::make_shared<bootstrap::WatchedStore>(store_, [this] { watchPeers(); });
-    transport::Context ctx{
-        rank_,     nranks_,          membership_->peers,       watchedStore_.get(),
-        &aborted_, myPlace.nearNics, [this] { watchPeers(); }, {}};
+    transport::Context ctx{rank_,
+                           nranks_,
+                           membership_->peers,
+                           watchedStore_.get(),
+                           monitor_->abortFlag(),
+                           myPlace.nearNics,
+                           [this] { watchPeers(); },
+                           {}};
     // Setup all-gathers (the shared window's) around the bootstrap ring where there is one;
     // without it they stay in the watched store, whose waits call watchPeers().
     if (bootstrap_->usesRing())
@@ -187,38 +194,23 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
     bootstrap_->barrier("setup", deadline);
     TUTTI_INFO(kInit, "communicator " << options_.name << " rank " << rank_ << "/" << nranks_
                                       << " ready, " << membership_->hosts << " host(s)");
-  } catch (...) {
-    ::close(abortFd_);
-    throw;
   }
 }
 
-Communicator::~Communicator() {
-  links_.reset();
-  if (abortFd_ >= 0) ::close(abortFd_);
-}
+Communicator::~Communicator() { links_.reset(); }
 
-void Communicator::revoke() {
-  if (aborted_.exchange(true)) return;
-  uint64_t one = 1;
-  ssize_t rc = ::write(abortFd_, &one, sizeof(one));
-  (void)rc;
-}
+void Communicator::revoke() { monitor_->revoke(); }
 
 void Communicator::abort() {
   revoke();
   if (bootstrap_) bootstrap_->abort();
 }
 
-namespace {
-std::string failureKey(int rank) { return "fail/" + std::to_string(rank); }
-}  // namespace
-
 void Communicator::rethrowCallFailure() {
   try {
     throw;
   } catch (const exec::CallMismatch& e) {
-    trace_.end(false);
+    monitor_->trace().end(false);
     failWith(e.code(), e.what(), rank_);
     throw;
   } catch (const exec::PeerFailure& e) {
@@ -226,10 +218,10 @@ void Communicator::rethrowCallFailure() {
     // then): its record names the rank that failed first.
     int first = e.peer();
     std::string text = e.what();
-    if (auto record = failureRecordOf(e.peer()); record && record->first >= 0) {
+    if (auto record = monitor_->recordOf(e.peer()); record && record->first >= 0) {
       first = record->first;
-      text += "; rank " + std::to_string(e.peer()) + " had failed before: " + record->second;
-    } else if (auto other = anyOtherFailureRecord(e.peer())) {
+      text += "; rank " + std::to_string(e.peer()) + " had failed before: " + record->text;
+    } else if (auto other = monitor_->anyOtherRecord(e.peer())) {
       // The peer left no record (a killed rank), but another survivor that saw a failure
       // did: it names the rank that failed first. Asked before the standby probes, which
       // take a survivor that already destroyed its communicator for a dead rank.
@@ -241,9 +233,10 @@ void Communicator::rethrowCallFailure() {
       // another communicator of its process, whose cause is then a rank that is gone.
       int gone = firstGoneRankExcept(e.peer(), Deadline(2.0));  // as firstDeadRankIfAlive
       text += "; rank " + std::to_string(e.peer()) + " closed its connections on purpose";
-      if (auto late = gone >= 0 ? failureRecordOf(gone) : std::nullopt; late && late->first >= 0) {
+      if (auto late = gone >= 0 ? monitor_->recordOf(gone) : std::nullopt;
+          late && late->first >= 0) {
         first = late->first;  // the gone rank had only given up too (its record came late)
-        text += "; rank " + std::to_string(gone) + " had failed before: " + late->second;
+        text += "; rank " + std::to_string(gone) + " had failed before: " + late->text;
       } else if (gone >= 0) {
         first = gone;
         text += " (after a failure elsewhere: " + describePeer(gone) + " is gone)";
@@ -254,9 +247,9 @@ void Communicator::rethrowCallFailure() {
       // No record (the store may have died with its rank), but the peer is alive: it gave up
       // after a failure elsewhere. The rank that is gone is found at its standby address;
       // it may itself have given up and exited after writing its record (since looked at).
-      if (auto late = failureRecordOf(dead); late && late->first >= 0) {
+      if (auto late = monitor_->recordOf(dead); late && late->first >= 0) {
         first = late->first;
-        text += "; rank " + std::to_string(dead) + " had failed before: " + late->second;
+        text += "; rank " + std::to_string(dead) + " had failed before: " + late->text;
       } else {
         first = dead;
         text += "; rank " + std::to_string(e.peer()) + " is alive (it gave up after a failure), " +
@@ -264,128 +257,29 @@ void Communicator::rethrowCallFailure() {
       }
     }
     text += " (the first rank to fail: " + (first >= 0 ? std::to_string(first) : "unknown") + ")";
-    trace_.end(false);
+    monitor_->trace().end(false);
     failWith(tuttiRemoteError, text, first);
     throw Error(tuttiRemoteError, text);
   } catch (const Error& e) {
     if (e.code() == tuttiTimeout) {
       int silent = -1;
-      std::string text = std::string(e.what()) + "; " + gatherCallStates(&silent);
+      std::string text = std::string(e.what()) + "; " + monitor_->gatherCallStates(&silent);
       if (silent >= 0) text += " (the first rank to fail: " + std::to_string(silent) + ")";
-      trace_.end(false);
+      monitor_->trace().end(false);
       failWith(e.code(), text, silent >= 0 ? silent : rank_);
       throw Error(tuttiTimeout, text);
     }
-    trace_.end(false);
+    monitor_->trace().end(false);
     if (e.code() == tuttiRemoteError) failWith(e.code(), e.what(), rank_);
     throw;
   }
 }
 
-std::string Communicator::traceText() const {
-  return trace_.text([](const CallTag& t) { return describeCallTag(t, false); });
-}
-
-std::string Communicator::gatherCallStates(int* firstSilent) {
-  auto describe = [](const CallTag& t) { return describeCallTag(t, false); };
-  std::vector<std::string> states(nranks_);
-  states[rank_] = trace_.current(describe);
-  try {
-    store_->setString("state/" + std::to_string(rank_), states[rank_]);
-    // The other stuck ranks time out about now too; a rank busy elsewhere never reports.
-    double until = nowSeconds() + 1.0;
-    std::vector<bool> have(nranks_, false);
-    have[rank_] = true;
-    int missing = nranks_ - 1;
-    while (missing > 0 && nowSeconds() < until) {
-      for (int r = 0; r < nranks_; ++r) {
-        std::string key = "state/" + std::to_string(r);
-        if (have[r] || !store_->check({key})) continue;
-        states[r] = store_->getString(key, Deadline(1.0));
-        have[r] = true;
-        --missing;
-      }
-      if (missing > 0) ::usleep(20000);
-    }
-  } catch (const std::exception& e) {
-    TUTTI_INFO(kInit, "rank " << rank_ << ": gathering the ranks' calls: " << e.what());
-  }
-  std::string out = "the ranks' calls at this timeout:";
-  for (int r = nranks_ - 1; r >= 0; --r)
-    if (states[r].empty()) *firstSilent = r;
-  for (int r = 0; r < nranks_; ++r)
-    out += " rank " + std::to_string(r) + ": " +
-           (states[r].empty() ? "no report within 1 s (not in a call of this communicator, or "
-                                "unreachable)"
-                              : states[r]) +
-           (r + 1 < nranks_ ? ";" : "");
-  return out;
-}
-
-void Communicator::writeTraceFile(const std::string& cause) const {
-  const std::string& path = options_.traceFile;
-  if (path.empty()) return;
-  bool hasRank = false;
-  std::string expanded;
-  for (size_t i = 0; i < path.size(); ++i) {
-    if (path[i] == '%' && i + 1 < path.size() && (path[i + 1] == 'r' || path[i + 1] == 'p')) {
-      expanded += path[i + 1] == 'r' ? std::to_string(rank_) : std::to_string(::getpid());
-      hasRank |= path[i + 1] == 'r';
-      ++i;
-    } else {
-      expanded += path[i];
-    }
-  }
-  if (!hasRank) expanded += "." + std::to_string(rank_);
-  FILE* f = std::fopen(expanded.c_str(), "a");
-  if (f == nullptr) {
-    TUTTI_WARN(kInit, "TUTTI_TRACE_FILE=" << path << ": cannot open " << expanded << ": "
-                                          << std::strerror(errno));
-    return;
-  }
-  std::string text = "tutti flight recorder: communicator " + options_.name + " rank " +
-                     std::to_string(rank_) + "/" + std::to_string(nranks_) + " failed: " + cause +
-                     "\n" + traceText();
-  std::fwrite(text.data(), 1, text.size(), f);
-  std::fclose(f);
-}
-
-std::optional<Communicator::OtherRecord> Communicator::anyOtherFailureRecord(int peer) {
-  for (int r = 0; r < nranks_; ++r) {
-    if (r == rank_ || r == peer) continue;
-    if (auto record = failureRecordOf(r); record && record->first >= 0)
-      return OtherRecord{r, record->first, record->second};
-  }
-  return std::nullopt;
-}
-
-std::optional<std::pair<int, std::string>> Communicator::failureRecordOf(int peer) {
-  try {
-    std::string key = failureKey(peer);
-    if (!store_->check({key})) return std::nullopt;
-    std::string v = store_->getString(key, Deadline(1.0));
-    size_t nl = v.find('\n');
-    if (nl == std::string::npos) return std::nullopt;
-    return std::make_pair(std::stoi(v.substr(0, nl)), v.substr(nl + 1));
-  } catch (const std::exception&) {
-    return std::nullopt;  // best effort: the store may be gone with the failed rank
-  }
-}
+std::string Communicator::traceText() const { return monitor_->traceText(); }
 
 void Communicator::failWith(tuttiResult_t code, const std::string& text, int firstFailed) {
-  {
-    std::lock_guard lock(failureMutex_);
-    if (failureCode_ != tuttiSuccess) return;
-    failureText_ = text;
-    failureCode_ = code;
-  }
-  writeTraceFile(text);
   // The record first, then the connections: a peer that sees them close can read why.
-  try {
-    store_->setString(failureKey(rank_), std::to_string(firstFailed) + "\n" + text);
-  } catch (const std::exception& e) {
-    TUTTI_INFO(kInit, "rank " << rank_ << ": could not record the failure: " << e.what());
-  }
+  if (!monitor_->record(code, text, firstFailed)) return;
   // The peers may still wait on this rank in this call or the next: closing the connections
   // and marking the shared window failed turn their waits into errors naming this rank
   // instead of a timeout, or a success with data from another call.
@@ -393,13 +287,8 @@ void Communicator::failWith(tuttiResult_t code, const std::string& text, int fir
   if (links_) links_->closeAll();
 }
 
-std::string Communicator::failureText() const {
-  std::lock_guard lock(failureMutex_);
-  return failureText_;
-}
-
 void Communicator::leave() {
-  if (aborted_ || !bootstrap_) return;
+  if (monitor_->aborted() || !bootstrap_) return;
   try {
     bootstrap_->leave(Deadline(std::min(options_.timeoutSec, 10.0)));
     // Every rank is done with this communicator's keys (the bootstrap's and the transports'
@@ -544,11 +433,7 @@ void Communicator::logPlacement() const {
 }
 
 const exec::ExecOptions& Communicator::callOptions() {
-  if (failureCode_ != tuttiSuccess) {
-    std::lock_guard lock(failureMutex_);
-    fail(failureCode_, "the communicator failed earlier: ", failureText_);
-  }
-  if (aborted_) fail(tuttiInvalidUsage, "communicator was aborted");
+  monitor_->throwIfFailed();
   execOptions_.window = window_.get();
   execOptions_.windowState = &windowState_;
   execOptions_.callTag = callTag_;
@@ -831,13 +716,13 @@ void Communicator::runP2p(std::span<const P2pOp> ops) {
   }
   lastAlgorithm_ = "p2p";
   if (r.ops.empty()) return;
-  trace_.begin(p2pCallTag(r.ops.size()), "p2p");
+  monitor_->trace().begin(p2pCallTag(r.ops.size()), "p2p");
   try {
     execute(s, buffers);
   } catch (const Error&) {
     rethrowCallFailure();
   }
-  trace_.end(true);
+  monitor_->trace().end(true);
 }
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key, CommOptions options) {

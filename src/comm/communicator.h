@@ -25,6 +25,7 @@
 #include "comm/call_trace.h"
 #include "comm/call_watch.h"
 #include "comm/comm_options.h"
+#include "comm/failure_monitor.h"
 #include "comm/local_liveness.h"
 #include "comm/membership.h"
 #include "comm/rank_place.h"
@@ -154,12 +155,12 @@ class Communicator {
   void leave();
   // Non-blocking, any thread.
   void abort();
-  bool aborted() const { return aborted_.load(); }
+  bool aborted() const { return monitor_->aborted(); }
   // After a failure that leaves the ranks out of step (mismatched collective calls): every
   // later call fails at once with this cause, and the connections are closed so the peers
   // see an error too. tuttiSuccess / "" while none.
-  tuttiResult_t failure() const { return failureCode_.load(); }
-  std::string failureText() const;
+  tuttiResult_t failure() const { return monitor_->failure(); }
+  std::string failureText() const { return monitor_->failureText(); }
 
   const char* lastAlgorithm() const { return lastAlgorithm_; }
   // Forces algorithms for the following calls (TUTTI_ALGO syntax, names checked here); an
@@ -185,7 +186,7 @@ class Communicator {
   // communicator's failed state (rethrowCallFailure).
   template <typename Run>
   void runTaggedCall(const CallTag& tag, const char* algorithm, Run&& run) {
-    trace_.begin(tag, algorithm);
+    monitor_->trace().begin(tag, algorithm);
     try {
       if (options_.checkCalls && nranks_ > 1) checkSameCall(tag);
       callTag_ = tag;
@@ -198,7 +199,7 @@ class Communicator {
     } catch (const Error&) {
       rethrowCallFailure();
     }
-    trace_.end(true);
+    monitor_->trace().end(true);
   }
   // Writes the call's tag in this rank's window tag slot (call number modulo kTagSlots) when
   // the communicator has a window, for the peers' checks (exec::ExecOptions::windowTags).
@@ -207,18 +208,9 @@ class Communicator {
   // peer, timeout) fails the communicator (failWith); a peer failure is rethrown naming the
   // rank that failed first (from the peer's failure record when it has one).
   [[noreturn]] void rethrowCallFailure();
-  // Records the failure (later calls fail with it), publishes it for the peers as
-  // "fail/<rank>" = "<first failed rank>\n<text>", and closes the connections.
+  // Records the failure (FailureMonitor::record: later calls fail with it, the peers can read
+  // it) and then closes the connections and marks the shared window failed.
   void failWith(tuttiResult_t code, const std::string& text, int firstFailed);
-  std::optional<std::pair<int, std::string>> failureRecordOf(int peer);
-  // The first failure record of a rank other than this one and `peer`: who wrote it, the
-  // rank it holds responsible and its text.
-  struct OtherRecord {
-    int by;
-    int first;
-    std::string text;
-  };
-  std::optional<OtherRecord> anyOtherFailureRecord(int peer);
   // The lowest rank other than this one and `peer` whose process is gone (by pid on this
   // host, by its standby address elsewhere), or -1.
   int firstGoneRankExcept(int peer, const Deadline& deadline) const;
@@ -289,8 +281,8 @@ class Communicator {
   std::shared_ptr<const Membership> membership_;
   std::unique_ptr<ConnectionSet> links_;  // transports and lazily made connections
   std::vector<std::byte> scratch_;
-  std::atomic<bool> aborted_{false};
-  int abortFd_ = -1;
+  // Abort, the failure that ended the communicator, the flight recorder, failure records.
+  std::unique_ptr<FailureMonitor> monitor_;
   int splitCount_ = 0;
   int shrinkCount_ = 0;
   int agreeCount_ = 0;
@@ -307,21 +299,12 @@ class Communicator {
   bool windowTried_ = false;
   CallTag callTag_{};  // of the collective being executed (0: p2p)
   std::array<CallTag, transport::Window::kTagSlots> windowTags_{};  // writeWindowTag
-  uint64_t collectiveCalls_ = 0;  // collective calls made (the tags' call numbers)
-  CallTrace trace_{static_cast<size_t>(options_.traceCalls)};  // the flight recorder
-  std::unique_ptr<CallWatch> callWatch_;                       // mismatches seen in stalled waits
-  std::unique_ptr<LocalLiveness> liveness_;                    // which ranks on this host are gone
-  // After a timeout: every rank's current call, from the ranks that report within a second
-  // through the store ("state/<rank>"); ranks that do not report are named as such, and
-  // *firstSilent is the lowest of them (-1: all reported).
-  std::string gatherCallStates(int* firstSilent);
-  void writeTraceFile(const std::string& cause) const;
-  bool barrierCall_ = false;  // the collective being planned is a barrier
-  std::atomic<tuttiResult_t> failureCode_{tuttiSuccess};
-  mutable std::mutex failureMutex_;
-  std::string failureText_;
-  exec::ExecOptions execOptions_;  // made once; window and callTag set per call
-  bool oversubscribed_ = false;    // more ranks on this host than cores
+  uint64_t collectiveCalls_ = 0;             // collective calls made (the tags' call numbers)
+  std::unique_ptr<CallWatch> callWatch_;     // mismatches seen in stalled waits
+  std::unique_ptr<LocalLiveness> liveness_;  // which ranks on this host are gone
+  bool barrierCall_ = false;                 // the collective being planned is a barrier
+  exec::ExecOptions execOptions_;            // made once; window and callTag set per call
+  bool oversubscribed_ = false;              // more ranks on this host than cores
   // The direct algorithms' chunk (options_.chunkBytes, at least 4 KiB).
   size_t directChunkBytes() const {
     return static_cast<size_t>(std::max<int64_t>(4096, options_.chunkBytes));
