@@ -14,7 +14,9 @@ L x (n - L) / n x size for all-to-all, divided by the rate) with hier's and the 
 algorithm's share of it, and tutti-sim's prediction for hier and for the best flat algorithm
 (`tutti-sim --hosts H --ranks n --net-gbps rate`, its per-message latency fitted to the best
 flat algorithm's time at the smallest size: see fitted_sim) with its error. --reps > 1 runs everything
-again and takes the median time per cell. Needs root (network namespaces).
+again and takes the median time per cell. --tuning FILE gives the ranks and tutti-sim a cost
+model (TUTTI_TUNING_FILE): the tbf shaping is invisible to the topology, so without one the
+automatic choice prices the veth at the built-in tcp speed. Needs root (network namespaces).
 """
 import argparse
 import csv
@@ -40,7 +42,8 @@ def run_perf(args, coll, hosts, per_host):
     with tempfile.NamedTemporaryFile(suffix=".csv", delete=False) as f:
         path = f.name
     cmd = [os.path.join(args.build, "tools/tuttirun/tuttirun"), "-np", str(n), "--hosts",
-           host_list, "--timeout", "900", os.path.join(args.build, "perf_tests", PERF[coll]),
+           host_list, "--timeout", "900"] + (["-x", f"TUTTI_TUNING_FILE={args.tuning}"]
+                                             if args.tuning else []) + [os.path.join(args.build, "perf_tests", PERF[coll]),
            "-b", args.b, "-e", args.e, "-f", "4", "-n", str(args.n), "-w", "1", "-c", "1",
            "-A", "all", "--csv", path]
     out = subprocess.run(cmd, capture_output=True, text=True)
@@ -62,6 +65,8 @@ def run_sim(args, coll, hosts, n, extra_latency_us=0.0):
     cmd = [os.path.join(args.build, "tools/tutti-sim/tutti-sim"), "--coll", coll, "--hosts",
            str(hosts), "--ranks", str(n), "--net-gbps", str(args.rate_gbit), "-b", args.b, "-e",
            args.e, "-f", "4", "--csv", "--net-latency-us", str(extra_latency_us)]
+    if args.tuning:
+        cmd += ["--tuning", args.tuning]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     return {(int(r["size"]), r["algo"]): float(r["time_us"])
             for r in csv.DictReader(out.splitlines())}
@@ -134,6 +139,8 @@ def main():
     p.add_argument("-n", type=int, default=5)
     p.add_argument("--reps", type=int, default=1)
     p.add_argument("--md", help="also append the tables (markdown) to this file")
+    p.add_argument("--tuning", help="cost model file for the ranks (TUTTI_TUNING_FILE) and "
+                   "tutti-sim: the automatic choice then knows the shaped links' speed")
     args = p.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root (network namespaces)")
@@ -141,6 +148,8 @@ def main():
     cluster = os.path.join(HERE, "netns-cluster.sh")
     rev = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"], capture_output=True,
                          text=True).stdout.strip()
+    if args.tuning:
+        args.tuning = os.path.abspath(args.tuning)
     print(f"# tools/hier-netns-bench.py {' '.join(sys.argv[1:])} at {rev}, "
           f"{os.cpu_count()} cores", flush=True)
     try:
