@@ -26,6 +26,7 @@
 #include "comm/connection_set.h"
 #include "comm/failure_monitor.h"
 #include "comm/membership.h"
+#include "comm/membership_report.h"
 #include "comm/place_topology.h"
 #include "comm/planner.h"
 #include "comm/rank_place.h"
@@ -148,8 +149,8 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
     bootstrap_->setWatch(
         [this] { return liveness_->sweep(); },
         [this](int r, const std::string& how) { throw diedError(r, how.c_str()); });
-    logPlacement();
-    planner_ = std::make_unique<Planner>(makeTopologyModel());
+    logPlacement(*membership_, prefix_);
+    planner_ = std::make_unique<Planner>(topologyCostModel(*membership_));
     bindOnce(options_.bind, membership_->hostOf, rank_);
     long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
     oversubscribed_ = membership_->ranksOnHostOf(rank_) > cores;
@@ -353,83 +354,6 @@ void Communicator::execute(const exec::Schedule& schedule, std::span<const int> 
   const exec::ExecOptions& options = callOptions();
   if (!peers.empty()) connect(peers);
   exec::execute(schedule, buffers, links_->table(), options);
-}
-
-std::unique_ptr<tuning::CostModel> Communicator::makeTopologyModel() const {
-  const topo::Topology* t = localTopology();
-  if (t == nullptr) return nullptr;
-  std::vector<topo::DeviceRef> devs(nranks_);
-  for (int r = 0; r < nranks_; ++r) {
-    auto d = deviceOfPlace(membership_->places[r], membership_->hostOf[r]);
-    // Every rank decides alike: all places are GPUs, or all NUMA nodes, of one topology (the
-    // same file or probe on every host).
-    if (!d || membership_->places[r].origin != membership_->places[rank_].origin) return nullptr;
-    if (d->kind != topo::DevKind::kGpu && d->kind != topo::DevKind::kCpu) return nullptr;
-    if (r > 0 && d->kind != devs[0].kind) return nullptr;
-    devs[r] = *d;
-  }
-  // CPU ranks on one NUMA node of a host without NICs: the fitted model is the whole story.
-  if (devs[0].kind == topo::DevKind::kCpu && t->numaNodes.size() < 2 &&
-      (t->nics.empty() || hostCount() < 2))
-    return nullptr;
-  if (devs[0].kind == topo::DevKind::kGpu && t->gpus.empty()) return nullptr;
-  auto model = std::make_unique<tuning::CostModel>();
-  std::string desc = tuning::applyTopology(
-      *model, *t, [devs](int r) { return devs[r]; }, nranks_);
-  TUTTI_INFO(kTuning,
-             "cost model from the topology " << membership_->places[rank_].origin << ": " << desc);
-  return model;
-}
-
-void Communicator::logPlacement() const {
-  if (!log::enabled(log::Level::kInfo, log::Subsys::kTopo)) return;
-  std::vector<int> order = membership_->ringOrder;
-  if (order.empty())
-    for (int r = 0; r < nranks_; ++r) order.push_back(r);
-  auto hop = [&](int a, int b) -> std::string {
-    if (membership_->hostOf[a] != membership_->hostOf[b]) return "NET";
-    // Only this host's topology is known here: other hosts' hops are in their ranks' lines.
-    if (membership_->hostOf[a] != membership_->hostOf[rank_]) return "?";
-    return localHopClass(membership_->places[a].device, membership_->places[b].device);
-  };
-  if (rank_ == 0) {
-    std::ostringstream os;
-    for (int i = 0; i < nranks_; ++i) {
-      int a = order[i], b = order[(i + 1) % nranks_];
-      os << a
-         << (membership_->places[a].device.empty() ? ""
-                                                   : "[" + membership_->places[a].device + "]");
-      if (nranks_ > 1) os << " -" << hop(a, b) << "-> ";
-    }
-    if (nranks_ > 1) os << order[0];
-    TUTTI_INFO(kTopo, "comm " << prefix_ << " nranks " << nranks_ << " ring: " << os.str());
-    // The trees the tree algorithms build over that order (tutti-topo prints the same).
-    for (const auto& tree : algo::patterns::treesForOrder(membership_->ringOrder, nranks_))
-      TUTTI_INFO(kTopo, "comm " << prefix_ << " " << algo::patterns::treeLine(tree));
-    if (membership_->multiHost()) {
-      // hier's host groups, as it builds them: each host's members, its leader first.
-      std::ostringstream groups;
-      for (const auto& g :
-           algo::hierHostGroups(baseArgs(algo::Coll::kAllReduce, 0, tuttiFloat32))) {
-        groups << " [";
-        for (size_t i = 0; i < g.size(); ++i) groups << (i ? " " : "") << g[i];
-        groups << "]";
-      }
-      TUTTI_INFO(kTopo, "comm " << prefix_ << " hier hosts (leader first):" << groups.str());
-    }
-  }
-  int pos = static_cast<int>(std::find(order.begin(), order.end(), rank_) - order.begin());
-  int next = order[(pos + 1) % nranks_], prev = order[(pos + nranks_ - 1) % nranks_];
-  const RankPlace& me = membership_->places[rank_];
-  TUTTI_INFO(kTopo, "comm " << prefix_ << " rank " << rank_ << " host "
-                            << membership_->hostOf[rank_] << " device "
-                            << (me.device.empty() ? "unknown" : me.device) << " CPUs "
-                            << (me.cpus.empty() ? "?" : me.cpus) << " (topology "
-                            << (me.origin.empty() ? "none" : me.origin) << ", host NIC "
-                            << (me.nic.empty() ? "none" : me.nic) << ", nearest NIC "
-                            << (me.nearNic.empty() ? "none" : me.nearNic) << "); ring position "
-                            << pos << ", prev " << prev << " via " << hop(prev, rank_) << ", next "
-                            << next << " via " << hop(rank_, next));
 }
 
 const exec::ExecOptions& Communicator::callOptions() {

@@ -217,12 +217,6 @@ class Communicator {
   // Whether the agreement's leader has gone (its process, or its standby address), looking
   // again for a moment when it still seems alive.
   bool leaderGone(int leader, const Deadline& deadline) const;
-  // TOPO INFO: this rank's place and ring neighbour with the hop's link class; rank 0 also
-  // the whole ring order.
-  void logPlacement() const;
-  // The cost model on this communicator's links when every rank stands for a GPU or NUMA node
-  // of one topology (tuning/topology_model.h), as tutti-sim builds it; null: the fitted model.
-  std::unique_ptr<tuning::CostModel> makeTopologyModel() const;
   void connect(std::span<const int> peers);
   // During connection and window setup: throws exec::PeerFailure naming a peer whose process
   // is gone: on this host (same pid namespace) the pid no longer runs or is a zombie (the
