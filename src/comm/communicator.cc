@@ -27,6 +27,7 @@
 #include "comm/failure_monitor.h"
 #include "comm/membership.h"
 #include "comm/membership_report.h"
+#include "comm/peer_probe.h"
 #include "comm/place_topology.h"
 #include "comm/planner.h"
 #include "comm/rank_place.h"
@@ -46,10 +47,6 @@
 namespace tutti {
 
 namespace {
-
-// watchPeers' probes of peers on other hosts: how often, and how long one connect may take.
-constexpr std::chrono::milliseconds kRemoteProbeInterval{250};
-constexpr double kRemoteProbeTimeoutSeconds = 0.5;
 
 // TUTTI_BIND: the first communicator of the process binds it (later ones, possibly over a
 // subset of ranks with other local indices, keep that binding).
@@ -143,12 +140,12 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
       membership_ = std::make_shared<const Membership>(
           exchangeMembership(*bootstrap_, me, myStandby, myPlace, reorder, deadline));
     }
-    liveness_ = std::make_unique<LocalLiveness>(membership_->visiblePids(), rank_);
+    probe_ = std::make_unique<PeerProbe>(membership_);
     bootstrap_->setDescribe([m = membership_](int r) { return m->describe(r); });
     // Bootstrap waits on the ring name a rank on this host that died before it arrived.
     bootstrap_->setWatch(
-        [this] { return liveness_->sweep(); },
-        [this](int r, const std::string& how) { throw diedError(r, how.c_str()); });
+        [p = probe_.get()] { return p->sweepLocal(); },
+        [p = probe_.get()](int r, const std::string& how) { throw p->diedError(r, how.c_str()); });
     logPlacement(*membership_, prefix_);
     planner_ = std::make_unique<Planner>(topologyCostModel(*membership_));
     bindOnce(options_.bind, membership_->hostOf, rank_);
@@ -165,13 +162,12 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
     };
     execOptions_.aborted = monitor_->abortFlag();
     execOptions_.abortFd = monitor_->abortFd();
-    execOptions_.describePeer = [this](int p) { return describePeer(p); };
+    execOptions_.describePeer = [m = membership_](int p) { return m->describeRank(p); };
     callWatch_ = std::make_unique<CallWatch>(store_.get(), rank_, &callTag_, &monitor_->trace(),
                                              execOptions_.describePeer);
     execOptions_.onStall = [watch = callWatch_.get()](int p) { watch->stalledOn(p); };
     links_ = std::make_unique<ConnectionSet>(rank_, nranks_, makeTransports(options_.transport),
-                                             options_.transport,
-                                             [this](int p) { return describePeer(p); });
+                                             options_.transport, execOptions_.describePeer);
     watchedStore_ = std::make_shared<bootstrap::WatchedStore>(store_, [this] { watchPeers(); });
     transport::Context ctx{rank_,
                            nranks_,
@@ -232,7 +228,7 @@ void Communicator::rethrowCallFailure() {
       // The peer closed this communicator on purpose and left no record here: its user
       // aborted or destroyed it (the peer is the first), or it gave up after a failure on
       // another communicator of its process, whose cause is then a rank that is gone.
-      int gone = firstGoneRankExcept(e.peer(), Deadline(2.0));  // as firstDeadRankIfAlive
+      int gone = probe_->firstGoneExcept(e.peer(), Deadline(2.0));  // as firstGoneIfAlive
       text += "; rank " + std::to_string(e.peer()) + " closed its connections on purpose";
       if (auto late = gone >= 0 ? monitor_->recordOf(gone) : std::nullopt;
           late && late->first >= 0) {
@@ -244,7 +240,7 @@ void Communicator::rethrowCallFailure() {
       } else {
         text += " (aborted or destroyed by its caller; no other rank is gone)";
       }
-    } else if (int dead = firstDeadRankIfAlive(e.peer()); dead >= 0) {
+    } else if (int dead = probe_->firstGoneIfAlive(e.peer()); dead >= 0) {
       // No record (the store may have died with its rank), but the peer is alive: it gave up
       // after a failure elsewhere. The rank that is gone is found at its standby address;
       // it may itself have given up and exited after writing its record (since looked at).
@@ -300,40 +296,17 @@ void Communicator::leave() {
   }
 }
 
-std::string Communicator::describePeer(int peer) const {
-  std::ostringstream os;
-  os << "rank " << peer;
-  if (peer >= 0 && peer < membership_->size())
-    os << " (host " << membership_->peers[peer].hostname << ", pid " << membership_->peers[peer].pid
-       << ")";
-  return os.str();
-}
+std::string Communicator::describePeer(int peer) const { return membership_->describeRank(peer); }
 
-exec::PeerFailure Communicator::diedError(int r, const char* how) const {
-  return exec::PeerFailure(r, "rank " + std::to_string(rank_) + ": " + describePeer(r) +
-                                  " died while the ranks set up their connections (" + how + ")");
-}
-
-void Communicator::watchPeers() const {
+void Communicator::watchPeers() {
   std::span<const int> connecting = links_ ? links_->connecting() : std::span<const int>();
-  for (int r : connecting)
-    if (liveness_->gone(r)) throw diedError(r, "its process is gone");
-  for (int r : liveness_->sweep()) throw diedError(r, "its process is gone");
-  // Peers on other hosts: their pids mean nothing here, but a dead rank's standby socket
-  // refuses connections (bootstrap/standby.h). Only the peers being connected, and not at
-  // every slice of a wait: each probe is a TCP handshake at the peer.
-  auto now = std::chrono::steady_clock::now();
+  probe_->checkLocal(connecting);
   // A peer that never makes the connection may be in another call (a mismatch).
   if (callWatch_)
     for (int r : connecting) callWatch_->stalledOn(r);
-  if (connecting.empty() || now - lastRemoteProbe_ < kRemoteProbeInterval) return;
-  lastRemoteProbe_ = now;
-  for (int r : connecting) {
-    if (pidVisible(r)) continue;
-    // A host that does not answer at all may be slow or partitioned: only a refusal counts.
-    if (probeRank(r, Deadline(kRemoteProbeTimeoutSeconds)) == bootstrap::Liveness::kRefused)
-      throw diedError(r, "its standby address refuses connections");
-  }
+  // Peers on other hosts: their pids mean nothing here, but a dead rank's standby socket
+  // refuses connections (bootstrap/standby.h).
+  probe_->checkRemote(connecting);
 }
 
 void Communicator::connect(std::span<const int> peers) {

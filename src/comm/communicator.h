@@ -28,6 +28,7 @@
 #include "comm/failure_monitor.h"
 #include "comm/local_liveness.h"
 #include "comm/membership.h"
+#include "comm/peer_probe.h"
 #include "comm/rank_place.h"
 #include "exec/executor.h"
 #include "exec/schedule.h"
@@ -211,34 +212,21 @@ class Communicator {
   // Records the failure (FailureMonitor::record: later calls fail with it, the peers can read
   // it) and then closes the connections and marks the shared window failed.
   void failWith(tuttiResult_t code, const std::string& text, int firstFailed);
-  // The lowest rank other than this one and `peer` whose process is gone (by pid on this
-  // host, by its standby address elsewhere), or -1.
-  int firstGoneRankExcept(int peer, const Deadline& deadline) const;
   // Whether the agreement's leader has gone (its process, or its standby address), looking
   // again for a moment when it still seems alive.
   bool leaderGone(int leader, const Deadline& deadline) const;
   void connect(std::span<const int> peers);
-  // During connection and window setup: throws exec::PeerFailure naming a peer whose process
-  // is gone: on this host (same pid namespace) the pid no longer runs or is a zombie (the
-  // peers being connected at every call, the others a slice per call: LocalLiveness); on
-  // another host, one of the peers being connected (links_->connecting()) refuses connections at
-  // its standby address (probed at most every kRemoteProbeInterval).
-  void watchPeers() const;
-  // Whether rank r's pid means something here (same host and pid namespace).
-  bool pidVisible(int r) const { return liveness_ && liveness_->visible(r); }
-  exec::PeerFailure diedError(int r, const char* how) const;
+  // During connection and window setup: throws exec::PeerFailure naming a peer that is gone
+  // (PeerProbe: the peers being connected, links_->connecting(), and a slice of the others on
+  // this host by pid; the peers being connected elsewhere at their standby addresses), and
+  // tells the call watch which peers have not connected yet (a mismatch shows there).
+  void watchPeers();
   // Recovery helpers (comm/recovery.cc).
-  bootstrap::Liveness probeRank(int r, const Deadline& deadline) const;
-  // Whether rank r's process runs: by pid on this host, else at its standby address.
-  bool processAlive(int r, const Deadline& deadline) const;
   // shrink's new communicator over store, survivors (this communicator's ranks) probed while
   // it is built; errors name the new ranks' numbers in this communicator too.
   std::unique_ptr<Communicator> buildShrunk(std::shared_ptr<bootstrap::Store> store,
                                             const std::string& prefix, int newRank,
                                             const std::vector<int>& survivors, CommOptions options);
-  // When `peer` answers at its standby address: the lowest other rank that does not (-1 when
-  // all do, or when peer does not).
-  int firstDeadRankIfAlive(int peer) const;
   // A client of rank r's standby store (r == rank_: this rank's, serving first); null when
   // r's address refuses connections or does not answer (r has failed).
   std::shared_ptr<bootstrap::Store> connectStandby(int r, const Deadline& deadline);
@@ -282,8 +270,6 @@ class Communicator {
   int agreeCount_ = 0;
   // This rank's standby store (null when it could not listen).
   std::unique_ptr<bootstrap::StandbyStore> standby_;
-  // When watchPeers last probed the remote peers being connected.
-  mutable std::chrono::steady_clock::time_point lastRemoteProbe_{};
   const char* lastAlgorithm_ = "none";
   std::unique_ptr<Planner> planner_;  // algorithm choice, schedules and their caches
   // The shared window, created at the first collective (every rank makes its first
@@ -293,12 +279,12 @@ class Communicator {
   bool windowTried_ = false;
   CallTag callTag_{};  // of the collective being executed (0: p2p)
   std::array<CallTag, transport::Window::kTagSlots> windowTags_{};  // writeWindowTag
-  uint64_t collectiveCalls_ = 0;             // collective calls made (the tags' call numbers)
-  std::unique_ptr<CallWatch> callWatch_;     // mismatches seen in stalled waits
-  std::unique_ptr<LocalLiveness> liveness_;  // which ranks on this host are gone
-  bool barrierCall_ = false;                 // the collective being planned is a barrier
-  exec::ExecOptions execOptions_;            // made once; window and callTag set per call
-  bool oversubscribed_ = false;              // more ranks on this host than cores
+  uint64_t collectiveCalls_ = 0;          // collective calls made (the tags' call numbers)
+  std::unique_ptr<CallWatch> callWatch_;  // mismatches seen in stalled waits
+  std::unique_ptr<PeerProbe> probe_;      // which ranks are gone (by pid here, standby elsewhere)
+  bool barrierCall_ = false;              // the collective being planned is a barrier
+  exec::ExecOptions execOptions_;         // made once; window and callTag set per call
+  bool oversubscribed_ = false;           // more ranks on this host than cores
   // The direct algorithms' chunk (options_.chunkBytes, at least 4 KiB).
   size_t directChunkBytes() const {
     return static_cast<size_t>(std::max<int64_t>(4096, options_.chunkBytes));

@@ -66,6 +66,12 @@ std::string Membership::describe(int r) const {
   return "host " + peers[r].hostname + ", pid " + std::to_string(peers[r].pid);
 }
 
+std::string Membership::describeRank(int r) const {
+  std::string s = "rank " + std::to_string(r);
+  if (r >= 0 && r < size()) s += " (" + describe(r) + ")";
+  return s;
+}
+
 std::vector<pid_t> Membership::visiblePids() const {
   std::vector<pid_t> pids(peers.size(), 0);
   const transport::PeerInfo& me = peers[rank];

@@ -34,6 +34,8 @@ struct Membership {
   int ranksOnHostOf(int r) const;
   // "host H, pid P" of rank r, for messages.
   std::string describe(int r) const;
+  // "rank R (host H, pid P)" ("rank R" for a rank out of range), for messages.
+  std::string describeRank(int r) const;
   // Each rank's pid where it means something to this rank (same host and pid namespace), else 0.
   std::vector<pid_t> visiblePids() const;
 };

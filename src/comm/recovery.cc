@@ -16,6 +16,7 @@
 
 #include "bootstrap/tcp_store.h"
 #include "comm/communicator.h"
+#include "comm/peer_probe.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -23,7 +24,7 @@ namespace tutti {
 
 namespace {
 
-constexpr double kProbeSeconds = 2.0;            // a connect that takes longer: no answer
+constexpr double kProbeSeconds = PeerProbe::kProbeSeconds;
 constexpr double kLeaderGoneGraceSeconds = 2.0;  // a broken leader's process seen gone within
 constexpr double kFirstProbeSeconds = 0.05;      // missing ranks are probed first after this,
 constexpr double kProbePeriodSeconds = 0.5;      // then this often
@@ -53,42 +54,6 @@ double secondsSince(const Deadline& d) { return d.totalSeconds() - d.secondsLeft
 
 }  // namespace
 
-bootstrap::Liveness Communicator::probeRank(int r, const Deadline& deadline) const {
-  if (r == rank_) return bootstrap::Liveness::kAlive;
-  const auto& a = membership_->standbyOf[r];
-  if (!a.valid()) return bootstrap::Liveness::kAlive;  // cannot tell: assume it is
-  double t = std::max(0.05, std::min(kProbeSeconds, deadline.secondsLeft()));
-  return bootstrap::probe(a.addr, t);
-}
-
-int Communicator::firstDeadRankIfAlive(int peer) const {
-  try {
-    Deadline deadline(kProbeSeconds);
-    if (!processAlive(peer, deadline)) return -1;
-    return firstGoneRankExcept(peer, deadline);
-  } catch (const Error&) {
-  }
-  return -1;
-}
-
-int Communicator::firstGoneRankExcept(int peer, const Deadline& deadline) const {
-  try {
-    for (int r = 0; r < nranks_; ++r)
-      if (r != rank_ && r != peer && (membership_->standbyOf[r].valid() || pidVisible(r)) &&
-          !processAlive(r, deadline))
-        return r;
-  } catch (const Error&) {
-  }
-  return -1;
-}
-
-bool Communicator::processAlive(int r, const Deadline& deadline) const {
-  // A rank on this host is asked by pid: one that destroyed its communicator after a failure
-  // elsewhere (its standby socket closed) is still alive. Elsewhere: its standby address.
-  if (pidVisible(r)) return !processGone(membership_->peers[r].pid);
-  return probeRank(r, deadline) == bootstrap::Liveness::kAlive;
-}
-
 std::shared_ptr<bootstrap::Store> Communicator::connectStandby(int r, const Deadline& deadline) {
   if (!membership_->standbyOf[r].valid())
     fail(tuttiUnsupported, describePeer(r),
@@ -96,7 +61,7 @@ std::shared_ptr<bootstrap::Store> Communicator::connectStandby(int r, const Dead
          "communicator cannot shrink or agree");
   if (r == rank_) standby_->serve();
   for (;;) {
-    if (probeRank(r, deadline) != bootstrap::Liveness::kAlive && r != rank_) return nullptr;
+    if (probe_->probe(r, deadline) != bootstrap::Liveness::kAlive && r != rank_) return nullptr;
     if (deadline.expired())
       fail(tuttiTimeout, describePeer(r), " did not serve its standby store at ",
            membership_->standbyOf[r].addr.toString(), " within ", deadline.totalSeconds(),
@@ -124,7 +89,7 @@ std::map<int, std::string> Communicator::gatherMembers(
     if (r != rank_) pending.push_back(r);
   auto failIfOneFailed = [&] {
     for (int r : pending) {
-      bootstrap::Liveness l = probeRank(r, deadline);
+      bootstrap::Liveness l = probe_->probe(r, deadline);
       if (l != bootstrap::Liveness::kAlive)
         fail(tuttiRemoteError, what, ": ", describePeer(r),
              " has failed (its standby address: ", bootstrap::livenessName(l),
@@ -242,7 +207,7 @@ std::unique_ptr<Communicator> Communicator::buildShrunk(std::shared_ptr<bootstra
       for (int r : survivors) {
         if (r == rank_) continue;
         Deadline probeDeadline(kProbeSeconds);
-        if (probeRank(r, probeDeadline) != bootstrap::Liveness::kAlive) {
+        if (probe_->probe(r, probeDeadline) != bootstrap::Liveness::kAlive) {
           found = r;
           break;
         }
@@ -308,7 +273,7 @@ std::vector<int> Communicator::leadAgreement(bootstrap::Store& store, const std:
         testDieAt("agree", rank_);
       if (nowSeconds() >= nextProbe) {
         for (auto it = pending.begin(); it != pending.end();) {
-          if (probeRank(*it, deadline) != bootstrap::Liveness::kAlive) {
+          if (probe_->probe(*it, deadline) != bootstrap::Liveness::kAlive) {
             dead[*it] = true;
             took[*it] = false;
             it = pending.erase(it);
@@ -385,7 +350,7 @@ bool Communicator::leaderGone(int leader, const Deadline& deadline) const {
                                 nowSeconds() + std::max(0.0, deadline.secondsLeft()));
   for (;;) {
     Deadline probe(std::min(kProbeSeconds, std::max(0.05, deadline.secondsLeft())));
-    if (!processAlive(leader, probe)) return true;
+    if (!probe_->alive(leader, probe)) return true;
     if (nowSeconds() >= until) return false;
     ::usleep(20000);
   }
