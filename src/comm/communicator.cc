@@ -87,6 +87,19 @@ void openStandby(bootstrap::Store* store, std::unique_ptr<bootstrap::StandbyStor
   }
 }
 
+// While connections are made (waits in the watched store and in the transports' setup):
+// throws exec::PeerFailure naming a peer that is gone (PeerProbe: the peers being connected and
+// a slice of the others on this host by pid, the peers being connected elsewhere at their
+// standby addresses), and tells the call watch which peers have not connected yet (a mismatch
+// shows there).
+void watchConnecting(PeerProbe& probe, const ConnectionSet& links, CallWatch* watch) {
+  std::span<const int> connecting = links.connecting();
+  probe.checkLocal(connecting);
+  if (watch)
+    for (int r : connecting) watch->stalledOn(r);
+  probe.checkRemote(connecting);
+}
+
 }  // namespace
 
 void testDieAt(const char* phase, int rank) {
@@ -117,81 +130,93 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
   monitor_ = std::make_unique<FailureMonitor>(store_, rank_, nranks_,
                                               static_cast<size_t>(options_.traceCalls),
                                               options_.traceFile, options_.name);
-  {
-    bootstrap_ = std::make_unique<bootstrap::Bootstrap>(store_, rank_, nranks_, "bs",
-                                                        seed ? (seed->ring != nullptr) : -1);
-    Deadline deadline(options_.timeoutSec);
+  bootstrap_ = std::make_unique<bootstrap::Bootstrap>(store_, rank_, nranks_, "bs",
+                                                      seed ? (seed->ring != nullptr) : -1);
+  Deadline deadline(options_.timeoutSec);
+  meetMembers(std::move(seed), myPlace, deadline);
+  logPlacement(*membership_, prefix_);
+  planner_ = std::make_unique<Planner>(topologyCostModel(*membership_));
+  bindOnce(options_.bind, membership_->hostOf, rank_);
+  makeExecOptions();
+  setupLinks(myPlace);
+  // Everyone has set up its transports (listening sockets published) before anyone connects.
+  testDieAt("setup", rank_);
+  bootstrap_->barrier("setup", deadline);
+  TUTTI_INFO(kInit, "communicator " << options_.name << " rank " << rank_ << "/" << nranks_
+                                    << " ready, " << membership_->hosts << " host(s)");
+}
 
-    const bool reorder = options_.topoReorder;
-    if (seed) {
-      TUTTI_ASSERT(static_cast<int>(seed->peers.size()) == nranks_);
-      membership_ = std::make_shared<const Membership>(
-          membershipFromRecords(rank_, std::move(seed->peers), std::move(seed->places),
-                                std::move(seed->standbyOf), reorder));
-      standby_ = std::move(seed->myStandby);
-      if (seed->ring) bootstrap_->adoptRing(std::move(*seed->ring), seed->nextRing);
-      testDieAt("split", rank_);
-    } else {
-      transport::PeerInfo me = localPeerInfo(rank_);
-      // A rank claimed twice or a disagreement on nranks fails here, naming them.
-      bootstrap_->join("host " + me.hostname + ", pid " + std::to_string(me.pid), deadline);
-      openStandby(store_.get(), &standby_);
-      std::string myStandby = standby_ ? standby_->address().encode() : std::string();
-      membership_ = std::make_shared<const Membership>(
-          exchangeMembership(*bootstrap_, me, myStandby, myPlace, reorder, deadline));
-    }
-    probe_ = std::make_unique<PeerProbe>(membership_);
-    bootstrap_->setDescribe([m = membership_](int r) { return m->describe(r); });
-    // Bootstrap waits on the ring name a rank on this host that died before it arrived.
-    bootstrap_->setWatch(
-        [p = probe_.get()] { return p->sweepLocal(); },
-        [p = probe_.get()](int r, const std::string& how) { throw p->diedError(r, how.c_str()); });
-    logPlacement(*membership_, prefix_);
-    planner_ = std::make_unique<Planner>(topologyCostModel(*membership_));
-    bindOnce(options_.bind, membership_->hostOf, rank_);
-    long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
-    oversubscribed_ = membership_->ranksOnHostOf(rank_) > cores;
-    execOptions_.rank = rank_;
-    execOptions_.timeoutSec = options_.timeoutSec;
-    execOptions_.spinUs = static_cast<double>(options_.spinUs);
-    execOptions_.spinYield =
-        options_.spinYield == "auto" ? oversubscribed_ : options_.spinYield == "1";
-    execOptions_.describeCall = [](const CallTag& t) { return describeCallTag(t); };
-    execOptions_.sameCallNumber = [](const CallTag& a, const CallTag& b) {
-      return collectiveCallNumber(a) != 0 && collectiveCallNumber(a) == collectiveCallNumber(b);
-    };
-    execOptions_.aborted = monitor_->abortFlag();
-    execOptions_.abortFd = monitor_->abortFd();
-    execOptions_.describePeer = [m = membership_](int p) { return m->describeRank(p); };
-    callWatch_ = std::make_unique<CallWatch>(store_.get(), rank_, &callTag_, &monitor_->trace(),
-                                             execOptions_.describePeer);
-    execOptions_.onStall = [watch = callWatch_.get()](int p) { watch->stalledOn(p); };
-    links_ = std::make_unique<ConnectionSet>(rank_, nranks_, makeTransports(options_.transport),
-                                             options_.transport, execOptions_.describePeer);
-    watchedStore_ = std::make_shared<bootstrap::WatchedStore>(store_, [this] { watchPeers(); });
-    transport::Context ctx{rank_,
-                           nranks_,
-                           membership_->peers,
-                           watchedStore_.get(),
-                           monitor_->abortFlag(),
-                           myPlace.nearNics,
-                           [this] { watchPeers(); },
-                           {}};
-    // Setup all-gathers (the shared window's) around the bootstrap ring where there is one;
-    // without it they stay in the watched store, whose waits call watchPeers().
-    if (bootstrap_->usesRing())
-      ctx.allGather = [this](const std::string& tag, std::span<const std::byte> mine,
-                             const Deadline& deadline) {
-        return bootstrap_->allGather(tag, mine, deadline);
-      };
-    links_->setup(ctx);
-    // Everyone has set up its transports (listening sockets published) before anyone
-    // connects.
-    testDieAt("setup", rank_);
-    bootstrap_->barrier("setup", deadline);
-    TUTTI_INFO(kInit, "communicator " << options_.name << " rank " << rank_ << "/" << nranks_
-                                      << " ready, " << membership_->hosts << " host(s)");
+void Communicator::meetMembers(std::unique_ptr<SplitSeed> seed, const RankPlace& myPlace,
+                               const Deadline& deadline) {
+  const bool reorder = options_.topoReorder;
+  if (seed) {
+    TUTTI_ASSERT(static_cast<int>(seed->peers.size()) == nranks_);
+    membership_ = std::make_shared<const Membership>(
+        membershipFromRecords(rank_, std::move(seed->peers), std::move(seed->places),
+                              std::move(seed->standbyOf), reorder));
+    standby_ = std::move(seed->myStandby);
+    if (seed->ring) bootstrap_->adoptRing(std::move(*seed->ring), seed->nextRing);
+    testDieAt("split", rank_);
+  } else {
+    transport::PeerInfo me = localPeerInfo(rank_);
+    // A rank claimed twice or a disagreement on nranks fails here, naming them.
+    bootstrap_->join("host " + me.hostname + ", pid " + std::to_string(me.pid), deadline);
+    openStandby(store_.get(), &standby_);
+    std::string myStandby = standby_ ? standby_->address().encode() : std::string();
+    membership_ = std::make_shared<const Membership>(
+        exchangeMembership(*bootstrap_, me, myStandby, myPlace, reorder, deadline));
   }
+  probe_ = std::make_unique<PeerProbe>(membership_);
+  bootstrap_->setDescribe([m = membership_](int r) { return m->describe(r); });
+  // Bootstrap waits on the ring name a rank on this host that died before it arrived.
+  bootstrap_->setWatch(
+      [p = probe_.get()] { return p->sweepLocal(); },
+      [p = probe_.get()](int r, const std::string& how) { throw p->diedError(r, how.c_str()); });
+}
+
+void Communicator::makeExecOptions() {
+  long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  oversubscribed_ = membership_->ranksOnHostOf(rank_) > cores;
+  execOptions_.rank = rank_;
+  execOptions_.timeoutSec = options_.timeoutSec;
+  execOptions_.spinUs = static_cast<double>(options_.spinUs);
+  execOptions_.spinYield =
+      options_.spinYield == "auto" ? oversubscribed_ : options_.spinYield == "1";
+  execOptions_.describeCall = [](const CallTag& t) { return describeCallTag(t); };
+  execOptions_.sameCallNumber = [](const CallTag& a, const CallTag& b) {
+    return collectiveCallNumber(a) != 0 && collectiveCallNumber(a) == collectiveCallNumber(b);
+  };
+  execOptions_.aborted = monitor_->abortFlag();
+  execOptions_.abortFd = monitor_->abortFd();
+  execOptions_.describePeer = [m = membership_](int p) { return m->describeRank(p); };
+  callWatch_ = std::make_unique<CallWatch>(store_.get(), rank_, &callTag_, &monitor_->trace(),
+                                           execOptions_.describePeer);
+  execOptions_.onStall = [watch = callWatch_.get()](int p) { watch->stalledOn(p); };
+}
+
+void Communicator::setupLinks(const RankPlace& myPlace) {
+  links_ = std::make_unique<ConnectionSet>(rank_, nranks_, makeTransports(options_.transport),
+                                           options_.transport, execOptions_.describePeer);
+  auto watch = [probe = probe_.get(), links = links_.get(), calls = callWatch_.get()] {
+    watchConnecting(*probe, *links, calls);
+  };
+  watchedStore_ = std::make_shared<bootstrap::WatchedStore>(store_, watch);
+  transport::Context ctx{rank_,
+                         nranks_,
+                         membership_->peers,
+                         watchedStore_.get(),
+                         monitor_->abortFlag(),
+                         myPlace.nearNics,
+                         watch,
+                         {}};
+  // Setup all-gathers (the shared window's) around the bootstrap ring where there is one;
+  // without it they stay in the watched store, whose waits watch the peers.
+  if (bootstrap_->usesRing())
+    ctx.allGather = [bs = bootstrap_.get()](const std::string& tag, std::span<const std::byte> mine,
+                                            const Deadline& deadline) {
+      return bs->allGather(tag, mine, deadline);
+    };
+  links_->setup(ctx);
 }
 
 Communicator::~Communicator() { links_.reset(); }
@@ -297,17 +322,6 @@ void Communicator::leave() {
 }
 
 std::string Communicator::describePeer(int peer) const { return membership_->describeRank(peer); }
-
-void Communicator::watchPeers() {
-  std::span<const int> connecting = links_ ? links_->connecting() : std::span<const int>();
-  probe_->checkLocal(connecting);
-  // A peer that never makes the connection may be in another call (a mismatch).
-  if (callWatch_)
-    for (int r : connecting) callWatch_->stalledOn(r);
-  // Peers on other hosts: their pids mean nothing here, but a dead rank's standby socket
-  // refuses connections (bootstrap/standby.h).
-  probe_->checkRemote(connecting);
-}
 
 void Communicator::connect(std::span<const int> peers) {
   if (!links_->needsConnection(peers)) return;

@@ -176,6 +176,14 @@ class Communicator {
   std::string describePeer(int peer) const;
 
  private:
+  // The constructor's steps. meetMembers: the Membership (exchanged over the bootstrap, or the
+  // split seed's), the peer probe and the bootstrap's callbacks. makeExecOptions: the
+  // executor's options and the call watch. setupLinks: the connection set and its transports'
+  // setup (their waits watch the peers being connected).
+  void meetMembers(std::unique_ptr<SplitSeed> seed, const RankPlace& myPlace,
+                   const Deadline& deadline);
+  void makeExecOptions();
+  void setupLinks(const RankPlace& myPlace);
   void collective(algo::CollArgs args, const void* send, void* recv, size_t outputAvgElems,
                   size_t outputAvgOffsetElems, bool applyAvg);
   void ensureWindow();
@@ -216,11 +224,6 @@ class Communicator {
   // again for a moment when it still seems alive.
   bool leaderGone(int leader, const Deadline& deadline) const;
   void connect(std::span<const int> peers);
-  // During connection and window setup: throws exec::PeerFailure naming a peer that is gone
-  // (PeerProbe: the peers being connected, links_->connecting(), and a slice of the others on
-  // this host by pid; the peers being connected elsewhere at their standby addresses), and
-  // tells the call watch which peers have not connected yet (a mismatch shows there).
-  void watchPeers();
   // Recovery helpers (comm/recovery.cc).
   // shrink's new communicator over store, survivors (this communicator's ranks) probed while
   // it is built; errors name the new ranks' numbers in this communicator too.
@@ -251,7 +254,7 @@ class Communicator {
 
   std::shared_ptr<bootstrap::Store> baseStore_;
   std::shared_ptr<bootstrap::Store> store_;  // prefixed
-  // store_ as the transports see it: its waits call watchPeers() (D7).
+  // store_ as the transports see it: its waits watch the peers being connected (D7).
   std::shared_ptr<bootstrap::Store> watchedStore_;
   std::string prefix_;
   int rank_;
