@@ -234,7 +234,7 @@ class Communicator {
   // r's address refuses connections or does not answer (r has failed).
   std::shared_ptr<bootstrap::Store> connectStandby(int r, const Deadline& deadline);
   // Every member sets <base>/<rank> = mine and reads the others'. A member that has failed
-  // (probeRank) is a tuttiRemoteError naming it, one missing at the deadline a tuttiTimeout.
+  // (PeerProbe::probe) is a tuttiRemoteError naming it, one missing at the deadline a tuttiTimeout.
   std::map<int, std::string> gatherMembers(bootstrap::Store& store, const std::string& base,
                                            const std::vector<int>& members, const std::string& mine,
                                            const Deadline& deadline, const std::string& what);
