@@ -7,7 +7,8 @@
 # 2. The interface headers (transport.h, window.h, algorithm.h) live in src/interfaces only,
 #    and src/interfaces includes nothing of exec but the schedule IR.
 # 3. Inside src/comm, the pieces the Communicator wires (CommOptions, Membership,
-#    FailureMonitor, Planner, ConnectionSet, the call trace, tags and watch, liveness, places,
+#    FailureMonitor, PeerProbe, SharedWindow, Planner, ConnectionSet, the call trace, tags and
+#    watch, liveness, places,
 #    ring order) know nothing of their owner: none includes communicator.h.
 # Exit 0 when clean, 1 listing every offending include.
 set -euo pipefail

@@ -32,6 +32,7 @@
 #include "comm/planner.h"
 #include "comm/rank_place.h"
 #include "comm/ring_order.h"
+#include "comm/shared_window.h"
 #include "comm/transport_registry.h"
 #include "common/dtype.h"
 #include "common/env.h"
@@ -305,7 +306,7 @@ void Communicator::failWith(tuttiResult_t code, const std::string& text, int fir
   // The peers may still wait on this rank in this call or the next: closing the connections
   // and marking the shared window failed turn their waits into errors naming this rank
   // instead of a timeout, or a success with data from another call.
-  if (window_) window_->markFailed();
+  window_.markFailed();
   if (links_) links_->closeAll();
 }
 
@@ -345,18 +346,9 @@ void Communicator::execute(const exec::Schedule& schedule, std::span<const int> 
 
 const exec::ExecOptions& Communicator::callOptions() {
   monitor_->throwIfFailed();
-  execOptions_.window = window_.get();
-  execOptions_.windowState = &windowState_;
+  window_.fill(execOptions_);
   execOptions_.callTag = callTag_;
-  execOptions_.windowTags = window_ ? windowTags_.data() : nullptr;
   return execOptions_;
-}
-
-void Communicator::writeWindowTag(const CallTag& tag) {
-  if (!window_) return;
-  const auto slot = static_cast<int>(collectiveCallNumber(tag) % transport::Window::kTagSlots);
-  windowTags_[slot] = tag;
-  window_->setTag(slot, tag);
 }
 
 algo::CollArgs Communicator::baseArgs(algo::Coll coll, size_t count, tuttiDataType_t dtype) const {
@@ -411,8 +403,7 @@ void Communicator::checkSameCall(const CallTag& mine) {
 }
 
 void Communicator::ensureWindow() {
-  if (windowTried_) return;
-  windowTried_ = true;
+  if (!window_.firstTry()) return;
   int64_t bytes = options_.shmWindowBytes;
   bool oneHost = std::all_of(membership_->hostOf.begin(), membership_->hostOf.end(),
                              [](int h) { return h == 0; });
@@ -420,7 +411,7 @@ void Communicator::ensureWindow() {
   testDieAt("window", rank_);
   Deadline deadline(options_.timeoutSec);
   try {
-    window_ = links_->createWindow(static_cast<size_t>(bytes), deadline);
+    window_.adopt(links_->createWindow(static_cast<size_t>(bytes), deadline));
     planner_->setWindow(window_.get());
   } catch (const exec::PeerFailure& e) {
     // As a failed call: later calls fail with this cause, the peers read the record.
@@ -439,8 +430,8 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
   // (each phase is a barrier of all ranks, costly when they share cores). Same on every rank:
   // ranks of one host see the same core count.
   args.windowBytes = !window_          ? 0
-                     : oversubscribed_ ? window_->bytes()
-                                       : std::min(window_->bytes(), directChunkBytes());
+                     : oversubscribed_ ? window_.bytes()
+                                       : std::min(window_.bytes(), directChunkBytes());
   // The forced algorithms are the communicator's (config, TUTTI_ALGO at init, or
   // tuttiCommSetAlgorithm): no environment lookup per call (getenv scans the whole
   // environment, ~500 instructions, a tenth of a small call).

@@ -30,6 +30,7 @@
 #include "comm/membership.h"
 #include "comm/peer_probe.h"
 #include "comm/rank_place.h"
+#include "comm/shared_window.h"
 #include "exec/executor.h"
 #include "exec/schedule.h"
 #include "exec/window_program.h"
@@ -199,7 +200,7 @@ class Communicator {
     try {
       if (options_.checkCalls && nranks_ > 1) checkSameCall(tag);
       callTag_ = tag;
-      writeWindowTag(tag);
+      window_.writeTag(tag);
       struct ClearTag {
         CallTag& t;
         ~ClearTag() { t = {}; }
@@ -210,9 +211,6 @@ class Communicator {
     }
     monitor_->trace().end(true);
   }
-  // Writes the call's tag in this rank's window tag slot (call number modulo kTagSlots) when
-  // the communicator has a window, for the peers' checks (exec::ExecOptions::windowTags).
-  void writeWindowTag(const CallTag& tag);
   // In a catch block: a failure that leaves the ranks out of step (mismatch, dead or failed
   // peer, timeout) fails the communicator (failWith); a peer failure is rethrown naming the
   // rank that failed first (from the peer's failure record when it has one).
@@ -275,13 +273,9 @@ class Communicator {
   std::unique_ptr<bootstrap::StandbyStore> standby_;
   const char* lastAlgorithm_ = "none";
   std::unique_ptr<Planner> planner_;  // algorithm choice, schedules and their caches
-  // The shared window, created at the first collective (every rank makes its first
-  // collective call in the same order, so creation is collective too).
-  std::unique_ptr<transport::Window> window_;
-  exec::WindowState windowState_;  // the executor's bookkeeping of window_'s calls
-  bool windowTried_ = false;
-  CallTag callTag_{};  // of the collective being executed (0: p2p)
-  std::array<CallTag, transport::Window::kTagSlots> windowTags_{};  // writeWindowTag
+  // The shared window (made at the first collective), its bookkeeping and tag slots.
+  SharedWindow window_;
+  CallTag callTag_{};                     // of the collective being executed (0: p2p)
   uint64_t collectiveCalls_ = 0;          // collective calls made (the tags' call numbers)
   std::unique_ptr<CallWatch> callWatch_;  // mismatches seen in stalled waits
   std::unique_ptr<PeerProbe> probe_;      // which ranks are gone (by pid here, standby elsewhere)
