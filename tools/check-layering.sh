@@ -8,8 +8,8 @@
 #    and src/interfaces includes nothing of exec but the schedule IR.
 # 3. Inside src/comm, the pieces the Communicator wires (CommOptions, Membership,
 #    FailureMonitor, PeerProbe, SharedWindow, Planner, ConnectionSet, the call trace, tags and
-#    watch, liveness, places,
-#    ring order) know nothing of their owner: none includes communicator.h.
+#    watch, liveness, places, ring order) know nothing of their owner: none includes
+#    communicator.h.
 # Exit 0 when clean, 1 listing every offending include.
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
