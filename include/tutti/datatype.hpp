@@ -1,6 +1,6 @@
-// Facts about tuttiDataType_t for C++ code that handles buffers by datatype (the library,
-// the perf tests, tutti-soak, the tests' verifiable data): one table for all (sizes, names,
-// float or not). Header-only.
+// Facts about tuttiDataType_t (and the names of tuttiRedOp_t) for C++ code that handles
+// buffers by datatype (the library, the perf tests, tutti-soak, the tests' verifiable data):
+// one table for all (sizes, names, float or not). Header-only.
 #pragma once
 
 #include <cstddef>
@@ -55,6 +55,24 @@ constexpr const char* dataTypeName(tuttiDataType_t t) {
       return "double";
     case tuttiBfloat16:
       return "bfloat16";
+    default:
+      return "?";
+  }
+}
+
+// The reduction op's name ("sum", "prod", "max", "min", "avg"); "?" outside the enum.
+constexpr const char* redOpName(tuttiRedOp_t op) {
+  switch (op) {
+    case tuttiSum:
+      return "sum";
+    case tuttiProd:
+      return "prod";
+    case tuttiMax:
+      return "max";
+    case tuttiMin:
+      return "min";
+    case tuttiAvg:
+      return "avg";
     default:
       return "?";
   }

@@ -20,22 +20,7 @@ const std::vector<tuttiRedOp_t>& allOps() {
   return kOps;
 }
 
-const char* opName(tuttiRedOp_t op) {
-  switch (op) {
-    case tuttiSum:
-      return "sum";
-    case tuttiProd:
-      return "prod";
-    case tuttiMax:
-      return "max";
-    case tuttiMin:
-      return "min";
-    case tuttiAvg:
-      return "avg";
-    default:
-      return "?";
-  }
-}
+const char* opName(tuttiRedOp_t op) { return tutti::redOpName(op); }
 
 size_t typeSize(tuttiDataType_t t) { return tutti::dataTypeSize(t); }
 

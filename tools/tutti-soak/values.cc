@@ -20,10 +20,7 @@ const char* dtypeText(tuttiDataType_t t) {
   return names[t];
 }
 
-const char* opText(tuttiRedOp_t op) {
-  static const char* names[] = {"sum", "prod", "max", "min", "avg"};
-  return names[op];
-}
+const char* opText(tuttiRedOp_t op) { return tutti::redOpName(op); }
 
 namespace {
 
