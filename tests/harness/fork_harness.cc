@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -47,6 +48,29 @@ void record(RankStatus& s, int status) {
 }
 
 }  // namespace
+
+pid_t forkChild(const std::function<void()>& body, unsigned timeoutSec) {
+  std::fflush(nullptr);
+  const pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ADD_FAILURE() << "fork: " << std::strerror(errno);
+    return -1;
+  }
+  if (pid == 0) {
+    ::alarm(timeoutSec);  // never outlive a failed parent
+    runChild(
+        0, [&](int) { body(); }, parent);
+  }
+  return pid;
+}
+
+int waitChild(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 bool RanksResult::allOk() const {
   if (ranks.empty()) return false;

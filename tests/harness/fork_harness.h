@@ -38,6 +38,13 @@ struct RanksResult {
 
 RanksResult runRanks(int nranks, std::function<void(int rank)> body, double timeoutSec = 60);
 
+// One forked child for a test that plays a rank itself and waits for, kills or outlives the
+// other: the child runs body and exits as runRanks' children do (0, kExitGtestFailure,
+// kExitException), dies with the parent (PR_SET_PDEATHSIG) and by SIGALRM after timeoutSec.
+pid_t forkChild(const std::function<void()>& body, unsigned timeoutSec = 120);
+// Waits for a child: its exit code, or 128 + the signal that killed it.
+int waitChild(pid_t pid);
+
 }  // namespace tutti::test
 
 #define EXPECT_RANKS_OK(result)                             \

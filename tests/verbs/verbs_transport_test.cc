@@ -13,6 +13,7 @@
 #include "bootstrap/file_store.h"
 #include "bootstrap/memory_store.h"
 #include "common/error.h"
+#include "harness/fork_harness.h"
 #include "harness/temp_dir.h"
 #include "harness/threads_harness.h"
 #include "transports/ibverbs/ib_device.h"
@@ -303,49 +304,25 @@ TEST(IbTransport, IdleReceiverSleepsOnCompletionChannel) {
 
 // ---- processes ----
 
-pid_t forkRank(const std::function<void()>& fn) {
-  fflush(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) throwSystemError("fork");
-  if (pid == 0) {
-    alarm(240);
-    int rc = 0;
-    try {
-      fn();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "child %d: %s\n", getpid(), e.what());
-      rc = 1;
-    }
-    fflush(nullptr);
-    _exit(rc);
-  }
-  return pid;
-}
-
-int waitExit(pid_t pid) {
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 // Rank 1 (a child process) is killed in the middle of a transfer; rank 0 fails with
 // tuttiRemoteError naming rank 1 instead of hanging.
 void killDuringTransfer(bool parentSends) {
   test::TempDir dir("tutti-ib-kill");
   auto peers = verbstest::makePeers(2);
   const size_t bytes = 64 * kMiB;
-  pid_t child = forkRank([&] {
-    bootstrap::FileStore store(dir.path());
-    auto ir = connectRank(1, peers, store);
-    std::vector<std::byte> buf(bytes);
-    for (;;) {
-      if (parentSends)
-        drive({recvOp(ir.conns[0].get(), buf)});
-      else
-        drive({sendOp(ir.conns[0].get(), buf)});
-    }
-  });
+  pid_t child = tutti::test::forkChild(
+      [&] {
+        bootstrap::FileStore store(dir.path());
+        auto ir = connectRank(1, peers, store);
+        std::vector<std::byte> buf(bytes);
+        for (;;) {
+          if (parentSends)
+            drive({recvOp(ir.conns[0].get(), buf)});
+          else
+            drive({sendOp(ir.conns[0].get(), buf)});
+        }
+      },
+      240);  // the Soft-RoCE VM runs without KVM: slow
   std::vector<std::byte> buf(bytes, std::byte{1});
   std::string message;
   tuttiResult_t code = tuttiSuccess;
@@ -392,7 +369,7 @@ void killDuringTransfer(bool parentSends) {
       detectSec = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
     }
   }
-  EXPECT_EQ(waitExit(child), 128 + SIGKILL);
+  EXPECT_EQ(tutti::test::waitChild(child), 128 + SIGKILL);
   std::printf("%s: error after %.3f s: %s\n", parentSends ? "sender" : "receiver", detectSec,
               message.c_str());
   EXPECT_EQ(code, tuttiRemoteError) << message;
@@ -418,19 +395,21 @@ TEST(IbTransportProcesses, PingPongLatencyAndBandwidthSanity) {
   auto peers = verbstest::makePeers(2);
   const int iters = 200;
   const size_t big = 32 * kMiB;
-  pid_t child = forkRank([&] {
-    bootstrap::FileStore store(dir.path());
-    auto ir = connectRank(1, peers, store);
-    Connection* c = ir.conns[0].get();
-    std::byte b[8] = {};
-    for (int i = 0; i < iters; ++i) {
-      drive({recvOp(c, b)});
-      drive({sendOp(c, b)});
-    }
-    std::vector<std::byte> buf(big);
-    conformance::fillPattern(buf, 1, 0, 5);
-    drive({sendOp(c, buf)});
-  });
+  pid_t child = tutti::test::forkChild(
+      [&] {
+        bootstrap::FileStore store(dir.path());
+        auto ir = connectRank(1, peers, store);
+        Connection* c = ir.conns[0].get();
+        std::byte b[8] = {};
+        for (int i = 0; i < iters; ++i) {
+          drive({recvOp(c, b)});
+          drive({sendOp(c, b)});
+        }
+        std::vector<std::byte> buf(big);
+        conformance::fillPattern(buf, 1, 0, 5);
+        drive({sendOp(c, buf)});
+      },
+      240);
   bootstrap::FileStore store(dir.path());
   auto ir = connectRank(0, peers, store);
   Connection* c = ir.conns[1].get();
@@ -448,7 +427,7 @@ TEST(IbTransportProcesses, PingPongLatencyAndBandwidthSanity) {
   drive({recvOp(c, buf)});
   double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   conformance::expectPattern(buf, 1, 0, 5, "bandwidth");
-  EXPECT_EQ(waitExit(child), 0);
+  EXPECT_EQ(tutti::test::waitChild(child), 0);
   std::printf(
       "ibverbs sanity: 8 B one-way latency %.1f us (ping-pong/2), 32 MiB in %.3f s = "
       "%.1f MB/s\n",

@@ -9,6 +9,7 @@
 
 #include "bootstrap/file_store.h"
 #include "common/error.h"
+#include "harness/fork_harness.h"
 #include "tcp_test_util.h"
 
 namespace tutti::transport {
@@ -24,33 +25,6 @@ std::string freshDir(const std::string& name) {
   return dir;
 }
 
-// Forks a child that runs fn and exits 0, or prints the error and exits 1.
-pid_t forkRank(const std::function<void()>& fn) {
-  fflush(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) throwSystemError("fork");
-  if (pid == 0) {
-    alarm(120);  // never outlive a failed parent
-    int rc = 0;
-    try {
-      fn();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "child %d: %s\n", getpid(), e.what());
-      rc = 1;
-    }
-    fflush(nullptr);
-    _exit(rc);
-  }
-  return pid;
-}
-
-int waitExit(pid_t pid) {
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 TEST(TcpMultiproc, ConformanceAcrossThreeProcesses) {
   std::string dir = freshDir("conf");
   auto peers = tcptest::makePeers(3);
@@ -59,11 +33,11 @@ TEST(TcpMultiproc, ConformanceAcrossThreeProcesses) {
     auto tr = tcptest::connectRank(r, peers, store);
     conformance::runAll(tr.view(r, 3), 64 * kMiB);
   };
-  pid_t c1 = forkRank([&] { body(1); });
-  pid_t c2 = forkRank([&] { body(2); });
+  pid_t c1 = tutti::test::forkChild([&] { body(1); });
+  pid_t c2 = tutti::test::forkChild([&] { body(2); });
   EXPECT_NO_THROW(body(0));
-  EXPECT_EQ(waitExit(c1), 0);
-  EXPECT_EQ(waitExit(c2), 0);
+  EXPECT_EQ(tutti::test::waitChild(c1), 0);
+  EXPECT_EQ(tutti::test::waitChild(c2), 0);
   std::filesystem::remove_all(dir);
 }
 
@@ -72,7 +46,7 @@ TEST(TcpMultiproc, ConformanceAcrossThreeProcesses) {
 void killDuringTransfer(bool parentSends) {
   std::string dir = freshDir(parentSends ? "kill-send" : "kill-recv");
   auto peers = tcptest::makePeers(2);
-  pid_t child = forkRank([&] {
+  pid_t child = tutti::test::forkChild([&] {
     bootstrap::FileStore store(dir);
     auto tr = tcptest::connectRank(1, peers, store);
     std::vector<std::byte> buf(256 * kMiB);
@@ -151,7 +125,7 @@ void killDuringTransfer(bool parentSends) {
       detectSec = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
     }
   }
-  EXPECT_EQ(waitExit(child), 128 + SIGKILL);
+  EXPECT_EQ(tutti::test::waitChild(child), 128 + SIGKILL);
   std::printf("%s: error after %.3f s: %s\n", parentSends ? "sender" : "receiver", detectSec,
               message.c_str());
   EXPECT_EQ(code, tuttiRemoteError) << message;
@@ -168,7 +142,7 @@ TEST(TcpMultiproc, KilledSenderIsReportedToReceiver) { killDuringTransfer(false)
 TEST(TcpMultiproc, LoopbackBandwidthBetweenProcesses) {
   std::string dir = freshDir("bw");
   auto peers = tcptest::makePeers(2);
-  pid_t child = forkRank([&] {
+  pid_t child = tutti::test::forkChild([&] {
     bootstrap::FileStore store(dir);
     auto tr = tcptest::connectRank(1, peers, store);
     tcptest::timedTransfer(*tr.conns[0], true, 256 * kMiB, 1, 0);
@@ -179,7 +153,7 @@ TEST(TcpMultiproc, LoopbackBandwidthBetweenProcesses) {
     auto tr = tcptest::connectRank(0, peers, store);
     sec = tcptest::timedTransfer(*tr.conns[1], false, 256 * kMiB, 1, 0);
   }
-  EXPECT_EQ(waitExit(child), 0);
+  EXPECT_EQ(tutti::test::waitChild(child), 0);
   double gbs = 256.0 * kMiB / sec / 1e9;
   std::printf("tcp loopback 256 MiB between processes (2 sockets): %.3f s, %.2f GB/s\n", sec, gbs);
   EXPECT_GT(gbs, 0.01);
