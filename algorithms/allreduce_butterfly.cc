@@ -37,12 +37,6 @@ void foldOut(Schedule& s, const Ctx& c, const FoldPlan& p, size_t t, size_t m) {
     send(at(s, t), p.f.partner, c.out(0, m));
 }
 
-Schedule copyOnly(Schedule s, const Ctx& c, size_t m) {
-  copy(at(s, 0), c.in(0, m), c.out(0, m));
-  trim(s);
-  return s;
-}
-
 }  // namespace
 
 Schedule allReduceButterfly(const CollArgs& a) {
@@ -50,7 +44,7 @@ Schedule allReduceButterfly(const CollArgs& a) {
   Schedule s = start(a, "butterfly");
   Ctx c(a);
   size_t m = a.count;
-  if (c.n == 1) return copyOnly(std::move(s), c, m);
+  if (singleRankCopy(s, c, m)) return s;
   FoldPlan p = foldIn(s, c, m);
   int steps = patterns::log2Floor(p.f.pof2);
   size_t t = p.tStart;
@@ -77,7 +71,7 @@ Schedule allReduceRabenseifner(const CollArgs& a) {
   Schedule s = start(a, "rabenseifner");
   Ctx c(a);
   size_t m = a.count;
-  if (c.n == 1) return copyOnly(std::move(s), c, m);
+  if (singleRankCopy(s, c, m)) return s;
   FoldPlan p = foldIn(s, c, m);
   int pof2 = p.f.pof2;
   int steps = patterns::log2Floor(pof2);

@@ -10,11 +10,8 @@ Schedule allReduceNaive(const CollArgs& a) {
   Schedule s = start(a, "naive");
   Ctx c(a);
   size_t m = a.count;
-  if (c.n == 1 || m == 0) {
-    copy(at(s, 0), c.in(0, m), c.out(0, m));
-    trim(s);
-    return s;
-  }
+  if (singleRankCopy(s, c, m)) return s;
+  if (m == 0) return s;
   std::vector<Slice> x(c.n);
   for (int k = 0; k < c.n; ++k) {
     if (k == c.r) {
@@ -36,11 +33,8 @@ Schedule allReducePs(const CollArgs& a) {
   Schedule s = start(a, "ps");
   Ctx c(a);
   size_t m = a.count;
-  if (c.n == 1 || m == 0) {
-    copy(at(s, 0), c.in(0, m), c.out(0, m));
-    trim(s);
-    return s;
-  }
+  if (singleRankCopy(s, c, m)) return s;
+  if (m == 0) return s;
   if (c.r == 0) {
     std::vector<Slice> x(c.n);
     x[0] = c.in(0, m);

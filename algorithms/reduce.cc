@@ -17,11 +17,7 @@ Schedule reduceChain(const CollArgs& a) {
   Ctx c(a);
   size_t m = a.count;
   int n = c.n;
-  if (n == 1) {
-    copy(at(s, 0), c.in(0, m), c.out(0, m));
-    trim(s);
-    return s;
-  }
+  if (singleRankCopy(s, c, m)) return s;
   std::vector<int> chain = chainFromRoot(a);
   int k = static_cast<int>(std::find(chain.begin(), chain.end(), c.r) - chain.begin());
   size_t nch = patterns::numChunks(m * c.es, kChunkBytes, kMaxChunks);

@@ -15,11 +15,7 @@ Schedule reduceScatterRing(const CollArgs& a) {
   Ctx c(a);
   size_t cnt = a.count;
   int n = c.n;
-  if (n == 1) {
-    copy(at(s, 0), c.in(0, cnt), c.out(0, cnt));
-    trim(s);
-    return s;
-  }
+  if (singleRankCopy(s, c, cnt)) return s;
   std::vector<int> ring = patterns::ringOrderOrIdentity(a.ringOrder, n);
   int pos = static_cast<int>(std::find(ring.begin(), ring.end(), c.r) - ring.begin());
   int next = ring[(pos + 1) % n], prev = ring[(pos + n - 1) % n];
@@ -42,11 +38,7 @@ Schedule reduceScatterRhalving(const CollArgs& a) {
   Ctx c(a);
   size_t cnt = a.count;
   int n = c.n;
-  if (n == 1) {
-    copy(at(s, 0), c.in(0, cnt), c.out(0, cnt));
-    trim(s);
-    return s;
-  }
+  if (singleRankCopy(s, c, cnt)) return s;
   patterns::Fold f = patterns::foldPow2(n, c.r);
   int p = f.pof2;
   size_t total = n * cnt;
