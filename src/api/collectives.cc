@@ -6,6 +6,7 @@
 
 #include "aliasing.h"
 #include "api_guard.h"
+#include "arg_checks.h"
 #include "comm_handle.h"
 #include "common/dtype.h"
 #include "interfaces/algorithm.h"
@@ -17,32 +18,16 @@ using tutti::api::ready;
 
 namespace {
 
-// Enum arguments come from C callers and may hold any int: read them as ints (loading an
-// out-of-range value through the enum type is undefined in C++).
-template <typename E>
-int rawEnum(const E& e) {
-  static_assert(sizeof(E) == sizeof(int));
-  int v;
-  std::memcpy(&v, &e, sizeof(v));
-  return v;
-}
-
 void checkCommon(tuttiComm_t comm, const void* send, const void* recv, size_t sendElems,
                  size_t recvElems, const tuttiDataType_t& datatype) {
-  int dtype = rawEnum(datatype);
   TUTTI_CHECK_ARG(comm != nullptr, "comm is NULL");
-  TUTTI_CHECK_ARG(tutti::dtypeValid(dtype), "invalid datatype ", dtype);
+  tutti::api::checkDatatype(datatype);
   TUTTI_CHECK_ARG(sendElems == 0 || send != nullptr, "sendbuff is NULL with a non-zero count");
   TUTTI_CHECK_ARG(recvElems == 0 || recv != nullptr, "recvbuff is NULL with a non-zero count");
 }
 
-void checkOp(const tuttiRedOp_t& op) {
-  TUTTI_CHECK_ARG(tutti::opValid(rawEnum(op)), "invalid reduction op ", rawEnum(op));
-}
-
-void checkRoot(tutti::Communicator& c, int root) {
-  TUTTI_CHECK_ARG(root >= 0 && root < c.size(), "root ", root, " out of range [0, ", c.size(), ")");
-}
+using tutti::api::checkOp;
+void checkRoot(const tutti::Communicator& c, int root) { tutti::api::checkRank(c, root, "root"); }
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api_guard.h"
+#include "arg_checks.h"
 #include "comm_handle.h"
 #include "common/dtype.h"
 #include "common/env.h"
@@ -31,12 +32,6 @@ tutti::compress::CompressedAllReduce& compressedOf(tuttiComm_t comm) {
   return *comm->compressed;
 }
 
-int rawDtype(const tuttiDataType_t& t) {
-  int v;
-  std::memcpy(&v, &t, sizeof(v));
-  return v;
-}
-
 }  // namespace
 
 extern "C" {
@@ -47,8 +42,8 @@ TUTTI_API tuttiResult_t tuttiAllReduceCompressed(const void* sendbuff, void* rec
                                                  tuttiComm_t comm, tuttiStream_t stream) {
   return guarded(comm, "tuttiAllReduceCompressed", [&] {
     TUTTI_CHECK_ARG(comm != nullptr, "comm is NULL");
-    int dt = rawDtype(datatype);
-    TUTTI_CHECK_ARG(tutti::dtypeValid(dt), "invalid datatype ", dt);
+    tutti::api::checkDatatype(datatype);
+    int dt = tutti::api::rawEnum(datatype);
     if (dt != tuttiFloat32 && dt != tuttiFloat16 && dt != tuttiBfloat16)
       tutti::fail(tuttiUnsupported, "datatype ", tutti::dtypeName(datatype),
                   " is not supported (float32, float16 and bfloat16 only)");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api_guard.h"
+#include "arg_checks.h"
 #include "comm_handle.h"
 #include "common/clock.h"
 #include "common/dtype.h"
@@ -130,13 +131,11 @@ namespace {
 // and counts it for PERF (call_log.h) when those log at INFO.
 tuttiResult_t issueP2p(bool isSend, void* buffer, size_t count, const tuttiDataType_t& datatype,
                        int peer, tuttiComm_t comm, tuttiStream_t stream) {
-  int rawType;
-  std::memcpy(&rawType, &datatype, sizeof(rawType));  // C callers may pass any int
-  TUTTI_CHECK_ARG(tutti::dtypeValid(rawType), "invalid datatype ", rawType);
+  tutti::api::checkDatatype(datatype);
   TUTTI_CHECK_ARG(count == 0 || buffer != nullptr, isSend ? "sendbuff" : "recvbuff",
                   " is NULL with count ", count);
   auto& c = tutti::api::ready(comm);
-  TUTTI_CHECK_ARG(peer >= 0 && peer < c.size(), "peer ", peer, " out of range [0, ", c.size(), ")");
+  tutti::api::checkRank(c, peer, "peer");
   // Send/receive have no device path (no staging, no CUDA IPC for p2p): a device buffer is
   // refused instead of being read as host memory.
   tutti::api::CallBuffers bufs;

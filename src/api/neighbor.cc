@@ -9,6 +9,7 @@
 
 #include "algorithms/neighbor_graph.h"
 #include "api_guard.h"
+#include "arg_checks.h"
 #include "comm_handle.h"
 #include "common/dtype.h"
 #include "group.h"
@@ -55,12 +56,6 @@ tuttiGraph_t makeHandle(tuttiComm_t comm, tutti::algo::NeighborGraph g, bool hie
   return h.release();
 }
 
-int rawInt(const tuttiGraphKind_t& k) {
-  int v;
-  std::memcpy(&v, &k, sizeof(v));
-  return v;
-}
-
 }  // namespace
 
 extern "C" {
@@ -73,7 +68,7 @@ TUTTI_API tuttiResult_t tuttiGraphCreate(tuttiComm_t comm, tuttiGraphKind_t kind
     *graph = nullptr;
     notInGroup("tuttiGraphCreate");
     auto& c = ready(comm);
-    const int k = rawInt(kind);
+    const int k = tutti::api::rawEnum(kind);
     // Every rank must ask for the same graph: compared after an all-gather, so that a rank
     // with other arguments is named on every rank instead of hanging a later call.
     std::vector<int64_t> all = gatherRows(c, {k, rows, hierarchical != 0});

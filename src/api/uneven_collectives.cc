@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api_guard.h"
+#include "arg_checks.h"
 #include "comm_handle.h"
 #include "common/dtype.h"
 #include "issue.h"
@@ -21,20 +22,12 @@ namespace {
 
 using Counts = std::vector<size_t>;
 
-int rawDtype(const tuttiDataType_t& datatype) {
-  int v;
-  std::memcpy(&v, &datatype, sizeof(v));  // C callers may pass any int
-  return v;
-}
-
 void checkDtype(tuttiComm_t comm, const tuttiDataType_t& datatype) {
   TUTTI_CHECK_ARG(comm != nullptr, "comm is NULL");
-  TUTTI_CHECK_ARG(tutti::dtypeValid(rawDtype(datatype)), "invalid datatype ", rawDtype(datatype));
+  tutti::api::checkDatatype(datatype);
 }
 
-void checkRoot(const tutti::Communicator& c, int root) {
-  TUTTI_CHECK_ARG(root >= 0 && root < c.size(), "root ", root, " out of range [0, ", c.size(), ")");
-}
+void checkRoot(const tutti::Communicator& c, int root) { tutti::api::checkRank(c, root, "root"); }
 
 // n counts and displacements (both non-NULL), copied; returns the extent they reach in elements
 // (0 when every block is empty: the displacement of an empty block is not used). Each block
