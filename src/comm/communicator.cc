@@ -1,37 +1,24 @@
 #include "comm/communicator.h"
 
 #include <signal.h>
-#include <sys/eventfd.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <map>
 #include <mutex>
-#include <optional>
-#include <set>
-#include <sstream>
 #include <utility>
 
-#include "algorithms/patterns/patterns.h"
-#include "bootstrap/host_id.h"
 #include "bootstrap/prefix_store.h"
 #include "bootstrap/unique_id.h"
 #include "bootstrap/watched_store.h"
-#include "comm/call_tag.h"
 #include "comm/connection_set.h"
 #include "comm/failure_monitor.h"
 #include "comm/membership.h"
 #include "comm/membership_report.h"
 #include "comm/peer_probe.h"
-#include "comm/place_topology.h"
 #include "comm/planner.h"
 #include "comm/rank_place.h"
-#include "comm/ring_order.h"
 #include "comm/shared_window.h"
 #include "comm/transport_registry.h"
 #include "common/dtype.h"
@@ -41,8 +28,6 @@
 #include "exec/executor.h"
 #include "reduce/reduce.h"
 #include "topology/binding.h"
-#include "topology/load.h"
-#include "tuning/topology_model.h"
 #include "tuning/tuner.h"
 
 namespace tutti {
@@ -352,15 +337,11 @@ const exec::ExecOptions& Communicator::callOptions() {
 }
 
 algo::CollArgs Communicator::baseArgs(algo::Coll coll, size_t count, tuttiDataType_t dtype) const {
-  algo::CollArgs a;
+  algo::CollArgs a = placedArgs(*membership_);
   a.coll = coll;
   a.count = count;
   a.dtype = dtype;
-  a.rank = rank_;
-  a.nranks = nranks_;
   a.deterministic = options_.deterministic;
-  if (membership_->multiHost()) a.hostOf = membership_->hostOf;
-  a.ringOrder = membership_->ringOrder;
   return a;
 }
 
@@ -405,9 +386,7 @@ void Communicator::checkSameCall(const CallTag& mine) {
 void Communicator::ensureWindow() {
   if (!window_.firstTry()) return;
   int64_t bytes = options_.shmWindowBytes;
-  bool oneHost = std::all_of(membership_->hostOf.begin(), membership_->hostOf.end(),
-                             [](int h) { return h == 0; });
-  if (nranks_ < 2 || !oneHost || bytes <= 0) return;
+  if (nranks_ < 2 || membership_->multiHost() || bytes <= 0) return;
   testDieAt("window", rank_);
   Deadline deadline(options_.timeoutSec);
   try {

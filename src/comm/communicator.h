@@ -3,17 +3,10 @@
 // connects the peers a schedule needs, and runs the schedule with the executor.
 #pragma once
 
-#include <sys/types.h>
-
 #include <algorithm>
-#include <array>
-#include <atomic>
-#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,18 +15,15 @@
 #include "bootstrap/standby.h"
 #include "bootstrap/store.h"
 #include "comm/call_tag.h"
-#include "comm/call_trace.h"
 #include "comm/call_watch.h"
 #include "comm/comm_options.h"
 #include "comm/failure_monitor.h"
-#include "comm/local_liveness.h"
 #include "comm/membership.h"
 #include "comm/peer_probe.h"
 #include "comm/rank_place.h"
 #include "comm/shared_window.h"
 #include "exec/executor.h"
 #include "exec/schedule.h"
-#include "exec/window_program.h"
 #include "interfaces/algorithm.h"
 #include "interfaces/transport.h"
 

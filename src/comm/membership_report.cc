@@ -12,10 +12,8 @@
 #include "tuning/topology_model.h"
 
 namespace tutti {
-namespace {
 
-// The arguments hier all-reduce builds its host groups from.
-algo::CollArgs hierArgs(const Membership& m) {
+algo::CollArgs placedArgs(const Membership& m) {
   algo::CollArgs a;
   a.nranks = m.size();
   a.rank = m.rank;
@@ -23,8 +21,6 @@ algo::CollArgs hierArgs(const Membership& m) {
   a.ringOrder = m.ringOrder;
   return a;
 }
-
-}  // namespace
 
 std::unique_ptr<tuning::CostModel> topologyCostModel(const Membership& m) {
   const int nranks_ = m.size(), rank_ = m.rank;
@@ -79,7 +75,7 @@ void logPlacement(const Membership& m, const std::string& prefix_) {
     if (m.multiHost()) {
       // hier's host groups, as it builds them: each host's members, its leader first.
       std::ostringstream groups;
-      for (const auto& g : algo::hierHostGroups(hierArgs(m))) {
+      for (const auto& g : algo::hierHostGroups(placedArgs(m))) {
         groups << " [";
         for (size_t i = 0; i < g.size(); ++i) groups << (i ? " " : "") << g[i];
         groups << "]";
