@@ -28,7 +28,6 @@ bool smallRootedBuffer(const CollArgs& a) {
 bool multiHost(const CollArgs& a) {
   return static_cast<int>(a.hostOf.size()) == a.nranks && detail::numHosts(a) > 1;
 }
-bool gridHosts(const CollArgs& a) { return detail::gridHosts(a); }
 
 using namespace detail;
 

@@ -24,7 +24,6 @@ namespace tutti {
 
 namespace {
 
-constexpr double kProbeSeconds = PeerProbe::kProbeSeconds;
 constexpr double kLeaderGoneGraceSeconds = 2.0;  // a broken leader's process seen gone within
 constexpr double kFirstProbeSeconds = 0.05;      // missing ranks are probed first after this,
 constexpr double kProbePeriodSeconds = 0.5;      // then this often
@@ -206,7 +205,7 @@ std::unique_ptr<Communicator> Communicator::buildShrunk(std::shared_ptr<bootstra
       int found = -1;
       for (int r : survivors) {
         if (r == rank_) continue;
-        Deadline probeDeadline(kProbeSeconds);
+        Deadline probeDeadline(PeerProbe::kProbeSeconds);
         if (probe_->probe(r, probeDeadline) != bootstrap::Liveness::kAlive) {
           found = r;
           break;
@@ -349,7 +348,7 @@ bool Communicator::leaderGone(int leader, const Deadline& deadline) const {
   const double until = std::min(nowSeconds() + kLeaderGoneGraceSeconds,
                                 nowSeconds() + std::max(0.0, deadline.secondsLeft()));
   for (;;) {
-    Deadline probe(std::min(kProbeSeconds, std::max(0.05, deadline.secondsLeft())));
+    Deadline probe(std::min(PeerProbe::kProbeSeconds, std::max(0.05, deadline.secondsLeft())));
     if (!probe_->alive(leader, probe)) return true;
     if (nowSeconds() >= until) return false;
     ::usleep(20000);
