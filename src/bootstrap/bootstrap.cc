@@ -229,7 +229,7 @@ std::vector<std::vector<std::byte>> Bootstrap::ringAllGather(const char* what,
       }
     }
     const std::string label = std::string(what) + " '" + tag + "'";
-    if (std::string_view(what) == "barrier") {  // nothing to gather: the ring's token barrier
+    if (std::string_view(what) == "barrier") {  // nothing to gather: the ring's tree barrier
       ring->barrier(deadline, label);
       return {};
     }

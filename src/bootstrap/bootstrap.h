@@ -2,8 +2,9 @@
 // deadline. Keys are "<prefix>/<seq>/<tag>/..." where seq counts this object's calls, so a
 // tag may repeat. A deadline that passes throws tuttiTimeout naming the missing ranks:
 //   "bootstrap comm0: rank(s) 3, 5 of 8 did not arrive at allGather 'peers' within 5.0 s"
-// All-gathers and barriers go around a BootstrapRing (ring.h) set up at the first one: each
-// rank then makes one store request per call (its arrival key, for that message) instead of
+// All-gathers and barriers go over a BootstrapRing (ring.h: the ring and its chords at powers
+// of two, ceil(log2 nranks) rounds per all-gather) set up at the first one: each rank then
+// makes one store request per call (its arrival key, for that message) instead of
 // nranks - 1 GETs (all-gather) or 3 (barrier); TUTTI_BOOTSTRAP_RING=0 keeps them in the
 // store. A split child's ring is set up without the store (adoptRing). Keys no longer needed
 // are erased by rank 0: those of earlier calls when an all-gather or barrier completes, all
@@ -44,8 +45,8 @@ class Bootstrap {
   std::vector<std::vector<std::byte>> allGather(const std::string& tag,
                                                 std::span<const std::byte> mine,
                                                 const Deadline& deadline, bool eraseNow = false);
-  // Returns once every rank has called barrier: an empty all-gather around the ring (one
-  // store request per rank), else through the store (three per rank).
+  // Returns once every rank has called barrier: the ring's tree barrier (one store request per
+  // rank), else through the store (three per rank).
   void barrier(const std::string& tag, const Deadline& deadline);
   // The ring's listener, made before the ranks knew their neighbours, and the next rank's
   // RingListener::address() (a split passes both through its parent's all-gather): the ring
@@ -83,7 +84,7 @@ class Bootstrap {
  private:
   std::string base(const std::string& tag, uint64_t seq) const;
   std::string seqPrefix(uint64_t seq) const;
-  // `what` names the call in errors: "allGather" or "barrier" (around the ring: its token
+  // `what` names the call in errors: "allGather" or "barrier" (over the ring: its tree
   // barrier, returning no entries).
   std::vector<std::vector<std::byte>> gather(const char* what, const std::string& tag,
                                              std::span<const std::byte> mine,

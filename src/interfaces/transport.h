@@ -143,7 +143,7 @@ struct Context {
   // (its process is gone), so such a wait ends at once instead of at its deadline. May be
   // empty.
   std::function<void()> watchPeers;
-  // All-gather over the communicator's ranks around its bootstrap ring (one store request per
+  // All-gather over the communicator's ranks over its bootstrap ring (one store request per
   // rank) for collective setup steps such as createWindow, which every rank reaches in the
   // same order; entries by rank. A rank on this host whose process is gone before it arrived
   // ends the wait with an error naming it (after the wait's first second). Empty when the
