@@ -135,24 +135,26 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
 void Communicator::meetMembers(std::unique_ptr<SplitSeed> seed, const RankPlace& myPlace,
                                const Deadline& deadline) {
   const bool reorder = options_.topoReorder;
+  std::unique_ptr<bootstrap::StandbyStore> standby;
   if (seed) {
     TUTTI_ASSERT(static_cast<int>(seed->peers.size()) == nranks_);
     membership_ = std::make_shared<const Membership>(
         membershipFromRecords(rank_, std::move(seed->peers), std::move(seed->places),
                               std::move(seed->standbyOf), reorder));
-    standby_ = std::move(seed->myStandby);
+    standby = std::move(seed->myStandby);
     if (seed->ring) bootstrap_->adoptRing(std::move(*seed->ring), seed->nextRing);
     testDieAt("split", rank_);
   } else {
     transport::PeerInfo me = localPeerInfo(rank_);
     // A rank claimed twice or a disagreement on nranks fails here, naming them.
     bootstrap_->join("host " + me.hostname + ", pid " + std::to_string(me.pid), deadline);
-    openStandby(store_.get(), &standby_);
-    std::string myStandby = standby_ ? standby_->address().encode() : std::string();
+    openStandby(store_.get(), &standby);
+    std::string myStandby = standby ? standby->address().encode() : std::string();
     membership_ = std::make_shared<const Membership>(
         exchangeMembership(*bootstrap_, me, myStandby, myPlace, reorder, deadline));
   }
   probe_ = std::make_unique<PeerProbe>(membership_);
+  recovery_ = std::make_unique<Recovery>(rank_, membership_, *probe_, std::move(standby));
   bootstrap_->setDescribe([m = membership_](int r) { return m->describe(r); });
   // Bootstrap waits on the ring name a rank on this host that died before it arrived.
   bootstrap_->setWatch(
@@ -208,6 +210,28 @@ void Communicator::setupLinks(const RankPlace& myPlace) {
 Communicator::~Communicator() { links_.reset(); }
 
 void Communicator::revoke() { monitor_->revoke(); }
+
+Communicator::Shrunk Communicator::shrink(std::span<const int> exclude, bool abortFirst,
+                                          CommOptions options) {
+  log::setThreadRank(rank_);
+  std::vector<int> survivors = recovery_->survivorsWithout(exclude);
+  if (abortFirst) revoke();
+  Deadline deadline(options.timeoutSec);
+  Recovery::Meeting meeting = recovery_->meetSurvivors(std::move(survivors), exclude, deadline);
+  testDieAt("shrink", rank_);
+  Shrunk result{nullptr, meeting.store, meeting.server};
+  recovery_->buildWatched(meeting, [&] {
+    result.comm =
+        std::make_unique<Communicator>(meeting.store, meeting.prefix, meeting.newRank,
+                                       static_cast<int>(meeting.survivors.size()), options);
+  });
+  return result;
+}
+
+std::vector<int> Communicator::agreeFailedRanks() {
+  log::setThreadRank(rank_);
+  return recovery_->agreeFailedRanks(Deadline(options_.timeoutSec));
+}
 
 void Communicator::abort() {
   revoke();

@@ -21,7 +21,9 @@
 #include "comm/membership.h"
 #include "comm/peer_probe.h"
 #include "comm/rank_place.h"
+#include "comm/recovery.h"
 #include "comm/shared_window.h"
+#include "comm/test_die.h"
 #include "exec/executor.h"
 #include "exec/schedule.h"
 #include "interfaces/algorithm.h"
@@ -54,12 +56,6 @@ struct SplitSeed {
   std::unique_ptr<bootstrap::RingListener> ring;  // null: the child's bootstrap uses the store
   std::string nextRing;                           // the next member's RingListener::address()
 };
-
-// TUTTI_TEST_DIE_AT=<phase>:<rank> (test only): that rank kills itself (SIGKILL) when it
-// reaches the phase ("setup": init, before its setup barrier; "window": shared window setup,
-// "connect": connection setup, "split": a split child's setup, "shrink": a shrink's new
-// communicator, in the parent's numbering; "agree": agreeing on the failed ranks).
-void testDieAt(const char* phase, int rank);
 
 class Communicator {
  public:
@@ -118,7 +114,7 @@ class Communicator {
 
   std::unique_ptr<Communicator> split(int color, int key, CommOptions options);
 
-  // Recovery after failures (comm/recovery.cc; docs/reliability.md). Neither needs the
+  // Recovery after failures (comm/recovery.h; docs/reliability.md). Neither needs the
   // communicator's store nor the excluded or failed ranks: they meet at the standby store of
   // their lowest rank (bootstrap/standby.h), which every rank published at init.
   //
@@ -208,31 +204,7 @@ class Communicator {
   // Records the failure (FailureMonitor::record: later calls fail with it, the peers can read
   // it) and then closes the connections and marks the shared window failed.
   void failWith(tuttiResult_t code, const std::string& text, int firstFailed);
-  // Whether the agreement's leader has gone (its process, or its standby address), looking
-  // again for a moment when it still seems alive.
-  bool leaderGone(int leader, const Deadline& deadline) const;
   void connect(std::span<const int> peers);
-  // Recovery helpers (comm/recovery.cc).
-  // shrink's new communicator over store, survivors (this communicator's ranks) probed while
-  // it is built; errors name the new ranks' numbers in this communicator too.
-  std::unique_ptr<Communicator> buildShrunk(std::shared_ptr<bootstrap::Store> store,
-                                            const std::string& prefix, int newRank,
-                                            const std::vector<int>& survivors, CommOptions options);
-  // A client of rank r's standby store (r == rank_: this rank's, serving first); null when
-  // r's address refuses connections or does not answer (r has failed).
-  std::shared_ptr<bootstrap::Store> connectStandby(int r, const Deadline& deadline);
-  // Every member sets <base>/<rank> = mine and reads the others'. A member that has failed
-  // (PeerProbe::probe) is a tuttiRemoteError naming it, one missing at the deadline a tuttiTimeout.
-  std::map<int, std::string> gatherMembers(bootstrap::Store& store, const std::string& base,
-                                           const std::vector<int>& members, const std::string& mine,
-                                           const Deadline& deadline, const std::string& what);
-  // gatherMembers' wait for the pending members' values (failIfOneFailed probes them).
-  void gatherPending(bootstrap::Store& store, const std::string& base,
-                     std::map<int, std::string>& values, std::vector<int>& pending,
-                     const Deadline& deadline, const std::string& what,
-                     const std::function<void()>& failIfOneFailed);
-  std::vector<int> leadAgreement(bootstrap::Store& store, const std::string& base,
-                                 const Deadline& deadline);
   void execute(const exec::Schedule& schedule, std::span<std::byte* const> buffers);
   void execute(const exec::Schedule& schedule, std::span<const int> peers,
                std::span<std::byte* const> buffers);
@@ -257,10 +229,6 @@ class Communicator {
   // Abort, the failure that ended the communicator, the flight recorder, failure records.
   std::unique_ptr<FailureMonitor> monitor_;
   int splitCount_ = 0;
-  int shrinkCount_ = 0;
-  int agreeCount_ = 0;
-  // This rank's standby store (null when it could not listen).
-  std::unique_ptr<bootstrap::StandbyStore> standby_;
   const char* lastAlgorithm_ = "none";
   std::unique_ptr<Planner> planner_;  // algorithm choice, schedules and their caches
   // The shared window (made at the first collective), its bookkeeping and tag slots.
@@ -269,9 +237,11 @@ class Communicator {
   uint64_t collectiveCalls_ = 0;          // collective calls made (the tags' call numbers)
   std::unique_ptr<CallWatch> callWatch_;  // mismatches seen in stalled waits
   std::unique_ptr<PeerProbe> probe_;      // which ranks are gone (by pid here, standby elsewhere)
-  bool barrierCall_ = false;              // the collective being planned is a barrier
-  exec::ExecOptions execOptions_;         // made once; window and callTag set per call
-  bool oversubscribed_ = false;           // more ranks on this host than cores
+  // This rank's standby store, shrink's meeting and the agreement on failed ranks.
+  std::unique_ptr<Recovery> recovery_;
+  bool barrierCall_ = false;       // the collective being planned is a barrier
+  exec::ExecOptions execOptions_;  // made once; window and callTag set per call
+  bool oversubscribed_ = false;    // more ranks on this host than cores
   // The direct algorithms' chunk (options_.chunkBytes, at least 4 KiB).
   size_t directChunkBytes() const {
     return static_cast<size_t>(std::max<int64_t>(4096, options_.chunkBytes));

@@ -1,8 +1,6 @@
-// Recovery after failures: the survivors agree on the failed ranks and shrink the
-// communicator (docs/reliability.md, "Shrinking after a failure"). Neither uses the
-// communicator's store, whose server may have died with its rank, nor waits for failed
-// ranks: the ranks meet at the standby store of the lowest rank taking part
-// (bootstrap/standby.h), and a rank that does not come is probed at its standby address.
+// Recovery after failures (recovery.h).
+#include "comm/recovery.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,8 +13,7 @@
 #include <thread>
 
 #include "bootstrap/tcp_store.h"
-#include "comm/communicator.h"
-#include "comm/peer_probe.h"
+#include "comm/test_die.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -53,16 +50,24 @@ double secondsSince(const Deadline& d) { return d.totalSeconds() - d.secondsLeft
 
 }  // namespace
 
-std::shared_ptr<bootstrap::Store> Communicator::connectStandby(int r, const Deadline& deadline) {
+Recovery::Recovery(int rank, std::shared_ptr<const Membership> membership, const PeerProbe& probe,
+                   std::unique_ptr<bootstrap::StandbyStore> standby)
+    : rank_(rank),
+      nranks_(membership->size()),
+      membership_(std::move(membership)),
+      probe_(probe),
+      standby_(std::move(standby)) {}
+
+std::shared_ptr<bootstrap::Store> Recovery::connectStandby(int r, const Deadline& deadline) {
   if (!membership_->standbyOf[r].valid())
-    fail(tuttiUnsupported, describePeer(r),
+    fail(tuttiUnsupported, describe(r),
          " has no standby store (it could not listen at init: see its warning), so this "
          "communicator cannot shrink or agree");
   if (r == rank_) standby_->serve();
   for (;;) {
-    if (probe_->probe(r, deadline) != bootstrap::Liveness::kAlive && r != rank_) return nullptr;
+    if (probe_.probe(r, deadline) != bootstrap::Liveness::kAlive && r != rank_) return nullptr;
     if (deadline.expired())
-      fail(tuttiTimeout, describePeer(r), " did not serve its standby store at ",
+      fail(tuttiTimeout, describe(r), " did not serve its standby store at ",
            membership_->standbyOf[r].addr.toString(), " within ", deadline.totalSeconds(),
            " s (alive, but not in this call?)");
     // The rank may not have reached this call yet: its kernel holds the connection until
@@ -78,9 +83,11 @@ std::shared_ptr<bootstrap::Store> Communicator::connectStandby(int r, const Dead
   }
 }
 
-std::map<int, std::string> Communicator::gatherMembers(
-    bootstrap::Store& store, const std::string& base, const std::vector<int>& members,
-    const std::string& mine, const Deadline& deadline, const std::string& what) {
+std::map<int, std::string> Recovery::gatherMembers(bootstrap::Store& store, const std::string& base,
+                                                   const std::vector<int>& members,
+                                                   const std::string& mine,
+                                                   const Deadline& deadline,
+                                                   const std::string& what) {
   std::map<int, std::string> values;
   values[rank_] = mine;
   std::vector<int> pending;
@@ -88,9 +95,9 @@ std::map<int, std::string> Communicator::gatherMembers(
     if (r != rank_) pending.push_back(r);
   auto failIfOneFailed = [&] {
     for (int r : pending) {
-      bootstrap::Liveness l = probe_->probe(r, deadline);
+      bootstrap::Liveness l = probe_.probe(r, deadline);
       if (l != bootstrap::Liveness::kAlive)
-        fail(tuttiRemoteError, what, ": ", describePeer(r),
+        fail(tuttiRemoteError, what, ": ", describe(r),
              " has failed (its standby address: ", bootstrap::livenessName(l),
              "); pass it in excludeRanksList (tuttiCommAgreeFailedRanks lists the failed ranks)");
     }
@@ -108,10 +115,10 @@ std::map<int, std::string> Communicator::gatherMembers(
   return values;
 }
 
-void Communicator::gatherPending(bootstrap::Store& store, const std::string& base,
-                                 std::map<int, std::string>& values, std::vector<int>& pending,
-                                 const Deadline& deadline, const std::string& what,
-                                 const std::function<void()>& failIfOneFailed) {
+void Recovery::gatherPending(bootstrap::Store& store, const std::string& base,
+                             std::map<int, std::string>& values, std::vector<int>& pending,
+                             const Deadline& deadline, const std::string& what,
+                             const std::function<void()>& failIfOneFailed) {
   double nextProbe = nowSeconds() + kFirstProbeSeconds;
   while (!pending.empty()) {
     for (auto it = pending.begin(); it != pending.end();) {
@@ -135,10 +142,7 @@ void Communicator::gatherPending(bootstrap::Store& store, const std::string& bas
   }
 }
 
-Communicator::Shrunk Communicator::shrink(std::span<const int> exclude, bool abortFirst,
-                                          CommOptions options) {
-  log::setThreadRank(rank_);
-  const char* what = "tuttiCommShrink";
+std::vector<int> Recovery::survivorsWithout(std::span<const int> exclude) const {
   std::vector<bool> out(nranks_, false);
   for (int x : exclude) {
     TUTTI_CHECK_ARG(x >= 0 && x < nranks_, "excludeRanksList holds rank ", x, ", out of range [0, ",
@@ -153,24 +157,28 @@ Communicator::Shrunk Communicator::shrink(std::span<const int> exclude, bool abo
   std::vector<int> survivors;
   for (int r = 0; r < nranks_; ++r)
     if (!out[r]) survivors.push_back(r);
+  return survivors;
+}
+
+Recovery::Meeting Recovery::meetSurvivors(std::vector<int> survivors, std::span<const int> exclude,
+                                          const Deadline& deadline) {
+  const char* what = "tuttiCommShrink";
   std::vector<int> excluded(exclude.begin(), exclude.end());
   std::sort(excluded.begin(), excluded.end());
-  if (abortFirst) revoke();
   const int leader = survivors[0];
-  const int newRank =
+  Meeting m;
+  m.newRank =
       static_cast<int>(std::find(survivors.begin(), survivors.end(), rank_) - survivors.begin());
-  const std::string prefix = "shrink" + std::to_string(shrinkCount_++);
-  Deadline deadline(options.timeoutSec);
-  Shrunk result;
-  if (leader == rank_) result.server = standby_ ? standby_->serve() : nullptr;
-  result.store = connectStandby(leader, deadline);
-  if (!result.store)
-    fail(tuttiRemoteError, what, ": ", describePeer(leader),
+  m.prefix = "shrink" + std::to_string(shrinkCount_++);
+  if (leader == rank_) m.server = standby_ ? standby_->serve() : nullptr;
+  m.store = connectStandby(leader, deadline);
+  if (!m.store)
+    fail(tuttiRemoteError, what, ": ", describe(leader),
          ", the new communicator's rank 0, has failed (its standby address refuses connections "
          "or does not answer); pass it in excludeRanksList");
   // Every survivor must exclude the same ranks: a difference is an error on every rank.
-  auto lists = gatherMembers(*result.store, prefix + "/exclude", survivors,
-                             encodeRankList(excluded), deadline, what);
+  auto lists = gatherMembers(*m.store, m.prefix + "/exclude", survivors, encodeRankList(excluded),
+                             deadline, what);
   for (const auto& [r, list] : lists) {
     if (list == encodeRankList(excluded)) continue;
     fail(tuttiInvalidUsage, what, ": rank ", rank_, " excludes ranks {", rankList(excluded),
@@ -178,18 +186,16 @@ Communicator::Shrunk Communicator::shrink(std::span<const int> exclude, bool abo
          "}: every surviving rank must pass the same excludeRanksList");
   }
   TUTTI_INFO(kInit, "rank " << rank_ << ": shrinking to " << survivors.size() << " ranks without {"
-                            << rankList(excluded) << "}, new rank " << newRank
+                            << rankList(excluded) << "}, new rank " << m.newRank
                             << " (rendezvous at rank " << leader << "'s standby store, "
                             << secondsSince(deadline) << " s)");
-  testDieAt("shrink", rank_);
-  result.comm = buildShrunk(result.store, prefix, newRank, survivors, std::move(options));
-  return result;
+  m.survivors = std::move(survivors);
+  return m;
 }
 
-std::unique_ptr<Communicator> Communicator::buildShrunk(std::shared_ptr<bootstrap::Store> store,
-                                                        const std::string& prefix, int newRank,
-                                                        const std::vector<int>& survivors,
-                                                        CommOptions options) {
+void Recovery::buildWatched(const Meeting& meeting, const std::function<void()>& build) {
+  const std::vector<int>& survivors = meeting.survivors;
+  bootstrap::Store* store = meeting.store.get();
   // The other survivors are probed at their standby addresses while the new communicator is
   // built: one that dies meanwhile ends the build at once (its waits would last the whole
   // timeout) and is named in this communicator's numbering.
@@ -206,7 +212,7 @@ std::unique_ptr<Communicator> Communicator::buildShrunk(std::shared_ptr<bootstra
       for (int r : survivors) {
         if (r == rank_) continue;
         Deadline probeDeadline(PeerProbe::kProbeSeconds);
-        if (probe_->probe(r, probeDeadline) != bootstrap::Liveness::kAlive) {
+        if (probe_.probe(r, probeDeadline) != bootstrap::Liveness::kAlive) {
           found = r;
           break;
         }
@@ -232,80 +238,20 @@ std::unique_ptr<Communicator> Communicator::buildShrunk(std::shared_ptr<bootstra
                                 " are ranks " + rankList(survivors) +
                                 " of the communicator being shrunk";
   try {
-    auto comm = std::make_unique<Communicator>(
-        store, prefix, newRank, static_cast<int>(survivors.size()), std::move(options));
+    build();
     stopWatching();
-    return comm;
   } catch (const Error& e) {
     stopWatching();
     if (died >= 0) {
       const auto at = std::find(survivors.begin(), survivors.end(), died) - survivors.begin();
-      fail(tuttiRemoteError, "tuttiCommShrink: ", describePeer(died), " (new rank ", at,
+      fail(tuttiRemoteError, "tuttiCommShrink: ", describe(died), " (new rank ", at,
            ") failed during the shrink (its standby address no longer answers); ", numbering);
     }
     fail(e.code(), e.what(), "; ", numbering);
   }
 }
 
-std::vector<int> Communicator::leadAgreement(bootstrap::Store& store, const std::string& base,
-                                             const Deadline& deadline) {
-  // Waits for every rank to post, or to be found dead at its standby address.
-  std::vector<bool> took(nranks_, false), dead(nranks_, false);
-  took[rank_] = true;
-  std::vector<int> pending;
-  for (int r = 0; r < nranks_; ++r)
-    if (r != rank_) pending.push_back(r);
-  auto waitFor = [&](const std::string& sub, bool failAtDeadline) {
-    double nextProbe = nowSeconds() + kFirstProbeSeconds;
-    while (!pending.empty()) {
-      for (auto it = pending.begin(); it != pending.end();) {
-        if (store.check({base + "/" + sub + "/" + std::to_string(*it)})) {
-          took[*it] = true;
-          it = pending.erase(it);
-        } else {
-          ++it;
-        }
-      }
-      if (pending.empty()) return;
-      // Test-only (TUTTI_TEST_DIE_AT=agree:<rank>): the leader dies once a follower posted.
-      if (sub == "in" && pending.size() + 1 < static_cast<size_t>(nranks_))
-        testDieAt("agree", rank_);
-      if (nowSeconds() >= nextProbe) {
-        for (auto it = pending.begin(); it != pending.end();) {
-          if (probe_->probe(*it, deadline) != bootstrap::Liveness::kAlive) {
-            dead[*it] = true;
-            took[*it] = false;
-            it = pending.erase(it);
-          } else {
-            ++it;
-          }
-        }
-        nextProbe = nowSeconds() + kProbePeriodSeconds;
-      }
-      if (deadline.expired()) {
-        if (!failAtDeadline) return;
-        fail(tuttiTimeout, "tuttiCommAgreeFailedRanks: rank(s) ", rankList(pending),
-             " did not call within ", deadline.totalSeconds(),
-             " s, but are alive (their standby addresses answer)");
-      }
-      ::usleep(5000);
-    }
-  };
-  waitFor("in", true);
-  std::vector<int> failed;
-  for (int r = 0; r < nranks_; ++r)
-    if (!took[r]) failed.push_back(r);
-  store.setString(base + "/out", encodeRankList(failed));
-  // The others read the answer before this rank may go on (and stop serving it).
-  for (int r = 0; r < nranks_; ++r)
-    if (took[r] && r != rank_) pending.push_back(r);
-  waitFor("ack", false);
-  return failed;
-}
-
-std::vector<int> Communicator::agreeFailedRanks() {
-  log::setThreadRank(rank_);
-  Deadline deadline(options_.timeoutSec);
+std::vector<int> Recovery::agreeFailedRanks(const Deadline& deadline) {
   const std::string base = "agree" + std::to_string(agreeCount_++);
   std::vector<bool> dead(nranks_, false);
   for (;;) {
@@ -342,14 +288,70 @@ std::vector<int> Communicator::agreeFailedRanks() {
   }
 }
 
-bool Communicator::leaderGone(int leader, const Deadline& deadline) const {
+std::vector<int> Recovery::leadAgreement(bootstrap::Store& store, const std::string& base,
+                                         const Deadline& deadline) {
+  // Waits for every rank to post, or to be found dead at its standby address.
+  std::vector<bool> took(nranks_, false), dead(nranks_, false);
+  took[rank_] = true;
+  std::vector<int> pending;
+  for (int r = 0; r < nranks_; ++r)
+    if (r != rank_) pending.push_back(r);
+  auto waitFor = [&](const std::string& sub, bool failAtDeadline) {
+    double nextProbe = nowSeconds() + kFirstProbeSeconds;
+    while (!pending.empty()) {
+      for (auto it = pending.begin(); it != pending.end();) {
+        if (store.check({base + "/" + sub + "/" + std::to_string(*it)})) {
+          took[*it] = true;
+          it = pending.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      if (pending.empty()) return;
+      // Test-only (TUTTI_TEST_DIE_AT=agree:<rank>): the leader dies once a follower posted.
+      if (sub == "in" && pending.size() + 1 < static_cast<size_t>(nranks_))
+        testDieAt("agree", rank_);
+      if (nowSeconds() >= nextProbe) {
+        for (auto it = pending.begin(); it != pending.end();) {
+          if (probe_.probe(*it, deadline) != bootstrap::Liveness::kAlive) {
+            dead[*it] = true;
+            took[*it] = false;
+            it = pending.erase(it);
+          } else {
+            ++it;
+          }
+        }
+        nextProbe = nowSeconds() + kProbePeriodSeconds;
+      }
+      if (deadline.expired()) {
+        if (!failAtDeadline) return;
+        fail(tuttiTimeout, "tuttiCommAgreeFailedRanks: rank(s) ", rankList(pending),
+             " did not call within ", deadline.totalSeconds(),
+             " s, but are alive (their standby addresses answer)");
+      }
+      ::usleep(5000);
+    }
+  };
+  waitFor("in", true);
+  std::vector<int> failed;
+  for (int r = 0; r < nranks_; ++r)
+    if (!took[r]) failed.push_back(r);
+  store.setString(base + "/out", encodeRankList(failed));
+  // The others read the answer before this rank may go on (and stop serving it).
+  for (int r = 0; r < nranks_; ++r)
+    if (took[r] && r != rank_) pending.push_back(r);
+  waitFor("ack", false);
+  return failed;
+}
+
+bool Recovery::leaderGone(int leader, const Deadline& deadline) const {
   // Its connection may break a moment before its process is seen gone (its sockets close one
   // by one as it exits): look again for up to kLeaderGoneGraceSeconds.
   const double until = std::min(nowSeconds() + kLeaderGoneGraceSeconds,
                                 nowSeconds() + std::max(0.0, deadline.secondsLeft()));
   for (;;) {
     Deadline probe(std::min(PeerProbe::kProbeSeconds, std::max(0.05, deadline.secondsLeft())));
-    if (!probe_->alive(leader, probe)) return true;
+    if (!probe_.alive(leader, probe)) return true;
     if (nowSeconds() >= until) return false;
     ::usleep(20000);
   }
