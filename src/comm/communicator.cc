@@ -58,21 +58,6 @@ void bindOnce(const std::string& bind, const std::vector<int>& hostOf, int rank)
   });
 }
 
-// This rank's standby store (recovery: failure probes, agreement, shrink), on the address
-// the rank reaches tutti's TCP store from, else -- over a caller's store
-// (tuttiCommInitRankStore) or a file store, which tell no address -- on the advertised
-// interface (TUTTI_BOOTSTRAP_IFNAME), as the bootstrap ring does. It is the one port such a
-// communicator opens besides the transports' own.
-void openStandby(bootstrap::Store* store, std::unique_ptr<bootstrap::StandbyStore>* out) {
-  try {
-    std::string host = store->localHost();
-    if (host.empty()) host = bootstrap::advertisedAddress().host();
-    *out = std::make_unique<bootstrap::StandbyStore>(host);
-  } catch (const Error& e) {
-    TUTTI_WARN(kInit, "no standby store, tuttiCommShrink will fail: " << e.what());
-  }
-}
-
 // While connections are made (waits in the watched store and in the transports' setup):
 // throws exec::PeerFailure naming a peer that is gone (PeerProbe: the peers being connected and
 // a slice of the others on this host by pid, the peers being connected elsewhere at their
@@ -148,7 +133,7 @@ void Communicator::meetMembers(std::unique_ptr<SplitSeed> seed, const RankPlace&
     transport::PeerInfo me = localPeerInfo(rank_);
     // A rank claimed twice or a disagreement on nranks fails here, naming them.
     bootstrap_->join("host " + me.hostname + ", pid " + std::to_string(me.pid), deadline);
-    openStandby(store_.get(), &standby);
+    standby = openStandby(*store_);
     std::string myStandby = standby ? standby->address().encode() : std::string();
     membership_ = std::make_shared<const Membership>(
         exchangeMembership(*bootstrap_, me, myStandby, myPlace, reorder, deadline));
@@ -631,60 +616,24 @@ void Communicator::runP2p(std::span<const P2pOp> ops) {
 }
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key, CommOptions options) {
-  int seq = splitCount_++;
-  std::string tag = "split" + std::to_string(seq);
+  std::string tag = "split" + std::to_string(splitCount_++);
   // A member makes the child's standby store and ring listener now and passes their addresses
   // through the split's all-gather: the child then needs no roll call, no exchange of peer
   // records and no store request to connect its ring (SplitSeed).
   auto seed = std::make_unique<SplitSeed>();
-  std::string mine = std::to_string(color) + " " + std::to_string(key);
   if (color != TUTTI_SPLIT_NOCOLOR) {
-    openStandby(store_.get(), &seed->myStandby);
+    seed->myStandby = openStandby(*store_);
     if (bootstrap_->usesRing())
       seed->ring = std::make_unique<bootstrap::RingListener>(bootstrap_->ringHost());
-    mine += "\n" + (seed->ring ? seed->ring->address() : std::string()) + "\n" +
-            (seed->myStandby ? seed->myStandby->address().encode() : std::string());
   }
+  std::string mine = splitRecord(color, key, *seed);
   auto bytes = std::as_bytes(std::span<const char>(mine.data(), mine.size()));
-  Deadline deadline(options_.timeoutSec);
   // Its keys go at once: a parent may split many times and make no other bootstrap call.
-  auto all = bootstrap_->allGather(tag, {bytes.begin(), bytes.end()}, deadline, true);
+  auto all =
+      bootstrap_->allGather(tag, {bytes.begin(), bytes.end()}, Deadline(options_.timeoutSec), true);
   if (color == TUTTI_SPLIT_NOCOLOR) return nullptr;
-  struct Member {
-    int key, rank;
-    std::string ring, standby;
-  };
-  std::vector<Member> members;
-  for (int r = 0; r < nranks_; ++r) {
-    std::string s(reinterpret_cast<const char*>(all[r].data()), all[r].size());
-    int c = 0, k = 0;
-    if (sscanf(s.c_str(), "%d %d", &c, &k) != 2) fail(tuttiInternalError, "bad split record");
-    if (c != color) continue;
-    size_t nl1 = s.find('\n');
-    size_t nl2 = nl1 == std::string::npos ? nl1 : s.find('\n', nl1 + 1);
-    if (nl2 == std::string::npos)
-      fail(tuttiInternalError, "bad split record from ", describePeer(r));
-    members.push_back({k, r, s.substr(nl1 + 1, nl2 - nl1 - 1), s.substr(nl2 + 1)});
-  }
-  std::stable_sort(members.begin(), members.end(), [](const Member& a, const Member& b) {
-    return a.key != b.key ? a.key < b.key : a.rank < b.rank;
-  });
-  const int n = static_cast<int>(members.size());
-  int newRank = 0;
-  for (int i = 0; i < n; ++i) {
-    const Member& m = members[i];
-    if (m.rank == rank_) newRank = i;
-    seed->peers.push_back(membership_->peers[m.rank]);
-    seed->peers.back().rank = i;
-    seed->places.push_back(membership_->places[m.rank]);
-    seed->standbyOf.push_back(bootstrap::StandbyAddress::parse(m.standby));
-  }
-  if (seed->ring) {
-    seed->nextRing = members[(newRank + 1) % n].ring;
-    if (seed->nextRing.empty())
-      fail(tuttiInternalError, "split: ", describePeer(members[(newRank + 1) % n].rank),
-           " sent no bootstrap ring address");
-  }
+  const int newRank = seedFromRecords(all, color, rank_, *membership_, *seed);
+  const int n = static_cast<int>(seed->peers.size());
   std::string childPrefix = prefix_ + "/" + tag + "c" + std::to_string(color);
   // Its own client of the store where the store needs one (a TCP connection): the parent and
   // the child may wait on the store at the same time (threads, groups).

@@ -23,6 +23,7 @@
 #include "comm/rank_place.h"
 #include "comm/recovery.h"
 #include "comm/shared_window.h"
+#include "comm/split_seed.h"
 #include "comm/test_die.h"
 #include "exec/executor.h"
 #include "exec/schedule.h"
@@ -42,19 +43,6 @@ struct P2pOp {
   int peer;
   std::byte* buffer;
   size_t bytes;
-};
-
-// What a split child takes from its parent instead of a rendezvous of its own
-// (Communicator::split): its members' peer records, and what each member made before the
-// parent's split all-gather and passed through it: its standby store and the listening half
-// of the child's bootstrap ring.
-struct SplitSeed {
-  std::vector<transport::PeerInfo> peers;  // by child rank (rank fields renumbered)
-  std::vector<RankPlace> places;
-  std::vector<bootstrap::StandbyAddress> standbyOf;
-  std::unique_ptr<bootstrap::StandbyStore> myStandby;
-  std::unique_ptr<bootstrap::RingListener> ring;  // null: the child's bootstrap uses the store
-  std::string nextRing;                           // the next member's RingListener::address()
 };
 
 class Communicator {

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "bootstrap/tcp_store.h"
+#include "bootstrap/unique_id.h"
 #include "comm/test_die.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -49,6 +50,17 @@ std::string encodeRankList(const std::vector<int>& ranks) {
 double secondsSince(const Deadline& d) { return d.totalSeconds() - d.secondsLeft(); }
 
 }  // namespace
+
+std::unique_ptr<bootstrap::StandbyStore> openStandby(bootstrap::Store& store) {
+  try {
+    std::string host = store.localHost();
+    if (host.empty()) host = bootstrap::advertisedAddress().host();
+    return std::make_unique<bootstrap::StandbyStore>(host);
+  } catch (const Error& e) {
+    TUTTI_WARN(kInit, "no standby store, tuttiCommShrink will fail: " << e.what());
+    return nullptr;
+  }
+}
 
 Recovery::Recovery(int rank, std::shared_ptr<const Membership> membership, const PeerProbe& probe,
                    std::unique_ptr<bootstrap::StandbyStore> standby)

@@ -22,6 +22,13 @@
 
 namespace tutti {
 
+// This rank's standby store, on the address the rank reaches tutti's TCP store from, else --
+// over a caller's store (tuttiCommInitRankStore) or a file store, which tell no address -- on
+// the advertised interface (TUTTI_BOOTSTRAP_IFNAME), as the bootstrap ring does. It is the one
+// port such a communicator opens besides the transports' own. Null, with a WARN, when it
+// cannot listen.
+std::unique_ptr<bootstrap::StandbyStore> openStandby(bootstrap::Store& store);
+
 class Recovery {
  public:
   // standby: this rank's standby store (null when it could not listen: shrink and agree then
