@@ -162,8 +162,8 @@ void Communicator::makeExecOptions() {
   execOptions_.aborted = monitor_->abortFlag();
   execOptions_.abortFd = monitor_->abortFd();
   execOptions_.describePeer = [m = membership_](int p) { return m->describeRank(p); };
-  callWatch_ = std::make_unique<CallWatch>(store_.get(), rank_, &callTag_, &monitor_->trace(),
-                                           execOptions_.describePeer);
+  callWatch_ = std::make_unique<CallWatch>(store_.get(), rank_, &calls_.current(),
+                                           &monitor_->trace(), execOptions_.describePeer);
   execOptions_.onStall = [watch = callWatch_.get()](int p) { watch->stalledOn(p); };
 }
 
@@ -341,7 +341,7 @@ void Communicator::execute(const exec::Schedule& schedule, std::span<const int> 
 const exec::ExecOptions& Communicator::callOptions() {
   monitor_->throwIfFailed();
   window_.fill(execOptions_);
-  execOptions_.callTag = callTag_;
+  execOptions_.callTag = calls_.current();
   return execOptions_;
 }
 
@@ -366,10 +366,6 @@ void Communicator::setTimeout(double seconds) {
   TUTTI_CHECK_ARG(seconds > 0, "timeout must be positive (got ", seconds, " s)");
   options_.timeoutSec = seconds;
   execOptions_.timeoutSec = seconds;
-}
-
-CallTag Communicator::nextCallTag(const algo::CollArgs& args, tuttiRedOp_t userOp, bool barrier) {
-  return collectiveCallTag(args, userOp, barrier, ++collectiveCalls_);
 }
 
 // TUTTI_CHECK_CALLS: an all-gather of every rank's call tag before the call itself.
@@ -426,8 +422,8 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
   const Planner::CallPlan& plan = planner_->plan(args, options_.algo);
   const algo::AlgorithmInfo& info = *plan.info;
   const exec::Schedule& schedule = plan.planned->schedule;
-  CallTag tag = nextCallTag(args, applyAvg ? tuttiAvg : args.op, barrierCall_);
-  lastAlgorithm_ = info.name;
+  CallTag tag = calls_.next(args, applyAvg ? tuttiAvg : args.op);
+  calls_.setLastAlgorithm(info.name);
   if (scratch_.size() < schedule.scratchBytes) scratch_.resize(schedule.scratchBytes);
   std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),
                            static_cast<std::byte*>(recv), scratch_.data()};
@@ -565,50 +561,19 @@ void Communicator::barrier() {
   uint8_t in = 0, out = 0;
   algo::CollArgs a = baseArgs(algo::Coll::kAllReduce, 1, tuttiUint8);
   a.op = tuttiMax;
-  barrierCall_ = true;
-  struct Reset {
-    bool& b;
-    ~Reset() { b = false; }
-  } reset{barrierCall_};
-  collective(std::move(a), &in, &out, 0, 0, false);
+  calls_.asBarrier([&] { collective(std::move(a), &in, &out, 0, 0, false); });
 }
 
 void Communicator::runP2p(std::span<const P2pOp> ops) {
   log::setThreadRank(rank_);
-  TUTTI_CHECK_ARG(ops.size() + exec::kFirstUserBuf <= 65535, "a group holds at most ",
-                  65535 - exec::kFirstUserBuf, " send/recv calls (got ", ops.size(), ")");
-  exec::Schedule s;
-  s.algorithm = "p2p";
-  s.dtype = tuttiUint8;
-  exec::Round& r = s.newRound();
-  std::vector<std::byte*> buffers(exec::kFirstUserBuf + ops.size(), nullptr);
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const P2pOp& op = ops[i];
-    buffers[exec::kFirstUserBuf + i] = op.buffer;
-    exec::Slice slice{static_cast<exec::Buf>(exec::kFirstUserBuf + i), 0, op.bytes};
-    if (op.peer == rank_) continue;  // self: matched below
-    r.ops.push_back(op.isSend ? exec::Schedule::send(op.peer, slice)
-                              : exec::Schedule::recv(op.peer, slice));
-  }
-  // Sends to self are matched in order with receives from self.
-  std::vector<const P2pOp*> selfSends, selfRecvs;
-  for (const P2pOp& op : ops)
-    if (op.peer == rank_) (op.isSend ? selfSends : selfRecvs).push_back(&op);
-  if (selfSends.size() != selfRecvs.size())
-    fail(tuttiInvalidUsage, "rank ", rank_, ": ", selfSends.size(), " send(s) to self but ",
-         selfRecvs.size(), " receive(s) from self in the group");
-  for (size_t i = 0; i < selfSends.size(); ++i) {
-    if (selfSends[i]->bytes != selfRecvs[i]->bytes)
-      fail(tuttiInvalidUsage, "rank ", rank_, ": send to self of ", selfSends[i]->bytes,
-           " B does not match the receive from self of ", selfRecvs[i]->bytes, " B");
-    if (selfSends[i]->bytes > 0 && selfRecvs[i]->buffer != selfSends[i]->buffer)
-      std::memcpy(selfRecvs[i]->buffer, selfSends[i]->buffer, selfSends[i]->bytes);
-  }
-  lastAlgorithm_ = "p2p";
-  if (r.ops.empty()) return;
-  monitor_->trace().begin(p2pCallTag(r.ops.size()), "p2p");
+  P2pBatch batch = makeP2pBatch(ops, rank_);
+  copySelfSends(ops, rank_);
+  calls_.setLastAlgorithm("p2p");
+  const size_t messages = batch.schedule.rounds[0].ops.size();
+  if (messages == 0) return;
+  monitor_->trace().begin(p2pCallTag(messages), "p2p");
   try {
-    execute(s, buffers);
+    execute(batch.schedule, batch.buffers);
   } catch (const Error&) {
     rethrowCallFailure();
   }

@@ -14,11 +14,13 @@
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/standby.h"
 #include "bootstrap/store.h"
+#include "comm/call_state.h"
 #include "comm/call_tag.h"
 #include "comm/call_watch.h"
 #include "comm/comm_options.h"
 #include "comm/failure_monitor.h"
 #include "comm/membership.h"
+#include "comm/p2p_batch.h"
 #include "comm/peer_probe.h"
 #include "comm/rank_place.h"
 #include "comm/recovery.h"
@@ -36,14 +38,6 @@ class Planner;
 namespace tuning {
 struct CostModel;
 }
-
-// One point-to-point operation recorded in a group.
-struct P2pOp {
-  bool isSend;
-  int peer;
-  std::byte* buffer;
-  size_t bytes;
-};
 
 class Communicator {
  public:
@@ -138,7 +132,7 @@ class Communicator {
   tuttiResult_t failure() const { return monitor_->failure(); }
   std::string failureText() const { return monitor_->failureText(); }
 
-  const char* lastAlgorithm() const { return lastAlgorithm_; }
+  const char* lastAlgorithm() const { return calls_.lastAlgorithm(); }
   // Forces algorithms for the following calls (TUTTI_ALGO syntax, names checked here); an
   // empty spec restores the communicator's own (its config's algo, else TUTTI_ALGO at init).
   void setAlgorithm(const std::string& spec);
@@ -163,8 +157,6 @@ class Communicator {
                   size_t outputAvgOffsetElems, bool applyAvg);
   void ensureWindow();
   void checkSameCall(const CallTag& mine);
-  // The tag of the next collective call (comm/call_tag.h; numbers it).
-  CallTag nextCallTag(const algo::CollArgs& args, tuttiRedOp_t userOp, bool barrier);
   // Runs one collective call as `tag`: records it in the flight recorder, checks it across
   // ranks under TUTTI_CHECK_CALLS, gives its messages the tag, and turns a failure into the
   // communicator's failed state (rethrowCallFailure).
@@ -173,13 +165,8 @@ class Communicator {
     monitor_->trace().begin(tag, algorithm);
     try {
       if (options_.checkCalls && nranks_ > 1) checkSameCall(tag);
-      callTag_ = tag;
       window_.writeTag(tag);
-      struct ClearTag {
-        CallTag& t;
-        ~ClearTag() { t = {}; }
-      } clear{callTag_};
-      run();
+      calls_.executing(tag, run);
     } catch (const Error&) {
       rethrowCallFailure();
     }
@@ -217,17 +204,14 @@ class Communicator {
   // Abort, the failure that ended the communicator, the flight recorder, failure records.
   std::unique_ptr<FailureMonitor> monitor_;
   int splitCount_ = 0;
-  const char* lastAlgorithm_ = "none";
   std::unique_ptr<Planner> planner_;  // algorithm choice, schedules and their caches
   // The shared window (made at the first collective), its bookkeeping and tag slots.
   SharedWindow window_;
-  CallTag callTag_{};                     // of the collective being executed (0: p2p)
-  uint64_t collectiveCalls_ = 0;          // collective calls made (the tags' call numbers)
+  CallState calls_;  // call numbers, the call being executed, the last algorithm
   std::unique_ptr<CallWatch> callWatch_;  // mismatches seen in stalled waits
   std::unique_ptr<PeerProbe> probe_;      // which ranks are gone (by pid here, standby elsewhere)
   // This rank's standby store, shrink's meeting and the agreement on failed ranks.
   std::unique_ptr<Recovery> recovery_;
-  bool barrierCall_ = false;       // the collective being planned is a barrier
   exec::ExecOptions execOptions_;  // made once; window and callTag set per call
   bool oversubscribed_ = false;    // more ranks on this host than cores
   // The direct algorithms' chunk (options_.chunkBytes, at least 4 KiB).

@@ -22,8 +22,8 @@ void Communicator::neighborAllReduce(const void* send, void* recv, size_t count,
   a.graphStep = step % static_cast<uint64_t>(graph.period());
   const algo::AlgorithmInfo& info = algo::neighborAlgorithms()[hierarchical ? 1 : 0];
   const Planner::Planned& planned = planner_->neighborPlan(info, a, graphId);
-  CallTag tag = nextCallTag(a, tuttiSum, false);
-  lastAlgorithm_ = info.name;
+  CallTag tag = calls_.next(a, tuttiSum);
+  calls_.setLastAlgorithm(info.name);
   if (scratch_.size() < planned.schedule.scratchBytes)
     scratch_.resize(planned.schedule.scratchBytes);
   std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),

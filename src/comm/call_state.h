@@ -1,0 +1,53 @@
+// The collective calls of one communicator, one at a time: their numbers (each call's tag
+// carries one, call_tag.h), the tag of the call being executed (its messages and the shared
+// window's tag slots carry it; the call watch reads it), whether the call being planned is a
+// barrier (its tag says so), and the algorithm of the last call. It knows nothing of the
+// communicator.
+#pragma once
+
+#include <cstdint>
+
+#include "comm/call_tag.h"
+
+namespace tutti {
+
+class CallState {
+ public:
+  // The tag of the next collective call: numbers it (a barrier's inside asBarrier).
+  CallTag next(const algo::CollArgs& args, tuttiRedOp_t userOp) {
+    return collectiveCallTag(args, userOp, barrier_, ++calls_);
+  }
+  // Runs body() as a barrier: the call it makes is tagged as one.
+  template <typename Body>
+  void asBarrier(Body&& body) {
+    barrier_ = true;
+    Reset<bool> reset{barrier_, false};
+    body();
+  }
+  // The tag of the call being executed ({0, 0}: none, or a point-to-point batch).
+  const CallTag& current() const { return current_; }
+  // Runs body() with current() == tag.
+  template <typename Body>
+  void executing(const CallTag& tag, Body&& body) {
+    current_ = tag;
+    Reset<CallTag> reset{current_, CallTag{}};
+    body();
+  }
+  const char* lastAlgorithm() const { return lastAlgorithm_; }
+  void setLastAlgorithm(const char* name) { lastAlgorithm_ = name; }
+
+ private:
+  template <typename T>
+  struct Reset {
+    T& value;
+    T to;
+    ~Reset() { value = to; }
+  };
+
+  uint64_t calls_ = 0;  // collective calls made (the tags' call numbers)
+  CallTag current_{};
+  bool barrier_ = false;
+  const char* lastAlgorithm_ = "none";
+};
+
+}  // namespace tutti

@@ -1,0 +1,58 @@
+// Point-to-point batches (p2p_batch.h).
+#include "comm/p2p_batch.h"
+
+#include <cstring>
+
+#include "common/error.h"
+
+namespace tutti {
+
+namespace {
+
+// The sends to self and the receives from self, in call order.
+void selfOps(std::span<const P2pOp> ops, int rank, std::vector<const P2pOp*>& sends,
+             std::vector<const P2pOp*>& recvs) {
+  for (const P2pOp& op : ops)
+    if (op.peer == rank) (op.isSend ? sends : recvs).push_back(&op);
+}
+
+}  // namespace
+
+P2pBatch makeP2pBatch(std::span<const P2pOp> ops, int rank) {
+  TUTTI_CHECK_ARG(ops.size() + exec::kFirstUserBuf <= 65535, "a group holds at most ",
+                  65535 - exec::kFirstUserBuf, " send/recv calls (got ", ops.size(), ")");
+  P2pBatch batch;
+  exec::Schedule& s = batch.schedule;
+  s.algorithm = "p2p";
+  s.dtype = tuttiUint8;
+  exec::Round& r = s.newRound();
+  batch.buffers.assign(exec::kFirstUserBuf + ops.size(), nullptr);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const P2pOp& op = ops[i];
+    batch.buffers[exec::kFirstUserBuf + i] = op.buffer;
+    exec::Slice slice{static_cast<exec::Buf>(exec::kFirstUserBuf + i), 0, op.bytes};
+    if (op.peer == rank) continue;  // self: copySelfSends
+    r.ops.push_back(op.isSend ? exec::Schedule::send(op.peer, slice)
+                              : exec::Schedule::recv(op.peer, slice));
+  }
+  std::vector<const P2pOp*> sends, recvs;
+  selfOps(ops, rank, sends, recvs);
+  if (sends.size() != recvs.size())
+    fail(tuttiInvalidUsage, "rank ", rank, ": ", sends.size(), " send(s) to self but ",
+         recvs.size(), " receive(s) from self in the group");
+  for (size_t i = 0; i < sends.size(); ++i)
+    if (sends[i]->bytes != recvs[i]->bytes)
+      fail(tuttiInvalidUsage, "rank ", rank, ": send to self of ", sends[i]->bytes,
+           " B does not match the receive from self of ", recvs[i]->bytes, " B");
+  return batch;
+}
+
+void copySelfSends(std::span<const P2pOp> ops, int rank) {
+  std::vector<const P2pOp*> sends, recvs;
+  selfOps(ops, rank, sends, recvs);
+  for (size_t i = 0; i < sends.size(); ++i)
+    if (sends[i]->bytes > 0 && recvs[i]->buffer != sends[i]->buffer)
+      std::memcpy(recvs[i]->buffer, sends[i]->buffer, sends[i]->bytes);
+}
+
+}  // namespace tutti
