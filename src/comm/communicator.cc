@@ -13,6 +13,7 @@
 #include "bootstrap/unique_id.h"
 #include "bootstrap/watched_store.h"
 #include "comm/connection_set.h"
+#include "comm/failure_attribution.h"
 #include "comm/failure_monitor.h"
 #include "comm/membership.h"
 #include "comm/membership_report.h"
@@ -231,52 +232,10 @@ void Communicator::rethrowCallFailure() {
     failWith(e.code(), e.what(), rank_);
     throw;
   } catch (const exec::PeerFailure& e) {
-    // The peer may only have given up after a failure of its own (it closed its connections
-    // then): its record names the rank that failed first.
-    int first = e.peer();
-    std::string text = e.what();
-    if (auto record = monitor_->recordOf(e.peer()); record && record->first >= 0) {
-      first = record->first;
-      text += "; rank " + std::to_string(e.peer()) + " had failed before: " + record->text;
-    } else if (auto other = monitor_->anyOtherRecord(e.peer())) {
-      // The peer left no record (a killed rank), but another survivor that saw a failure
-      // did: it names the rank that failed first. Asked before the standby probes, which
-      // take a survivor that already destroyed its communicator for a dead rank.
-      first = other->first;
-      text += "; rank " + std::to_string(other->by) + " had failed before: " + other->text;
-    } else if (e.closedOnPurpose()) {
-      // The peer closed this communicator on purpose and left no record here: its user
-      // aborted or destroyed it (the peer is the first), or it gave up after a failure on
-      // another communicator of its process, whose cause is then a rank that is gone.
-      int gone = probe_->firstGoneExcept(e.peer(), Deadline(2.0));  // as firstGoneIfAlive
-      text += "; rank " + std::to_string(e.peer()) + " closed its connections on purpose";
-      if (auto late = gone >= 0 ? monitor_->recordOf(gone) : std::nullopt;
-          late && late->first >= 0) {
-        first = late->first;  // the gone rank had only given up too (its record came late)
-        text += "; rank " + std::to_string(gone) + " had failed before: " + late->text;
-      } else if (gone >= 0) {
-        first = gone;
-        text += " (after a failure elsewhere: " + describePeer(gone) + " is gone)";
-      } else {
-        text += " (aborted or destroyed by its caller; no other rank is gone)";
-      }
-    } else if (int dead = probe_->firstGoneIfAlive(e.peer()); dead >= 0) {
-      // No record (the store may have died with its rank), but the peer is alive: it gave up
-      // after a failure elsewhere. The rank that is gone is found at its standby address;
-      // it may itself have given up and exited after writing its record (since looked at).
-      if (auto late = monitor_->recordOf(dead); late && late->first >= 0) {
-        first = late->first;
-        text += "; rank " + std::to_string(dead) + " had failed before: " + late->text;
-      } else {
-        first = dead;
-        text += "; rank " + std::to_string(e.peer()) + " is alive (it gave up after a failure), " +
-                describePeer(dead) + " is not (its standby address refuses connections)";
-      }
-    }
-    text += " (the first rank to fail: " + (first >= 0 ? std::to_string(first) : "unknown") + ")";
+    FailureVerdict verdict = attributePeerFailure(e, *monitor_, *probe_, *membership_);
     monitor_->trace().end(false);
-    failWith(tuttiRemoteError, text, first);
-    throw Error(tuttiRemoteError, text);
+    failWith(tuttiRemoteError, verdict.text, verdict.first);
+    throw Error(tuttiRemoteError, verdict.text);
   } catch (const Error& e) {
     if (e.code() == tuttiTimeout) {
       int silent = -1;
@@ -439,129 +398,6 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
     reduce::divide(static_cast<std::byte*>(recv) + avgOffsetElems * es, avgElems, args.dtype,
                    nranks_);
   }
-}
-
-namespace {
-tuttiRedOp_t baseOp(tuttiRedOp_t op) { return op == tuttiAvg ? tuttiSum : op; }
-}  // namespace
-
-void Communicator::allReduce(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
-                             tuttiRedOp_t op) {
-  algo::CollArgs a = baseArgs(algo::Coll::kAllReduce, count, dtype);
-  a.op = baseOp(op);
-  collective(std::move(a), send, recv, count, 0, op == tuttiAvg);
-}
-
-void Communicator::broadcast(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
-                             int root) {
-  algo::CollArgs a = baseArgs(algo::Coll::kBroadcast, count, dtype);
-  a.root = root;
-  collective(std::move(a), send, recv, 0, 0, false);
-}
-
-void Communicator::reduce(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
-                          tuttiRedOp_t op, int root) {
-  algo::CollArgs a = baseArgs(algo::Coll::kReduce, count, dtype);
-  a.op = baseOp(op);
-  a.root = root;
-  collective(std::move(a), send, recv, rank_ == root ? count : 0, 0, op == tuttiAvg);
-}
-
-void Communicator::allGather(const void* send, void* recv, size_t sendcount,
-                             tuttiDataType_t dtype) {
-  collective(baseArgs(algo::Coll::kAllGather, sendcount, dtype), send, recv, 0, 0, false);
-}
-
-void Communicator::reduceScatter(const void* send, void* recv, size_t recvcount,
-                                 tuttiDataType_t dtype, tuttiRedOp_t op) {
-  algo::CollArgs a = baseArgs(algo::Coll::kReduceScatter, recvcount, dtype);
-  a.op = baseOp(op);
-  collective(std::move(a), send, recv, recvcount, 0, op == tuttiAvg);
-}
-
-void Communicator::allToAll(const void* send, void* recv, size_t count, tuttiDataType_t dtype) {
-  algo::CollArgs args = baseArgs(algo::Coll::kAllToAll, count, dtype);
-  args.inPlace = send == recv;
-  collective(std::move(args), send, recv, 0, 0, false);
-}
-
-void Communicator::gather(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
-                          int root) {
-  algo::CollArgs a = baseArgs(algo::Coll::kGather, count, dtype);
-  a.root = root;
-  collective(std::move(a), send, recv, 0, 0, false);
-}
-
-void Communicator::scatter(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
-                           int root) {
-  algo::CollArgs a = baseArgs(algo::Coll::kScatter, count, dtype);
-  a.root = root;
-  collective(std::move(a), send, recv, 0, 0, false);
-}
-
-namespace {
-size_t total(std::span<const size_t> counts) {
-  size_t sum = 0;
-  for (size_t c : counts) sum += c;
-  return sum;
-}
-}  // namespace
-
-void Communicator::allGatherV(const void* send, void* recv, std::span<const size_t> counts,
-                              std::span<const size_t> displs, tuttiDataType_t dtype) {
-  algo::CollArgs a = baseArgs(algo::Coll::kAllGatherV, total(counts), dtype);
-  a.counts.assign(counts.begin(), counts.end());
-  a.displs.assign(displs.begin(), displs.end());
-  collective(std::move(a), send, recv, 0, 0, false);
-}
-
-void Communicator::reduceScatterV(const void* send, void* recv, std::span<const size_t> counts,
-                                  std::span<const size_t> displs, tuttiDataType_t dtype,
-                                  tuttiRedOp_t op) {
-  algo::CollArgs a = baseArgs(algo::Coll::kReduceScatterV, total(counts), dtype);
-  a.op = baseOp(op);
-  a.counts.assign(counts.begin(), counts.end());
-  a.displs.assign(displs.begin(), displs.end());
-  collective(std::move(a), send, recv, counts[rank_], 0, op == tuttiAvg);
-}
-
-void Communicator::gatherV(const void* send, void* recv, std::span<const size_t> counts,
-                           std::span<const size_t> displs, tuttiDataType_t dtype, int root) {
-  algo::CollArgs a = baseArgs(algo::Coll::kGatherV, total(counts), dtype);
-  a.root = root;
-  a.counts.assign(counts.begin(), counts.end());
-  a.displs.assign(displs.begin(), displs.end());
-  collective(std::move(a), send, recv, 0, 0, false);
-}
-
-void Communicator::scatterV(const void* send, void* recv, std::span<const size_t> counts,
-                            std::span<const size_t> displs, tuttiDataType_t dtype, int root) {
-  algo::CollArgs a = baseArgs(algo::Coll::kScatterV, total(counts), dtype);
-  a.root = root;
-  a.counts.assign(counts.begin(), counts.end());
-  a.displs.assign(displs.begin(), displs.end());
-  collective(std::move(a), send, recv, 0, 0, false);
-}
-
-void Communicator::allToAllV(const void* send, std::span<const size_t> sendCounts,
-                             std::span<const size_t> sendDispls, void* recv,
-                             std::span<const size_t> recvCounts, std::span<const size_t> recvDispls,
-                             tuttiDataType_t dtype) {
-  // count 0 in the call tag: the counts differ between ranks.
-  algo::CollArgs a = baseArgs(algo::Coll::kAllToAllV, 0, dtype);
-  a.counts.assign(recvCounts.begin(), recvCounts.end());
-  a.displs.assign(recvDispls.begin(), recvDispls.end());
-  a.sendCounts.assign(sendCounts.begin(), sendCounts.end());
-  a.sendDispls.assign(sendDispls.begin(), sendDispls.end());
-  collective(std::move(a), send, recv, 0, 0, false);
-}
-
-void Communicator::barrier() {
-  // A one-byte all-reduce: every rank hears (indirectly) from every other.
-  uint8_t in = 0, out = 0;
-  algo::CollArgs a = baseArgs(algo::Coll::kAllReduce, 1, tuttiUint8);
-  a.op = tuttiMax;
-  calls_.asBarrier([&] { collective(std::move(a), &in, &out, 0, 0, false); });
 }
 
 void Communicator::runP2p(std::span<const P2pOp> ops) {
