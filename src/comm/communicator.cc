@@ -150,12 +150,17 @@ void Communicator::meetMembers(std::unique_ptr<SplitSeed> seed, const RankPlace&
 
 void Communicator::makeExecOptions() {
   long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
-  oversubscribed_ = membership_->ranksOnHostOf(rank_) > cores;
+  const bool oversubscribed = membership_->ranksOnHostOf(rank_) > cores;
+  // Direct chunks: small (in cache) when every rank has a core; the whole window otherwise
+  // (each phase is a barrier of all ranks, costly when they share cores). Same on every rank:
+  // ranks of one host see the same core count.
+  window_.setMaxChunk(
+      oversubscribed ? 0 : static_cast<size_t>(std::max<int64_t>(4096, options_.chunkBytes)));
   execOptions_.rank = rank_;
   execOptions_.timeoutSec = options_.timeoutSec;
   execOptions_.spinUs = static_cast<double>(options_.spinUs);
   execOptions_.spinYield =
-      options_.spinYield == "auto" ? oversubscribed_ : options_.spinYield == "1";
+      options_.spinYield == "auto" ? oversubscribed : options_.spinYield == "1";
   execOptions_.describeCall = [](const CallTag& t) { return describeCallTag(t); };
   execOptions_.sameCallNumber = [](const CallTag& a, const CallTag& b) {
     return collectiveCallNumber(a) != 0 && collectiveCallNumber(a) == collectiveCallNumber(b);
@@ -369,12 +374,7 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
                               size_t avgOffsetElems, bool applyAvg) {
   log::setThreadRank(rank_);
   ensureWindow();
-  // Direct chunks: small (in cache) when every rank has a core; the whole window otherwise
-  // (each phase is a barrier of all ranks, costly when they share cores). Same on every rank:
-  // ranks of one host see the same core count.
-  args.windowBytes = !window_          ? 0
-                     : oversubscribed_ ? window_.bytes()
-                                       : std::min(window_.bytes(), directChunkBytes());
+  args.windowBytes = window_.chunkBytes();  // 0 without a window
   // The forced algorithms are the communicator's (config, TUTTI_ALGO at init, or
   // tuttiCommSetAlgorithm): no environment lookup per call (getenv scans the whole
   // environment, ~500 instructions, a tenth of a small call).

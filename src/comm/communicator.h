@@ -213,11 +213,6 @@ class Communicator {
   // This rank's standby store, shrink's meeting and the agreement on failed ranks.
   std::unique_ptr<Recovery> recovery_;
   exec::ExecOptions execOptions_;  // made once; window and callTag set per call
-  bool oversubscribed_ = false;    // more ranks on this host than cores
-  // The direct algorithms' chunk (options_.chunkBytes, at least 4 KiB).
-  size_t directChunkBytes() const {
-    return static_cast<size_t>(std::max<int64_t>(4096, options_.chunkBytes));
-  }
 };
 
 }  // namespace tutti

@@ -6,6 +6,7 @@
 // (exec::ExecOptions::windowTags). It knows nothing of collectives or of the communicator.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <memory>
@@ -28,6 +29,9 @@ class SharedWindow {
   transport::Window* get() const { return window_.get(); }
   explicit operator bool() const { return window_ != nullptr; }
   size_t bytes() const { return window_ ? window_->bytes() : 0; }
+  // The direct algorithms' chunk in the window: at most maxChunk (0: the whole window).
+  void setMaxChunk(size_t maxChunk) { maxChunk_ = maxChunk; }
+  size_t chunkBytes() const { return maxChunk_ == 0 ? bytes() : std::min(bytes(), maxChunk_); }
   // The call's tag into slot (call number modulo kTagSlots); nothing without a window.
   void writeTag(const CallTag& tag);
   // After a failure: the peers' waits on this rank's window fail instead of hanging.
@@ -41,6 +45,7 @@ class SharedWindow {
   std::unique_ptr<transport::Window> window_;
   exec::WindowState state_;
   bool tried_ = false;
+  size_t maxChunk_ = 0;
   std::array<CallTag, transport::Window::kTagSlots> tags_{};
 };
 
