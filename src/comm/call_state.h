@@ -1,13 +1,20 @@
 // The collective calls of one communicator, one at a time: their numbers (each call's tag
 // carries one, call_tag.h), the tag of the call being executed (its messages and the shared
-// window's tag slots carry it; the call watch reads it), whether the call being planned is a
-// barrier (its tag says so), and the algorithm of the last call. It knows nothing of the
-// communicator.
+// window's tag slots carry it), the watch that names a peer stalled in another call
+// (call_watch.h, which reads that tag), whether the call being planned is a barrier (its tag
+// says so), the scratch memory the calls run with, and the algorithm of the last call. It
+// knows nothing of the communicator.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "comm/call_tag.h"
+#include "comm/call_watch.h"
 
 namespace tutti {
 
@@ -33,6 +40,18 @@ class CallState {
     Reset<CallTag> reset{current_, CallTag{}};
     body();
   }
+  // Starts the call watch over `store` (the communicator's), publishing this rank's recent
+  // calls from `trace`; null before.
+  void startWatch(bootstrap::Store* store, int rank, const CallTrace* trace,
+                  std::function<std::string(int peer)> describePeer) {
+    watch_ = std::make_unique<CallWatch>(store, rank, &current_, trace, std::move(describePeer));
+  }
+  CallWatch* watch() const { return watch_.get(); }
+  // At least `bytes` of scratch memory for the call about to run (kept for the next ones).
+  std::byte* scratch(size_t bytes) {
+    if (scratch_.size() < bytes) scratch_.resize(bytes);
+    return scratch_.data();
+  }
   const char* lastAlgorithm() const { return lastAlgorithm_; }
   void setLastAlgorithm(const char* name) { lastAlgorithm_ = name; }
 
@@ -48,6 +67,8 @@ class CallState {
   CallTag current_{};
   bool barrier_ = false;
   const char* lastAlgorithm_ = "none";
+  std::unique_ptr<CallWatch> watch_;
+  std::vector<std::byte> scratch_;
 };
 
 }  // namespace tutti

@@ -168,15 +168,14 @@ void Communicator::makeExecOptions() {
   execOptions_.aborted = monitor_->abortFlag();
   execOptions_.abortFd = monitor_->abortFd();
   execOptions_.describePeer = [m = membership_](int p) { return m->describeRank(p); };
-  callWatch_ = std::make_unique<CallWatch>(store_.get(), rank_, &calls_.current(),
-                                           &monitor_->trace(), execOptions_.describePeer);
-  execOptions_.onStall = [watch = callWatch_.get()](int p) { watch->stalledOn(p); };
+  calls_.startWatch(store_.get(), rank_, &monitor_->trace(), execOptions_.describePeer);
+  execOptions_.onStall = [watch = calls_.watch()](int p) { watch->stalledOn(p); };
 }
 
 void Communicator::setupLinks(const RankPlace& myPlace) {
   links_ = std::make_unique<ConnectionSet>(rank_, nranks_, makeTransports(options_.transport),
                                            options_.transport, execOptions_.describePeer);
-  auto watch = [probe = probe_.get(), links = links_.get(), calls = callWatch_.get()] {
+  auto watch = [probe = probe_.get(), links = links_.get(), calls = calls_.watch()] {
     watchConnecting(*probe, *links, calls);
   };
   watchedStore_ = std::make_shared<bootstrap::WatchedStore>(store_, watch);
@@ -383,9 +382,8 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
   const exec::Schedule& schedule = plan.planned->schedule;
   CallTag tag = calls_.next(args, applyAvg ? tuttiAvg : args.op);
   calls_.setLastAlgorithm(info.name);
-  if (scratch_.size() < schedule.scratchBytes) scratch_.resize(schedule.scratchBytes);
   std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),
-                           static_cast<std::byte*>(recv), scratch_.data()};
+                           static_cast<std::byte*>(recv), calls_.scratch(schedule.scratchBytes)};
   runTaggedCall(tag, info.name, [&] {
     if (const exec::WindowProgram* program = plan.planned->program.get()) {
       program->run(buffers, callOptions());

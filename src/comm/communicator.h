@@ -200,16 +200,14 @@ class Communicator {
   // Who the ranks are (peers, places, hosts, ring order, standby addresses); made once.
   std::shared_ptr<const Membership> membership_;
   std::unique_ptr<ConnectionSet> links_;  // transports and lazily made connections
-  std::vector<std::byte> scratch_;
   // Abort, the failure that ended the communicator, the flight recorder, failure records.
   std::unique_ptr<FailureMonitor> monitor_;
   int splitCount_ = 0;
   std::unique_ptr<Planner> planner_;  // algorithm choice, schedules and their caches
   // The shared window (made at the first collective), its bookkeeping and tag slots.
   SharedWindow window_;
-  CallState calls_;  // call numbers, the call being executed, the last algorithm
-  std::unique_ptr<CallWatch> callWatch_;  // mismatches seen in stalled waits
-  std::unique_ptr<PeerProbe> probe_;      // which ranks are gone (by pid here, standby elsewhere)
+  CallState calls_;  // call numbers, the call running, its watch and scratch, last algorithm
+  std::unique_ptr<PeerProbe> probe_;  // which ranks are gone (by pid here, standby elsewhere)
   // This rank's standby store, shrink's meeting and the agreement on failed ranks.
   std::unique_ptr<Recovery> recovery_;
   exec::ExecOptions execOptions_;  // made once; window and callTag set per call

@@ -24,10 +24,9 @@ void Communicator::neighborAllReduce(const void* send, void* recv, size_t count,
   const Planner::Planned& planned = planner_->neighborPlan(info, a, graphId);
   CallTag tag = calls_.next(a, tuttiSum);
   calls_.setLastAlgorithm(info.name);
-  if (scratch_.size() < planned.schedule.scratchBytes)
-    scratch_.resize(planned.schedule.scratchBytes);
   std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),
-                           static_cast<std::byte*>(recv), scratch_.data()};
+                           static_cast<std::byte*>(recv),
+                           calls_.scratch(planned.schedule.scratchBytes)};
   runTaggedCall(tag, info.name, [&] { execute(planned.schedule, planned.peers, buffers); });
 }
 
