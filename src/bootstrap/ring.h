@@ -73,7 +73,7 @@ class BootstrapRing {
                                                 const Deadline& deadline, const std::string& what);
   // Returns once every rank has called it: empty frames up a binomial tree over the chords to
   // rank 0 (arrival) and back down (release): 2 ceil(log2 n) rounds, 2 (n - 1) frames in all
-  // (a dissemination barrier sends n ceil(log2 n): 3-4x slower at 512-900 thread ranks on 2
+  // (a dissemination barrier sends n ceil(log2 n): 2-4x slower at 512-900 thread ranks on 2
   // cores). Errors as allGather's.
   void barrier(const Deadline& deadline, const std::string& what);
   // Wakes every current and future wait (any thread).
