@@ -106,7 +106,7 @@ void BootstrapRing::sendAll(int fd, const void* p, size_t n, const Deadline& d,
       waitFd(fd, POLLOUT, d, what);
     } else if (w < 0 && errno != EINTR) {
       if (peer < 0) throwSystemError(name_ + ": " + what);
-      if (errno == EPIPE || errno == ECONNRESET) peerGone(peer, rank_ - peer, what);
+      if (errno == EPIPE || errno == ECONNRESET) peerGone(peer, what);
       throwSystemError(name_ + ": send to rank " + std::to_string(peer) + " (" + what + ")");
     }
   }
@@ -121,21 +121,21 @@ void BootstrapRing::recvAll(int fd, void* p, size_t n, const Deadline& d, const 
       b += r;
       n -= static_cast<size_t>(r);
     } else if (r == 0) {
-      if (peer >= 0) peerGone(peer, rank_ - peer, what);
+      if (peer >= 0) peerGone(peer, what);
       fail(tuttiRemoteError, name_, ": ", what, ": connection closed");
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
       waitFd(fd, POLLIN, d, what);
     } else if (errno != EINTR) {
       if (peer < 0) throwSystemError(name_ + ": " + what);
-      if (errno == ECONNRESET) peerGone(peer, rank_ - peer, what);
+      if (errno == ECONNRESET) peerGone(peer, what);
       throwSystemError(name_ + ": receive from rank " + std::to_string(peer) + " (" + what + ")");
     }
   }
 }
 
-void BootstrapRing::peerGone(int peer, int distance, const std::string& what) {
-  // distance = rank - peer, taken around the ring: 1 is the previous rank, -1 the next.
-  int behind = ((distance % nranks_) + nranks_) % nranks_;
+void BootstrapRing::peerGone(int peer, const std::string& what) {
+  // How far behind this rank the peer is, around the ring: 1 is the previous rank.
+  int behind = ((rank_ - peer) % nranks_ + nranks_) % nranks_;
   std::string where = behind == 1             ? "previous"
                       : behind == nranks_ - 1 ? "next"
                       : behind <= nranks_ / 2 ? std::to_string(behind) + " behind"
@@ -188,7 +188,7 @@ std::vector<std::byte> BootstrapRing::transfer(Half to, std::span<const std::byt
       if (w > 0) {
         outPos += static_cast<size_t>(w);
       } else if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        if (errno == EPIPE || errno == ECONNRESET) peerGone(to.peer, rank_ - to.peer, what);
+        if (errno == EPIPE || errno == ECONNRESET) peerGone(to.peer, what);
         throwSystemError(name_ + ": send to rank " + std::to_string(to.peer) + " (" + what + ")");
       }
     }
@@ -196,10 +196,10 @@ std::vector<std::byte> BootstrapRing::transfer(Half to, std::span<const std::byt
     // Exactly one frame: what follows it belongs to the next call.
     ssize_t r = haveHeader ? ::recv(from.fd, in.data() + inGot, in.size() - inGot, 0)
                            : ::recv(from.fd, header + headerGot, 8 - headerGot, 0);
-    if (r == 0) peerGone(from.peer, rank_ - from.peer, what);
+    if (r == 0) peerGone(from.peer, what);
     if (r < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
-      if (errno == ECONNRESET) peerGone(from.peer, rank_ - from.peer, what);
+      if (errno == ECONNRESET) peerGone(from.peer, what);
       throwSystemError(name_ + ": receive from rank " + std::to_string(from.peer) + " (" + what +
                        ")");
     }

@@ -123,8 +123,9 @@ class BootstrapRing {
   // Throws unless a barrier or an all-gather may start (connected, no earlier failure).
   void checkUsable(const std::string& what) const;
   void watch();
-  // "rank P (<where> on the bootstrap ring) closed its connection"; distance: rank - P.
-  [[noreturn]] void peerGone(int peer, int distance, const std::string& what);
+  // "rank P (<where> on the bootstrap ring) closed its connection": next, previous, or how
+  // far ahead or behind.
+  [[noreturn]] void peerGone(int peer, const std::string& what);
 
   std::string name_;
   int rank_;

@@ -4,13 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstring>
 #include <mutex>
 #include <utility>
 
 #include "bootstrap/prefix_store.h"
-#include "bootstrap/unique_id.h"
 #include "bootstrap/watched_store.h"
 #include "comm/connection_set.h"
 #include "comm/failure_attribution.h"
@@ -401,7 +398,7 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
 void Communicator::runP2p(std::span<const P2pOp> ops) {
   log::setThreadRank(rank_);
   P2pBatch batch = makeP2pBatch(ops, rank_);
-  copySelfSends(ops, rank_);
+  copySelfSends(batch);
   calls_.setLastAlgorithm("p2p");
   const size_t messages = batch.schedule.rounds[0].ops.size();
   if (messages == 0) return;

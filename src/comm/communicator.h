@@ -3,20 +3,15 @@
 // connects the peers a schedule needs, and runs the schedule with the executor.
 #pragma once
 
-#include <algorithm>
-#include <functional>
-#include <map>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
-#include "bootstrap/standby.h"
 #include "bootstrap/store.h"
 #include "comm/call_state.h"
 #include "comm/call_tag.h"
-#include "comm/call_watch.h"
 #include "comm/comm_options.h"
 #include "comm/failure_monitor.h"
 #include "comm/membership.h"

@@ -7,17 +7,6 @@
 
 namespace tutti {
 
-namespace {
-
-// The sends to self and the receives from self, in call order.
-void selfOps(std::span<const P2pOp> ops, int rank, std::vector<const P2pOp*>& sends,
-             std::vector<const P2pOp*>& recvs) {
-  for (const P2pOp& op : ops)
-    if (op.peer == rank) (op.isSend ? sends : recvs).push_back(&op);
-}
-
-}  // namespace
-
 P2pBatch makeP2pBatch(std::span<const P2pOp> ops, int rank) {
   TUTTI_CHECK_ARG(ops.size() + exec::kFirstUserBuf <= 65535, "a group holds at most ",
                   65535 - exec::kFirstUserBuf, " send/recv calls (got ", ops.size(), ")");
@@ -35,24 +24,26 @@ P2pBatch makeP2pBatch(std::span<const P2pOp> ops, int rank) {
     r.ops.push_back(op.isSend ? exec::Schedule::send(op.peer, slice)
                               : exec::Schedule::recv(op.peer, slice));
   }
+  // Sends to self are matched in order with receives from self.
   std::vector<const P2pOp*> sends, recvs;
-  selfOps(ops, rank, sends, recvs);
+  for (const P2pOp& op : ops)
+    if (op.peer == rank) (op.isSend ? sends : recvs).push_back(&op);
   if (sends.size() != recvs.size())
     fail(tuttiInvalidUsage, "rank ", rank, ": ", sends.size(), " send(s) to self but ",
          recvs.size(), " receive(s) from self in the group");
-  for (size_t i = 0; i < sends.size(); ++i)
+  for (size_t i = 0; i < sends.size(); ++i) {
     if (sends[i]->bytes != recvs[i]->bytes)
       fail(tuttiInvalidUsage, "rank ", rank, ": send to self of ", sends[i]->bytes,
            " B does not match the receive from self of ", recvs[i]->bytes, " B");
+    batch.selfPairs.emplace_back(sends[i], recvs[i]);
+  }
   return batch;
 }
 
-void copySelfSends(std::span<const P2pOp> ops, int rank) {
-  std::vector<const P2pOp*> sends, recvs;
-  selfOps(ops, rank, sends, recvs);
-  for (size_t i = 0; i < sends.size(); ++i)
-    if (sends[i]->bytes > 0 && recvs[i]->buffer != sends[i]->buffer)
-      std::memcpy(recvs[i]->buffer, sends[i]->buffer, sends[i]->bytes);
+void copySelfSends(const P2pBatch& batch) {
+  for (auto [send, recv] : batch.selfPairs)
+    if (send->bytes > 0 && recv->buffer != send->buffer)
+      std::memcpy(recv->buffer, send->buffer, send->bytes);
 }
 
 }  // namespace tutti

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "exec/schedule.h"
@@ -21,15 +22,16 @@ struct P2pOp {
 };
 
 struct P2pBatch {
-  exec::Schedule schedule;          // empty rounds' ops: nothing but self copies
+  exec::Schedule schedule;          // one round; no ops when all are to or from self
   std::vector<std::byte*> buffers;  // indexed as the schedule's buffers
+  // Each send to self with the receive from self it pairs with (same size), in call order.
+  std::vector<std::pair<const P2pOp*, const P2pOp*>> selfPairs;
 };
 
 // Throws tuttiInvalidArgument past 65535 - kFirstUserBuf operations, tuttiInvalidUsage when
 // the sends to self and the receives from self do not pair up (count or sizes).
 P2pBatch makeP2pBatch(std::span<const P2pOp> ops, int rank);
-// Copies each send to self into the receive from self it pairs with (makeP2pBatch checked
-// them).
-void copySelfSends(std::span<const P2pOp> ops, int rank);
+// Copies each send to self into the receive from self it pairs with.
+void copySelfSends(const P2pBatch& batch);
 
 }  // namespace tutti

@@ -6,9 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <cstdio>
 #include <mutex>
-#include <set>
 #include <sstream>
 #include <thread>
 
