@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -132,6 +133,51 @@ TEST_P(P2p, SizeMismatchIsInvalidUsage) {
     tuttiCommDestroy(comm);
   });
   unsetenv("TUTTI_TIMEOUT");
+  EXPECT_TRUE(result.allOk()) << result.describe();
+}
+
+// Sends to self pair in call order with receives from self (no message); unpaired ones or
+// pairs of different sizes are an error naming the counts or sizes, before any copy.
+TEST(P2pSelf, PairsInOrderAndMismatchesAreInvalidUsage) {
+  const int n = 2;
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(n, [&](int rank) {
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+    std::vector<uint8_t> a(300), b(301), gotA(300, 0), gotB(301, 0);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = pattern(rank, rank, i);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = pattern(rank, rank + 7, i);
+    TUTTI_ASSERT_OK(tuttiGroupStart(), nullptr);
+    TUTTI_ASSERT_OK(tuttiSend(a.data(), a.size(), tuttiUint8, rank, comm, nullptr), comm);
+    TUTTI_ASSERT_OK(tuttiSend(b.data(), b.size(), tuttiUint8, rank, comm, nullptr), comm);
+    TUTTI_ASSERT_OK(tuttiRecv(gotA.data(), gotA.size(), tuttiUint8, rank, comm, nullptr), comm);
+    TUTTI_ASSERT_OK(tuttiRecv(gotB.data(), gotB.size(), tuttiUint8, rank, comm, nullptr), comm);
+    TUTTI_ASSERT_OK(tuttiGroupEnd(), comm);
+    EXPECT_EQ(gotA, a);
+    EXPECT_EQ(gotB, b);
+
+    // One send to self, no receive.
+    TUTTI_ASSERT_OK(tuttiGroupStart(), nullptr);
+    TUTTI_ASSERT_OK(tuttiSend(a.data(), a.size(), tuttiUint8, rank, comm, nullptr), comm);
+    EXPECT_EQ(tuttiGroupEnd(), tuttiInvalidUsage);
+    std::string msg = tuttiGetLastError(comm);
+    EXPECT_NE(msg.find("1 send(s) to self but 0 receive(s) from self"), std::string::npos) << msg;
+
+    // Second pair of different sizes: nothing copied, not even the first pair.
+    std::fill(gotA.begin(), gotA.end(), 0);
+    TUTTI_ASSERT_OK(tuttiGroupStart(), nullptr);
+    TUTTI_ASSERT_OK(tuttiSend(a.data(), a.size(), tuttiUint8, rank, comm, nullptr), comm);
+    TUTTI_ASSERT_OK(tuttiRecv(gotA.data(), gotA.size(), tuttiUint8, rank, comm, nullptr), comm);
+    TUTTI_ASSERT_OK(tuttiSend(a.data(), a.size(), tuttiUint8, rank, comm, nullptr), comm);
+    TUTTI_ASSERT_OK(tuttiRecv(gotB.data(), gotB.size(), tuttiUint8, rank, comm, nullptr), comm);
+    EXPECT_EQ(tuttiGroupEnd(), tuttiInvalidUsage);
+    msg = tuttiGetLastError(comm);
+    EXPECT_NE(msg.find("send to self of 300 B does not match the receive from self of 301 B"),
+              std::string::npos)
+        << msg;
+    EXPECT_EQ(gotA, std::vector<uint8_t>(300, 0));
+    tuttiCommDestroy(comm);
+  });
   EXPECT_TRUE(result.allOk()) << result.describe();
 }
 
