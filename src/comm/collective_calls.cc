@@ -69,41 +69,45 @@ size_t total(std::span<const size_t> counts) {
   for (size_t c : counts) sum += c;
   return sum;
 }
+
+// The V-collectives' per-rank counts and displacements (CollArgs::counts says which buffer).
+algo::CollArgs withBlocks(algo::CollArgs a, std::span<const size_t> counts,
+                          std::span<const size_t> displs) {
+  a.counts.assign(counts.begin(), counts.end());
+  a.displs.assign(displs.begin(), displs.end());
+  return a;
+}
 }  // namespace
 
 void Communicator::allGatherV(const void* send, void* recv, std::span<const size_t> counts,
                               std::span<const size_t> displs, tuttiDataType_t dtype) {
-  algo::CollArgs a = baseArgs(algo::Coll::kAllGatherV, total(counts), dtype);
-  a.counts.assign(counts.begin(), counts.end());
-  a.displs.assign(displs.begin(), displs.end());
+  algo::CollArgs a =
+      withBlocks(baseArgs(algo::Coll::kAllGatherV, total(counts), dtype), counts, displs);
   collective(std::move(a), send, recv, 0, 0, false);
 }
 
 void Communicator::reduceScatterV(const void* send, void* recv, std::span<const size_t> counts,
                                   std::span<const size_t> displs, tuttiDataType_t dtype,
                                   tuttiRedOp_t op) {
-  algo::CollArgs a = baseArgs(algo::Coll::kReduceScatterV, total(counts), dtype);
+  algo::CollArgs a =
+      withBlocks(baseArgs(algo::Coll::kReduceScatterV, total(counts), dtype), counts, displs);
   a.op = baseOp(op);
-  a.counts.assign(counts.begin(), counts.end());
-  a.displs.assign(displs.begin(), displs.end());
   collective(std::move(a), send, recv, counts[rank_], 0, op == tuttiAvg);
 }
 
 void Communicator::gatherV(const void* send, void* recv, std::span<const size_t> counts,
                            std::span<const size_t> displs, tuttiDataType_t dtype, int root) {
-  algo::CollArgs a = baseArgs(algo::Coll::kGatherV, total(counts), dtype);
+  algo::CollArgs a =
+      withBlocks(baseArgs(algo::Coll::kGatherV, total(counts), dtype), counts, displs);
   a.root = root;
-  a.counts.assign(counts.begin(), counts.end());
-  a.displs.assign(displs.begin(), displs.end());
   collective(std::move(a), send, recv, 0, 0, false);
 }
 
 void Communicator::scatterV(const void* send, void* recv, std::span<const size_t> counts,
                             std::span<const size_t> displs, tuttiDataType_t dtype, int root) {
-  algo::CollArgs a = baseArgs(algo::Coll::kScatterV, total(counts), dtype);
+  algo::CollArgs a =
+      withBlocks(baseArgs(algo::Coll::kScatterV, total(counts), dtype), counts, displs);
   a.root = root;
-  a.counts.assign(counts.begin(), counts.end());
-  a.displs.assign(displs.begin(), displs.end());
   collective(std::move(a), send, recv, 0, 0, false);
 }
 
@@ -112,9 +116,7 @@ void Communicator::allToAllV(const void* send, std::span<const size_t> sendCount
                              std::span<const size_t> recvCounts, std::span<const size_t> recvDispls,
                              tuttiDataType_t dtype) {
   // count 0 in the call tag: the counts differ between ranks.
-  algo::CollArgs a = baseArgs(algo::Coll::kAllToAllV, 0, dtype);
-  a.counts.assign(recvCounts.begin(), recvCounts.end());
-  a.displs.assign(recvDispls.begin(), recvDispls.end());
+  algo::CollArgs a = withBlocks(baseArgs(algo::Coll::kAllToAllV, 0, dtype), recvCounts, recvDispls);
   a.sendCounts.assign(sendCounts.begin(), sendCounts.end());
   a.sendDispls.assign(sendDispls.begin(), sendDispls.end());
   collective(std::move(a), send, recv, 0, 0, false);
