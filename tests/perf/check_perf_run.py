@@ -24,7 +24,6 @@ import argparse
 import os
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "compare"))
 import nccl_table  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "harness"))
+from free_ports import free_port_pair  # noqa: E402
 
 GOOD = """# nThread 1 nGpus 1 minBytes 8 maxBytes 64 step: 8(factor) warmup iters: 1 iters: 2 agg iters: 1 validation: 1 graph: 0
 #
@@ -115,9 +116,7 @@ def main():
                                                    "TUTTI_ADDR", "OMPI_", "PMIX_"))]:
             env.pop(k)
         if a.launcher == "torchrun":
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                port = s.getsockname()[1]
+            port = free_port_pair()
             names = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
             env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
                        LOCAL_WORLD_SIZE=str(a.np), TORCHELASTIC_RUN_ID="check-perf")

@@ -2,44 +2,17 @@
 (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), as torchrun
 would (Debian's torchrun 1.13 crashes on Python 3.11, so the tests do not use it)."""
 import os
-import random
-import socket
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _ephemeral_low():
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-def free_port():
-    """A port that binds now, below the kernel's ephemeral range: a port the kernel handed
-    out (bind to 0) is free only until the next outgoing connection of any process takes it,
-    and the tests beside this one make many (torch's store bound it after such a connection
-    had: EADDRINUSE)."""
-    low = _ephemeral_low()
-    for _ in range(200):
-        port = random.randrange(max(1024, low - 12000), low)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    with socket.socket() as s:  # every candidate taken: the kernel's choice
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(HERE, "..", "harness"))
+from free_ports import free_port_pair  # noqa: E402
 
 
 def run_ranks(n, script, args=(), env=None, timeout=300):
     """Returns [(returncode, stdout, stderr)] per rank; kills every rank after timeout."""
-    port = free_port()
+    port = free_port_pair()
     procs = []
     for r in range(n):
         e = dict(os.environ)

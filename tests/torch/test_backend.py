@@ -94,7 +94,7 @@ def test_import_registers_backend():
 def test_bad_inline_bytes_refused_naming_the_value():
     """TUTTI_TORCH_INLINE_BYTES that is not a byte count: the process group is refused with a
     message naming the variable and the value (docs/env.md), not read as 0."""
-    from launch import free_port
+    from launch import free_port_pair
     code = ("import torch.distributed as dist, tutti.torch\n"
             "try:\n"
             "    dist.init_process_group('tutti')\n"
@@ -102,7 +102,7 @@ def test_bad_inline_bytes_refused_naming_the_value():
             "except Exception as e:\n"
             "    print('refused:', e)\n")
     env = dict(os.environ, RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
-               MASTER_PORT=str(free_port()), TUTTI_TORCH_INLINE_BYTES="64k")
+               MASTER_PORT=str(free_port_pair()), TUTTI_TORCH_INLINE_BYTES="64k")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          timeout=120)
     assert "refused:" in out.stdout, out.stdout + out.stderr
