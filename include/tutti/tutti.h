@@ -65,8 +65,13 @@ typedef enum {
 /* Opaque communicator handle. */
 typedef struct tuttiComm* tuttiComm_t;
 
-/* A stream: a cudaStream_t for device buffers; ignored (may be NULL) for host buffers. */
+/* A stream: NULL (the call blocks until done), a host stream from tuttiStreamCreate (the call
+ * is checked, enqueued and returns at once; see "Host streams" below), or a cudaStream_t for
+ * device buffers (ignored for host buffers). */
 typedef void* tuttiStream_t;
+
+/* Opaque event handle: a position in a host stream (tuttiEventRecord). */
+typedef struct tuttiEvent* tuttiEvent_t;
 
 #define TUTTI_UNIQUE_ID_BYTES 128
 /* Produced by tuttiGetUniqueId on one rank and passed to every rank out of band.
@@ -318,9 +323,63 @@ TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t 
  * its error) before running the group's calls, so one thread can init several ranks as with
  * NCCL. A split inside a group is not deferred (it blocks until its peers split). Unlike NCCL
  * the collectives of one communicator are not fused or overlapped. End returns the first
- * failure; the text is in tuttiGetLastError(NULL) and on the failed communicator. */
+ * failure; the text is in tuttiGetLastError(NULL) and on the failed communicator. A
+ * communicator's calls in one group name one stream: when it is a host stream, End enqueues
+ * them there as one task and returns without waiting for them (their failure is the stream's);
+ * a call naming another stream than the group's earlier calls on that communicator is
+ * tuttiInvalidUsage. */
 TUTTI_API tuttiResult_t tuttiGroupStart(void);
 TUTTI_API tuttiResult_t tuttiGroupEnd(void);
+
+/* ---- Host streams and events (tutti additions) ----
+ * A host stream runs the calls given it (every collective, the V-collectives,
+ * tuttiNeighborAllReduce, tuttiSend, tuttiRecv, and a group's calls on a communicator, which
+ * then form one task) one after
+ * another, in the order they were issued, on a worker thread of its own that sleeps while the
+ * stream is empty. Such a call checks its arguments, enqueues itself and returns tuttiSuccess
+ * at once; its buffers (and for the V-collectives nothing else: the arrays are copied) belong
+ * to tutti until it completes: do not read or write them before a synchronise, a query or an
+ * event says so. A communicator's calls run in the order they were issued, whichever streams
+ * carry them and whether or not they block (a blocking call waits for the communicator's
+ * earlier stream calls), so calls on several streams never reorder a communicator's calls;
+ * calls of different communicators on different streams progress at the same time. Order
+ * between streams only through events (tuttiStreamWaitEvent). A call that fails on a stream
+ * (a dead or silent peer, ranks whose calls differ, an abort, an algorithm that does not apply)
+ * leaves its error on the stream, reported by the next tuttiStreamSynchronize (which clears it),
+ * tuttiStreamQuery and tuttiEventSynchronize/Query of an event after it, with its text (naming the
+ * call and, where one is to blame, the rank) in tuttiGetLastError(NULL) and on the communicator
+ * (tuttiGetLastError(comm), tuttiCommGetAsyncError when it failed the communicator). The
+ * calls after it still run (on a failed communicator they fail at once). tuttiCommAbort ends
+ * the communicator's calls in flight; tuttiCommDestroy waits for its calls issued before it;
+ * the blocking calls tuttiCommSplit, tuttiCommShrink (after revoking them with
+ * TUTTI_SHRINK_ABORT), tuttiCommSetAlgorithm, tuttiCommSetTimeout and tuttiAllReduceCompressed
+ * wait for its earlier stream calls (which keep the algorithms and timeout they were issued
+ * under).
+ * Sends and receives on a stream run in the communicator's call order like blocking ones:
+ * a rank that sends and receives in one step puts them in a group. */
+TUTTI_API tuttiResult_t tuttiStreamCreate(tuttiStream_t* stream);
+/* Waits for the stream's calls, then frees it. The error of a call not yet reported is
+ * returned. */
+TUTTI_API tuttiResult_t tuttiStreamDestroy(tuttiStream_t stream);
+/* Waits for every call enqueued so far; returns the first failure among them not reported by
+ * an earlier synchronise (and clears it), else tuttiSuccess. NULL: tuttiSuccess. */
+TUTTI_API tuttiResult_t tuttiStreamSynchronize(tuttiStream_t stream);
+/* tuttiSuccess when every call enqueued so far has completed, tuttiInProgress while some has
+ * not, or the pending failure (not cleared). */
+TUTTI_API tuttiResult_t tuttiStreamQuery(tuttiStream_t stream);
+/* The stream's later calls wait until the event's position is reached (no-op for an event
+ * never recorded, or recorded on the same stream). */
+TUTTI_API tuttiResult_t tuttiStreamWaitEvent(tuttiStream_t stream, tuttiEvent_t event);
+TUTTI_API tuttiResult_t tuttiEventCreate(tuttiEvent_t* event);
+/* Marks the stream's current end: the event completes when every call enqueued on it so far
+ * has. Recording again moves the mark. */
+TUTTI_API tuttiResult_t tuttiEventRecord(tuttiEvent_t event, tuttiStream_t stream);
+/* tuttiSuccess once the recorded calls completed (or never recorded), tuttiInProgress before;
+ * the failure of a call up to the mark, if one failed (not cleared). */
+TUTTI_API tuttiResult_t tuttiEventQuery(tuttiEvent_t event);
+/* Waits for the recorded calls; their failure, if one failed (not cleared). */
+TUTTI_API tuttiResult_t tuttiEventSynchronize(tuttiEvent_t event);
+TUTTI_API tuttiResult_t tuttiEventDestroy(tuttiEvent_t event);
 
 /* ---- Introspection (tutti additions) ---- */
 /* Name of the algorithm the last collective on comm used ("ring", "tree", ...). */

@@ -1,7 +1,7 @@
-// C++ wrapper over the whole C API of tutti.h: an RAII communicator and graph, every
-// collective, send/recv and groups, with failures thrown as tutti::Error (tutti/error.hpp)
-// carrying the result code and the communicator's last error text. Header-only: the ABI
-// stays the C one, and nothing here adds behaviour to the C calls.
+// C++ wrapper over the whole C API of tutti.h: an RAII communicator, graph, host stream and
+// event, every collective, send/recv and groups, with failures thrown as tutti::Error
+// (tutti/error.hpp) carrying the result code and the communicator's last error text. Header-only:
+// the ABI stays the C one, and nothing here adds behaviour to the C calls.
 //
 // Buffers are given either as pointer + count + tuttiDataType_t (as in C) or as std::span of
 // a supported element type (int8_t, uint8_t, int32_t, uint32_t, int64_t, uint64_t, float,
@@ -211,61 +211,72 @@ class Comm {
   }
 
   // ---- Collectives, as in C ----
-  void allReduce(const void* send, void* recv, size_t count, tuttiDataType_t t,
-                 tuttiRedOp_t op) const {
-    check(tuttiAllReduce(send, recv, count, t, op, comm_, nullptr), comm_);
+  // stream: NULL blocks until done; a Stream (or its get()) enqueues and returns at once
+  // (tutti.h, "Host streams"); a cudaStream_t stages device buffers on it.
+  void allReduce(const void* send, void* recv, size_t count, tuttiDataType_t t, tuttiRedOp_t op,
+                 tuttiStream_t stream = nullptr) const {
+    check(tuttiAllReduce(send, recv, count, t, op, comm_, stream), comm_);
   }
-  void broadcast(const void* send, void* recv, size_t count, tuttiDataType_t t, int root) const {
-    check(tuttiBroadcast(send, recv, count, t, root, comm_, nullptr), comm_);
+  void broadcast(const void* send, void* recv, size_t count, tuttiDataType_t t, int root,
+                 tuttiStream_t stream = nullptr) const {
+    check(tuttiBroadcast(send, recv, count, t, root, comm_, stream), comm_);
   }
   void reduce(const void* send, void* recv, size_t count, tuttiDataType_t t, tuttiRedOp_t op,
-              int root) const {
-    check(tuttiReduce(send, recv, count, t, op, root, comm_, nullptr), comm_);
+              int root, tuttiStream_t stream = nullptr) const {
+    check(tuttiReduce(send, recv, count, t, op, root, comm_, stream), comm_);
   }
-  void allGather(const void* send, void* recv, size_t sendcount, tuttiDataType_t t) const {
-    check(tuttiAllGather(send, recv, sendcount, t, comm_, nullptr), comm_);
+  void allGather(const void* send, void* recv, size_t sendcount, tuttiDataType_t t,
+                 tuttiStream_t stream = nullptr) const {
+    check(tuttiAllGather(send, recv, sendcount, t, comm_, stream), comm_);
   }
   void reduceScatter(const void* send, void* recv, size_t recvcount, tuttiDataType_t t,
-                     tuttiRedOp_t op) const {
-    check(tuttiReduceScatter(send, recv, recvcount, t, op, comm_, nullptr), comm_);
+                     tuttiRedOp_t op, tuttiStream_t stream = nullptr) const {
+    check(tuttiReduceScatter(send, recv, recvcount, t, op, comm_, stream), comm_);
   }
-  void allToAll(const void* send, void* recv, size_t count, tuttiDataType_t t) const {
-    check(tuttiAllToAll(send, recv, count, t, comm_, nullptr), comm_);
+  void allToAll(const void* send, void* recv, size_t count, tuttiDataType_t t,
+                tuttiStream_t stream = nullptr) const {
+    check(tuttiAllToAll(send, recv, count, t, comm_, stream), comm_);
   }
   void allGatherV(const void* send, size_t sendcount, void* recv, const size_t* recvcounts,
-                  const size_t* displs, tuttiDataType_t t) const {
-    check(tuttiAllGatherV(send, sendcount, recv, recvcounts, displs, t, comm_, nullptr), comm_);
+                  const size_t* displs, tuttiDataType_t t, tuttiStream_t stream = nullptr) const {
+    check(tuttiAllGatherV(send, sendcount, recv, recvcounts, displs, t, comm_, stream), comm_);
   }
   void reduceScatterV(const void* send, void* recv, const size_t* recvcounts, const size_t* displs,
-                      tuttiDataType_t t, tuttiRedOp_t op) const {
-    check(tuttiReduceScatterV(send, recv, recvcounts, displs, t, op, comm_, nullptr), comm_);
+                      tuttiDataType_t t, tuttiRedOp_t op, tuttiStream_t stream = nullptr) const {
+    check(tuttiReduceScatterV(send, recv, recvcounts, displs, t, op, comm_, stream), comm_);
   }
   void gatherV(const void* send, size_t sendcount, void* recv, const size_t* recvcounts,
-               const size_t* displs, tuttiDataType_t t, int root) const {
-    check(tuttiGatherV(send, sendcount, recv, recvcounts, displs, t, root, comm_, nullptr), comm_);
+               const size_t* displs, tuttiDataType_t t, int root,
+               tuttiStream_t stream = nullptr) const {
+    check(tuttiGatherV(send, sendcount, recv, recvcounts, displs, t, root, comm_, stream), comm_);
   }
   void scatterV(const void* send, const size_t* sendcounts, const size_t* displs, void* recv,
-                size_t recvcount, tuttiDataType_t t, int root) const {
-    check(tuttiScatterV(send, sendcounts, displs, recv, recvcount, t, root, comm_, nullptr),
-          comm_);
+                size_t recvcount, tuttiDataType_t t, int root,
+                tuttiStream_t stream = nullptr) const {
+    check(tuttiScatterV(send, sendcounts, displs, recv, recvcount, t, root, comm_, stream), comm_);
   }
   void allToAllV(const void* send, const size_t* sendcounts, const size_t* sdispls, void* recv,
-                 const size_t* recvcounts, const size_t* rdispls, tuttiDataType_t t) const {
-    check(tuttiAllToAllV(send, sendcounts, sdispls, recv, recvcounts, rdispls, t, comm_, nullptr),
+                 const size_t* recvcounts, const size_t* rdispls, tuttiDataType_t t,
+                 tuttiStream_t stream = nullptr) const {
+    check(tuttiAllToAllV(send, sendcounts, sdispls, recv, recvcounts, rdispls, t, comm_, stream),
           comm_);
   }
-  void gather(const void* send, void* recv, size_t count, tuttiDataType_t t, int root) const {
-    check(tuttiGather(send, recv, count, t, root, comm_, nullptr), comm_);
+  void gather(const void* send, void* recv, size_t count, tuttiDataType_t t, int root,
+              tuttiStream_t stream = nullptr) const {
+    check(tuttiGather(send, recv, count, t, root, comm_, stream), comm_);
   }
-  void scatter(const void* send, void* recv, size_t count, tuttiDataType_t t, int root) const {
-    check(tuttiScatter(send, recv, count, t, root, comm_, nullptr), comm_);
+  void scatter(const void* send, void* recv, size_t count, tuttiDataType_t t, int root,
+               tuttiStream_t stream = nullptr) const {
+    check(tuttiScatter(send, recv, count, t, root, comm_, stream), comm_);
   }
-  void barrier() const { check(tuttiBarrier(comm_, nullptr), comm_); }
-  void send(const void* buf, size_t count, tuttiDataType_t t, int peer) const {
-    check(tuttiSend(buf, count, t, peer, comm_, nullptr), comm_);
+  void barrier(tuttiStream_t stream = nullptr) const { check(tuttiBarrier(comm_, stream), comm_); }
+  void send(const void* buf, size_t count, tuttiDataType_t t, int peer,
+            tuttiStream_t stream = nullptr) const {
+    check(tuttiSend(buf, count, t, peer, comm_, stream), comm_);
   }
-  void recv(void* buf, size_t count, tuttiDataType_t t, int peer) const {
-    check(tuttiRecv(buf, count, t, peer, comm_, nullptr), comm_);
+  void recv(void* buf, size_t count, tuttiDataType_t t, int peer,
+            tuttiStream_t stream = nullptr) const {
+    check(tuttiRecv(buf, count, t, peer, comm_, stream), comm_);
   }
   void allReduceCompressed(const void* send, void* recv, size_t count, tuttiDataType_t t,
                            const std::string& compressor, uint64_t key, bool errorFeedback) const {
@@ -425,5 +436,79 @@ class Group {
  private:
   bool open_ = true;
 };
+
+// RAII host stream (tuttiStreamCreate / tuttiStreamDestroy): pass it where a call takes a
+// tuttiStream_t (it converts), and the call is enqueued and returns at once. The destructor
+// waits for its calls (their errors dropped: call synchronize() to see them).
+class Event;
+class Stream {
+ public:
+  Stream() { check(tuttiStreamCreate(&stream_)); }
+  Stream(Stream&& o) noexcept : stream_(std::exchange(o.stream_, nullptr)) {}
+  Stream& operator=(Stream&& o) noexcept {
+    if (this != &o) {
+      if (stream_) tuttiStreamDestroy(stream_);
+      stream_ = std::exchange(o.stream_, nullptr);
+    }
+    return *this;
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream() {
+    if (stream_) tuttiStreamDestroy(stream_);
+  }
+  tuttiStream_t get() const noexcept { return stream_; }
+  operator tuttiStream_t() const noexcept { return stream_; }
+  // Waits for every call enqueued so far; throws the first failure among them.
+  void synchronize() const { check(tuttiStreamSynchronize(stream_)); }
+  // Whether every call enqueued so far has completed; throws a failure among them.
+  bool done() const {
+    tuttiResult_t r = tuttiStreamQuery(stream_);
+    if (r == tuttiInProgress) return false;
+    check(r);
+    return true;
+  }
+  // The stream's later calls wait for the event (tuttiStreamWaitEvent).
+  inline void wait(const Event& event) const;
+
+ private:
+  tuttiStream_t stream_ = nullptr;
+};
+
+// RAII event (tuttiEventCreate / tuttiEventDestroy): a position in a host stream.
+class Event {
+ public:
+  Event() { check(tuttiEventCreate(&event_)); }
+  Event(Event&& o) noexcept : event_(std::exchange(o.event_, nullptr)) {}
+  Event& operator=(Event&& o) noexcept {
+    if (this != &o) {
+      if (event_) tuttiEventDestroy(event_);
+      event_ = std::exchange(o.event_, nullptr);
+    }
+    return *this;
+  }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event() {
+    if (event_) tuttiEventDestroy(event_);
+  }
+  tuttiEvent_t get() const noexcept { return event_; }
+  // Marks the stream's calls enqueued so far.
+  void record(const Stream& stream) { check(tuttiEventRecord(event_, stream.get())); }
+  bool done() const {
+    tuttiResult_t r = tuttiEventQuery(event_);
+    if (r == tuttiInProgress) return false;
+    check(r);
+    return true;
+  }
+  void synchronize() const { check(tuttiEventSynchronize(event_)); }
+
+ private:
+  tuttiEvent_t event_ = nullptr;
+};
+
+inline void Stream::wait(const Event& event) const {
+  check(tuttiStreamWaitEvent(stream_, event.get()));
+}
 
 }  // namespace tutti

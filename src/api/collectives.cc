@@ -11,6 +11,7 @@
 #include "common/dtype.h"
 #include "interfaces/algorithm.h"
 #include "issue.h"
+#include "ordered_call.h"
 
 using tutti::api::guarded;
 using tutti::api::issue;
@@ -226,7 +227,9 @@ TUTTI_API tuttiResult_t tuttiCommSetAlgorithm(tuttiComm_t comm, const char* spec
       tutti::fail(tuttiInvalidUsage,
                   "not allowed inside tuttiGroupStart/End: the grouped calls run at "
                   "tuttiGroupEnd; set the algorithm before the group");
-    ready(comm).setAlgorithm(spec ? spec : "");
+    auto& c = ready(comm);
+    tutti::api::BlockingTurn turn(comm);  // the calls issued before keep their algorithms
+    c.setAlgorithm(spec ? spec : "");
     return tuttiSuccess;
   });
 }
@@ -238,7 +241,9 @@ TUTTI_API tuttiResult_t tuttiCommSetTimeout(tuttiComm_t comm, int timeoutMs) {
     if (tutti::api::groupDepth() > 0)
       tutti::fail(tuttiInvalidUsage,
                   "not allowed inside tuttiGroupStart/End: set the timeout before the group");
-    ready(comm).setTimeout(timeoutMs / 1000.0);
+    auto& c = ready(comm);
+    tutti::api::BlockingTurn turn(comm);  // the calls issued before keep their timeout
+    c.setTimeout(timeoutMs / 1000.0);
     return tuttiSuccess;
   });
 }

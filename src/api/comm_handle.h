@@ -12,6 +12,7 @@
 
 #include "bootstrap/store.h"
 #include "call_log.h"
+#include "call_order.h"
 #include "comm/communicator.h"
 #include "compress/compressed_allreduce.h"
 #include "fork_guard.h"
@@ -63,6 +64,9 @@ struct tuttiComm {
   uint64_t opCount = 0;
   // PERF counters (call_log.h), made under errorMutex at the first call PERF logs.
   std::unique_ptr<tutti::api::PerfStats> perf;
+  // The order its calls run in, on the caller's thread or on host streams (call_order.h);
+  // tuttiCommDestroy waits for every call issued before it.
+  tutti::api::CallOrder order;
 };
 
 namespace tutti::api {

@@ -14,6 +14,7 @@
 #include "compress/compressed_allreduce.h"
 #include "group.h"
 #include "memory_space.h"
+#include "ordered_call.h"
 
 using tutti::api::guarded;
 using tutti::api::ready;
@@ -79,6 +80,7 @@ TUTTI_API tuttiResult_t tuttiAllReduceCompressed(const void* sendbuff, void* rec
     std::string spec = compressor != nullptr ? compressor : "";
     if (spec.empty()) spec = tutti::env::getString("TUTTI_COMPRESS");
     if (spec.empty()) spec = "none";
+    tutti::api::BlockingTurn turn(comm);  // after the communicator's calls on host streams
     compressedOf(comm).run(sendbuff, recvbuff, count, datatype, spec, key, useErrorFeedback != 0);
     if (perf != nullptr)
       perf->add("AllReduceCompressed", count * tutti::dtypeSize(datatype),

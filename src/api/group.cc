@@ -16,6 +16,7 @@
 #include "common/dtype.h"
 #include "common/log.h"
 #include "memory_space.h"
+#include "ordered_call.h"
 
 namespace tutti::api {
 
@@ -26,6 +27,20 @@ struct PerComm {
   uint64_t serial;
   std::vector<std::function<void()>> collectives;
   std::vector<P2pOp> p2p;
+  std::shared_ptr<HostStream> stream;  // the host stream its calls name, if any
+  // Sets the group's stream for this communicator at its first call; a later call naming
+  // another one is refused.
+  void useStream(std::shared_ptr<HostStream> s) {
+    if (collectives.empty() && p2p.empty()) {
+      stream = std::move(s);
+      return;
+    }
+    if (s != stream)
+      fail(tuttiInvalidUsage,
+           "a group's calls on one communicator must name one stream (this call names ",
+           s ? "a host stream" : "no host stream", ", the group's earlier calls on it ",
+           stream ? (s ? "another host stream" : "a host stream") : "none", ")");
+  }
 };
 
 // The depth is asked at every collective call. Not in the initial-exec TLS model: that marks
@@ -42,7 +57,7 @@ struct GroupState {
   PerComm& of(tuttiComm_t comm) {
     for (auto& pc : comms)
       if (pc.comm == comm) return pc;
-    return comms.emplace_back(PerComm{comm, comm->serial, {}, {}});
+    return comms.emplace_back(PerComm{comm, comm->serial, {}, {}, nullptr});
   }
 };
 
@@ -82,22 +97,34 @@ void unregisterComm(uint64_t serial) {
 
 int groupDepth() { return tlsGroupDepth; }
 
-void deferCollective(tuttiComm_t comm, std::function<void()> run) {
-  state().of(comm).collectives.push_back(std::move(run));
+void deferCollective(tuttiComm_t comm, std::function<void()> run,
+                     std::shared_ptr<HostStream> stream) {
+  PerComm& pc = state().of(comm);
+  pc.useStream(std::move(stream));
+  pc.collectives.push_back(std::move(run));
 }
 
-void deferP2p(tuttiComm_t comm, const P2pOp& op) { state().of(comm).p2p.push_back(op); }
+void deferP2p(tuttiComm_t comm, const P2pOp& op, std::shared_ptr<HostStream> stream) {
+  PerComm& pc = state().of(comm);
+  pc.useStream(std::move(stream));
+  pc.p2p.push_back(op);
+}
 
 void deferInit(tuttiComm_t comm) { state().inits.emplace_back(comm, comm->serial); }
 
 namespace {
 
-// Runs one communicator's recorded calls: its collectives in call order, then its sends and
-// receives as one batch. Returns the code; *error gets the text of a failure.
+// Runs one communicator's recorded calls in its call order: its collectives in call order,
+// then its sends and receives as one batch; now, or enqueued on the host stream they name.
+// Returns the code; *error gets the text of a failure.
 tuttiResult_t runRecorded(PerComm& pc, std::string* error) {
   tuttiResult_t r = guarded(pc.comm, "tuttiGroupEnd", [&] {
-    for (auto& run : pc.collectives) run();
-    if (!pc.p2p.empty()) ready(pc.comm).runP2p(pc.p2p);
+    tuttiComm_t comm = pc.comm;
+    runInOrder(comm, "tuttiGroupEnd", pc.stream,
+               [comm, collectives = std::move(pc.collectives), p2p = std::move(pc.p2p)] {
+                 for (auto& run : collectives) run();
+                 if (!p2p.empty()) ready(comm).runP2p(p2p);
+               });
     return tuttiSuccess;
   });
   if (r != tuttiSuccess) *error = threadLastError();
@@ -159,14 +186,17 @@ tuttiResult_t issueP2p(bool isSend, void* buffer, size_t count, const tuttiDataT
     perf =
         tutti::api::logP2p(comm, isSend, buffer, count, datatype, peer, stream, grouped, opCount);
   const char* name = isSend ? "Send" : "Recv";
+  auto host = tutti::api::hostStreamOf(stream);
   if (grouped) {
-    tutti::api::deferP2p(comm, op);
+    tutti::api::deferP2p(comm, op, std::move(host));
     if (perf != nullptr) perf->add(name, op.bytes, 0, false);
-  } else {
+    return tuttiSuccess;
+  }
+  tutti::api::runInOrder(comm, isSend ? "tuttiSend" : "tuttiRecv", host, [&c, op, perf, name] {
     const double t0 = perf != nullptr ? tutti::nowSeconds() : 0;
     c.runP2p({&op, 1});
     if (perf != nullptr) perf->add(name, op.bytes, tutti::nowSeconds() - t0, true);
-  }
+  });
   return tuttiSuccess;
 }
 

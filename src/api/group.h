@@ -2,19 +2,25 @@
 // and issued together at the end: per communicator, its collectives in call order, then all
 // of its point-to-point operations at once (so grouped sends and receives cannot deadlock);
 // several communicators progress at the same time, one thread each. Inits started in the
-// group finish at its end, before its calls run.
+// group finish at its end, before its calls run. A communicator's calls in one group name one
+// stream: NULL (or a cudaStream_t) and they run inside tuttiGroupEnd, or one host stream and
+// tuttiGroupEnd enqueues them there as one task (in the communicator's call order).
 #pragma once
 
 #include <functional>
+#include <memory>
 
 #include "comm/communicator.h"
+#include "host_stream.h"
 #include "tutti/tutti.h"
 
 namespace tutti::api {
 
 int groupDepth();
-void deferCollective(tuttiComm_t comm, std::function<void()> run);
-void deferP2p(tuttiComm_t comm, const P2pOp& op);
+// Throw tuttiInvalidUsage when an earlier call of the group on comm named another stream.
+void deferCollective(tuttiComm_t comm, std::function<void()> run,
+                     std::shared_ptr<HostStream> stream);
+void deferP2p(tuttiComm_t comm, const P2pOp& op, std::shared_ptr<HostStream> stream);
 // An init started inside a group on its own thread: tuttiGroupEnd joins it first.
 void deferInit(tuttiComm_t comm);
 

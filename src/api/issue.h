@@ -1,6 +1,8 @@
-// How a collective-shaped call runs once its arguments are checked: now, or recorded when a
-// group is open; body(send, recv) gets the user's buffers, or host copies of them when they are
-// device memory (memory_space.h). Shared by collectives.cc and uneven_collectives.cc.
+// How a collective-shaped call runs once its arguments are checked: now, enqueued on a host
+// stream (tuttiStreamCreate; returns at once), or recorded when a group is open, always in the
+// communicator's call order (ordered_call.h); body(send, recv) gets the user's buffers, or host
+// copies of them when they are device memory (memory_space.h), staged on `stream` when it is a
+// cudaStream_t. Shared by collectives.cc and uneven_collectives.cc.
 // Logs the call's COLL line and counts it for PERF (call_log.h) when those log at INFO.
 #pragma once
 
@@ -12,6 +14,7 @@
 #include "common/clock.h"
 #include "group.h"
 #include "memory_space.h"
+#include "ordered_call.h"
 #include "tutti/tutti.h"
 
 namespace tutti::api {
@@ -20,25 +23,27 @@ template <typename F>
 tuttiResult_t issue(tuttiComm_t comm, const char* fn, const CallInfo& info, const CallBuffers& b,
                     tuttiStream_t stream, F&& body) {
   const bool device = buffersOnDevice(fn, b);
+  std::shared_ptr<HostStream> host = hostStreamOf(stream);
+  const tuttiStream_t cudaStream = host ? nullptr : stream;
   const bool grouped = groupDepth() > 0;
   const uint64_t opCount = comm->opCount++;
   PerfStats* perf = nullptr;
   if (log::enabledAny(log::Level::kInfo, kCollOrPerf)) [[unlikely]]
     perf = logCollective(comm, fn, info, b, stream, device, grouped, opCount);
-  auto run = [fn, b, stream, device, perf, body = std::forward<F>(body)]() {
+  auto run = [fn, b, cudaStream, device, perf, body = std::forward<F>(body)]() {
     const double t0 = perf != nullptr ? nowSeconds() : 0;
     if (device)
-      runStaged(fn, b, stream, body);
+      runStaged(fn, b, cudaStream, body);
     else
       body(b.send, b.recv);
     if (perf != nullptr)
       perf->add(callName(fn), std::max(b.sendBytes, b.recvBytes), nowSeconds() - t0, true);
   };
   if (grouped) {
-    deferCollective(comm, std::move(run));
+    deferCollective(comm, std::move(run), std::move(host));
     return tuttiSuccess;
   }
-  run();
+  runInOrder(comm, fn, host, std::move(run));
   return tuttiSuccess;
 }
 

@@ -13,6 +13,7 @@
 #include "comm_handle.h"
 #include "common/env.h"
 #include "group.h"
+#include "ordered_call.h"
 #include "tutti/config.h"
 
 #if TUTTI_HAVE_MPI
@@ -210,6 +211,7 @@ TUTTI_API tuttiResult_t tuttiCommSplit(tuttiComm_t comm, int color, int key, tut
     TUTTI_CHECK_ARG(color >= 0 || color == TUTTI_SPLIT_NOCOLOR,
                     "color must be >= 0 or TUTTI_SPLIT_NOCOLOR (got ", color, ")");
     auto& parent = tutti::api::ready(comm);
+    tutti::api::BlockingTurn turn(comm);
     tutti::CommOptions options = config ? optionsFrom(config) : parent.options();
     auto child = parent.split(color, key, options);
     if (child == nullptr) return tuttiSuccess;
@@ -237,6 +239,10 @@ TUTTI_API tuttiResult_t tuttiCommShrink(tuttiComm_t comm, int* excludeRanksList,
     TUTTI_CHECK_ARG((shrinkFlags & ~TUTTI_SHRINK_ABORT) == 0, "shrinkFlags ", shrinkFlags,
                     " has unknown bits: use TUTTI_SHRINK_DEFAULT or TUTTI_SHRINK_ABORT");
     auto& parent = tutti::api::initialised(comm);
+    // Its calls in flight on host streams end first: revoked (TUTTI_SHRINK_ABORT), or waited
+    // for.
+    if ((shrinkFlags & TUTTI_SHRINK_ABORT) != 0) parent.revoke();
+    tutti::api::BlockingTurn turn(comm);
     tutti::CommOptions options = config ? optionsFrom(config) : parent.options();
     std::span<const int> exclude(excludeRanksList, static_cast<size_t>(excludeRanksCount));
     auto shrunk = parent.shrink(exclude, (shrinkFlags & TUTTI_SHRINK_ABORT) != 0, options);
@@ -294,6 +300,7 @@ TUTTI_API tuttiResult_t tuttiCommDestroy(tuttiComm_t comm) {
     return tuttiInvalidUsage;
   }
   if (comm->initThread.joinable()) comm->initThread.join();
+  comm->order.waitIdle();  // its calls on host streams (they end early after an abort)
   std::unique_ptr<tuttiComm> owned(comm);
   // After a detected failure the other ranks may never arrive at the leave handshake (a dead
   // rank) or may have left already: release everything at once, and report the failure the

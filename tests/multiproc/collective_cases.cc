@@ -175,7 +175,8 @@ thread_local uint64_t callNumber = 0;
 }  // namespace
 
 // Runs one case on this rank; returns "" or a description of the first wrong element.
-std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n, bool* notApplicable) {
+std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n, bool* notApplicable,
+                    tuttiStream_t stream) {
   if (notApplicable) *notApplicable = false;
   const size_t es = verifiable::elementSize(c.dtype);
   size_t inElems = c.count, outElems = c.count;
@@ -250,49 +251,53 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n, bool* notA
   }
   switch (c.coll->coll) {
     case C::kAllReduce:
-      r = tuttiAllReduce(in, out, c.count, c.dtype, op, comm, nullptr);
+      r = tuttiAllReduce(in, out, c.count, c.dtype, op, comm, stream);
       break;
     case C::kBroadcast:
-      r = tuttiBroadcast(in, out, c.count, c.dtype, c.root, comm, nullptr);
+      r = tuttiBroadcast(in, out, c.count, c.dtype, c.root, comm, stream);
       break;
     case C::kReduce:
-      r = tuttiReduce(in, out, c.count, c.dtype, op, c.root, comm, nullptr);
+      r = tuttiReduce(in, out, c.count, c.dtype, op, c.root, comm, stream);
       break;
     case C::kAllGather:
-      r = tuttiAllGather(in, out, c.count, c.dtype, comm, nullptr);
+      r = tuttiAllGather(in, out, c.count, c.dtype, comm, stream);
       break;
     case C::kReduceScatter:
-      r = tuttiReduceScatter(in, out, c.count, c.dtype, op, comm, nullptr);
+      r = tuttiReduceScatter(in, out, c.count, c.dtype, op, comm, stream);
       break;
     case C::kAllToAll:
-      r = tuttiAllToAll(in, out, c.count, c.dtype, comm, nullptr);
+      r = tuttiAllToAll(in, out, c.count, c.dtype, comm, stream);
       break;
     case C::kGather:
-      r = tuttiGather(in, out, c.count, c.dtype, c.root, comm, nullptr);
+      r = tuttiGather(in, out, c.count, c.dtype, c.root, comm, stream);
       break;
     case C::kScatter:
-      r = tuttiScatter(in, out, c.count, c.dtype, c.root, comm, nullptr);
+      r = tuttiScatter(in, out, c.count, c.dtype, c.root, comm, stream);
       break;
     case C::kAllGatherV:
       r = tuttiAllGatherV(in, c.count, out, uniform.counts.data(), uniform.displs.data(), c.dtype,
-                          comm, nullptr);
+                          comm, stream);
       break;
     case C::kReduceScatterV:
       r = tuttiReduceScatterV(in, out, uniform.counts.data(), uniform.displs.data(), c.dtype, op,
-                              comm, nullptr);
+                              comm, stream);
       break;
     case C::kGatherV:
       r = tuttiGatherV(in, c.count, out, uniform.counts.data(), uniform.displs.data(), c.dtype,
-                       c.root, comm, nullptr);
+                       c.root, comm, stream);
       break;
     case C::kScatterV:
       r = tuttiScatterV(in, uniform.counts.data(), uniform.displs.data(), out, c.count, c.dtype,
-                        c.root, comm, nullptr);
+                        c.root, comm, stream);
       break;
     case C::kAllToAllV:
       r = tuttiAllToAllV(in, uniform.counts.data(), uniform.displs.data(), out,
-                         uniform.counts.data(), uniform.displs.data(), c.dtype, comm, nullptr);
+                         uniform.counts.data(), uniform.displs.data(), c.dtype, comm, stream);
       break;
+  }
+  if (r == tuttiSuccess && stream != nullptr) {
+    // Enqueued: the buffers hold the result once the stream says the call completed.
+    r = tuttiStreamSynchronize(stream);
   }
   tuttiCommSetAlgorithm(comm, nullptr);
   if (r == tuttiInvalidArgument &&

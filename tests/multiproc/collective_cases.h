@@ -60,9 +60,10 @@ struct Case {
 std::string describe(const Case& c, int n);
 // Runs one case on this rank; returns "" (right, or the algorithm does not apply here: the
 // same decision on every rank, and *notApplicable is set) or a description of the first
-// wrong element / the failure.
+// wrong element / the failure. With a host stream (tuttiStreamCreate) the call is enqueued
+// there, and the result checked after tuttiStreamSynchronize.
 std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n,
-                    bool* notApplicable = nullptr);
+                    bool* notApplicable = nullptr, tuttiStream_t stream = nullptr);
 // The matrix: every collective x algorithm x dtype x op x count {0, 1, 7, 1023, 1 Mi+3 (not
 // the V-collectives in the core matrix: they run the plain ones' code at that size)} x
 // in/out-of-place x roots (0 and n-1 for broadcast, reduce, gather and scatter; all-to-all in

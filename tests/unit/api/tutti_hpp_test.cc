@@ -1,9 +1,11 @@
 // The C++ wrapper (include/tutti/tutti.hpp) over the whole C API, on 3 forked ranks: every
 // collective through spans and pointers, send/recv in a Group, split, a neighbour graph, the
-// compressed all-reduce, introspection, version and algorithm lists, agreement and shrink, and
+// compressed all-reduce, introspection, version and algorithm lists, agreement and shrink,
+// host streams and events, and
 // errors thrown as tutti::Error with the C code and
 // text. Inputs differ per rank, element and call; expected values are computed here.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -226,6 +228,45 @@ TEST(TuttiHpp, VersionAlgorithmsAgreeAndShrink) {
     same.allReduce(std::span<int64_t>(x), tuttiSum);
     for (size_t i = 0; i < x.size(); ++i)
       ASSERT_EQ(x[i], value(77, 0, i) + value(77, 1, i) + value(77, 2, i)) << i;
+  });
+  EXPECT_RANKS_OK(r);
+}
+
+// Stream and Event: calls enqueued on two streams (one waiting for the other's event), the
+// results right after synchronize; done() while a peer is late; a failure on a stream is
+// thrown by synchronize() with its code.
+TEST(TuttiHpp, StreamsAndEvents) {
+  tuttiUniqueId id = makeId();
+  auto r = runRanks(kRanks, [&](int rank) {
+    tutti::Comm comm = tutti::Comm::fromUniqueId(kRanks, id, rank);
+    tutti::Comm other = comm.split(0, rank);
+    tutti::Stream a, b;
+    tutti::Event written;
+    std::vector<int64_t> x = inputs(90, rank, 1001), y(1001, -1);
+    if (rank == 1) usleep(200000);
+    comm.allReduce(x.data(), x.data(), x.size(), tuttiInt64, tuttiSum, a);
+    if (rank == 0) EXPECT_FALSE(a.done()) << "rank 1 has not called yet";
+    written.record(a);
+    b.wait(written);
+    other.allReduce(x.data(), y.data(), y.size(), tuttiInt64, tuttiSum, b);
+    b.synchronize();
+    EXPECT_TRUE(written.done());
+    for (size_t i = 0; i < y.size(); ++i)
+      ASSERT_EQ(y[i], kRanks * (value(90, 0, i) + value(90, 1, i) + value(90, 2, i))) << i;
+    // A call that fails on the stream (an algorithm that does not apply is found when the call
+    // runs): thrown by synchronize(), not by the call.
+    comm.setAlgorithm("alltoall:hier");  // needs ranks on two hosts or more
+    std::vector<int64_t> z = inputs(91, rank, 3 * kRanks), w(3 * kRanks);
+    comm.allToAll(z.data(), w.data(), 3, tuttiInt64, a);
+    try {
+      a.synchronize();
+      ADD_FAILURE() << "hier all-to-all on one host did not fail";
+    } catch (const tutti::Error& e) {
+      EXPECT_EQ(e.code(), tuttiInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("does not apply"), std::string::npos) << e.what();
+    }
+    comm.setAlgorithm("");
+    a.synchronize();  // reported once
   });
   EXPECT_RANKS_OK(r);
 }

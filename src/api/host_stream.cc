@@ -1,0 +1,119 @@
+#include "host_stream.h"
+
+#include <map>
+#include <utility>
+
+#include "api_guard.h"
+#include "common/error.h"
+
+namespace tutti::api {
+
+HostStream::HostStream() : worker_([this] { work(); }) {}
+
+HostStream::~HostStream() { close(); }
+
+uint64_t HostStream::enqueue(Task task) {
+  uint64_t position = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closing_) fail(tuttiInvalidUsage, "the stream was destroyed");
+    queue_.push_back(std::move(task));
+    position = ++enqueued_;
+  }
+  changed_.notify_all();
+  return position;
+}
+
+uint64_t HostStream::lastPosition() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return enqueued_;
+}
+
+bool HostStream::finished(uint64_t position) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return finished_ >= position;
+}
+
+void HostStream::waitFor(uint64_t position) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return finished_ >= position; });
+}
+
+HostStream::Failure HostStream::failureUpTo(uint64_t position, bool clear) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failure_.code == tuttiSuccess || failure_.position > position) return {};
+  Failure f = failure_;
+  if (clear) failure_ = {};
+  return f;
+}
+
+void HostStream::close() {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    closing_ = true;
+    changed_.wait(lock, [&] { return finished_ >= enqueued_; });
+  }
+  changed_.notify_all();  // the worker, asleep on an empty queue, sees closing_ and ends
+  if (!worker_.joinable()) return;
+  if (worker_.get_id() == std::this_thread::get_id())
+    worker_.detach();  // the last reference went inside one of its own tasks
+  else
+    worker_.join();
+}
+
+void HostStream::work() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return !queue_.empty() || (closing_ && finished_ >= enqueued_); });
+    if (queue_.empty()) return;
+    Task task = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    tuttiResult_t code = task();
+    std::string text = code == tuttiSuccess ? std::string() : threadLastError();
+    task = nullptr;  // what it holds goes before the task counts as finished
+    lock.lock();
+    ++finished_;
+    if (code != tuttiSuccess && failure_.code == tuttiSuccess)
+      failure_ = Failure{code, std::move(text), finished_};
+    changed_.notify_all();
+  }
+}
+
+namespace {
+
+std::mutex& registryMutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<const void*, std::shared_ptr<HostStream>>& registry() {
+  static std::map<const void*, std::shared_ptr<HostStream>> r;
+  return r;
+}
+
+}  // namespace
+
+std::shared_ptr<HostStream> hostStreamOf(tuttiStream_t stream) {
+  if (stream == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(registryMutex());
+  auto it = registry().find(stream);
+  return it == registry().end() ? nullptr : it->second;
+}
+
+tuttiStream_t registerHostStream(std::shared_ptr<HostStream> stream) {
+  tuttiStream_t handle = stream.get();
+  std::lock_guard<std::mutex> lock(registryMutex());
+  registry().emplace(handle, std::move(stream));
+  return handle;
+}
+
+std::shared_ptr<HostStream> unregisterHostStream(tuttiStream_t stream) {
+  std::lock_guard<std::mutex> lock(registryMutex());
+  auto it = registry().find(stream);
+  if (it == registry().end()) return nullptr;
+  std::shared_ptr<HostStream> s = std::move(it->second);
+  registry().erase(it);
+  return s;
+}
+
+}  // namespace tutti::api

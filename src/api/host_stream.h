@@ -1,0 +1,70 @@
+// A host stream (tuttiStreamCreate): calls run one after another, in the order they were
+// enqueued, on the stream's own worker thread, which sleeps on a condition variable while the
+// stream is empty (no core is spent on an idle stream). Knows nothing of communicators: a call
+// is a task that returns a result code and leaves its text in threadLastError() (api_guard.h).
+// The first failure stays until a synchronise reports it; events are positions in the stream.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "tutti/tutti.h"
+
+namespace tutti::api {
+
+class HostStream {
+ public:
+  using Task = std::function<tuttiResult_t()>;
+  struct Failure {
+    tuttiResult_t code = tuttiSuccess;
+    std::string text;
+    uint64_t position = 0;  // the failed task's position (1 = the stream's first task)
+  };
+
+  HostStream();
+  // Waits for the tasks enqueued so far, then ends the worker.
+  ~HostStream();
+  HostStream(const HostStream&) = delete;
+  HostStream& operator=(const HostStream&) = delete;
+
+  // Appends a task; returns its position. Throws tuttiInvalidUsage once the stream is closed.
+  uint64_t enqueue(Task task);
+  // The position of the last task enqueued (0 before the first): what an event records.
+  uint64_t lastPosition() const;
+  // Whether every task up to `position` has finished.
+  bool finished(uint64_t position) const;
+  // Blocks until every task up to `position` has finished.
+  void waitFor(uint64_t position) const;
+  // The first failure at or before `position` not yet cleared, if any (code tuttiSuccess
+  // when none). clear: a synchronise reports it once, and later calls start afresh.
+  Failure failureUpTo(uint64_t position, bool clear);
+  // Waits for the tasks enqueued so far, refuses new ones and ends the worker (destroy).
+  void close();
+
+ private:
+  void work();
+
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  std::deque<Task> queue_;
+  uint64_t enqueued_ = 0;
+  uint64_t finished_ = 0;
+  bool closing_ = false;
+  Failure failure_;
+  std::thread worker_;  // last: starts after the state above exists
+};
+
+// The host streams alive in this process: tuttiStream_t values that tuttiStreamCreate made
+// (any other non-NULL value is a cudaStream_t, or ignored for host buffers).
+std::shared_ptr<HostStream> hostStreamOf(tuttiStream_t stream);
+tuttiStream_t registerHostStream(std::shared_ptr<HostStream> stream);
+// Removes it from the registry and returns it (null when it is not a live host stream).
+std::shared_ptr<HostStream> unregisterHostStream(tuttiStream_t stream);
+
+}  // namespace tutti::api

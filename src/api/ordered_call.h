@@ -1,0 +1,31 @@
+// Runs one call of a communicator in the communicator's call order (call_order.h): now on this
+// thread, or, given a host stream, enqueued there (returns at once; the stream reports a
+// failure, and the communicator records it as a call on this thread would).
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "comm_handle.h"
+#include "host_stream.h"
+
+namespace tutti::api {
+
+// fn names the call in the error text; run throws tutti::Error on failure. Without a stream,
+// run's exceptions reach the caller.
+void runInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStream>& stream,
+                std::function<void()> run);
+
+// Waits until the communicator's calls issued so far have finished, and holds its turn while
+// alive: for the blocking calls that do not go through runInOrder (split, shrink, the
+// algorithm setting, neighbour and compressed all-reduce), so they see the calls before them
+// done.
+class BlockingTurn {
+ public:
+  explicit BlockingTurn(tuttiComm_t comm);
+
+ private:
+  std::shared_ptr<CallOrder::Ticket> ticket_;
+};
+
+}  // namespace tutti::api
