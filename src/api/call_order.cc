@@ -19,10 +19,10 @@ void CallOrder::Ticket::waitTurn() const {
 
 CallOrder::Ticket::~Ticket() {
   waitTurn();
-  {
-    std::lock_guard<std::mutex> lock(order_->mutex_);
-    order_->finished_ = number_ + 1;
-  }
+  // Notified under the lock: once finished_ says so, tuttiCommDestroy (waitIdle) may free the
+  // order, so nothing of it may be touched after the lock is released.
+  std::lock_guard<std::mutex> lock(order_->mutex_);
+  order_->finished_ = number_ + 1;
   order_->changed_.notify_all();
 }
 
