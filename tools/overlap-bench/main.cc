@@ -1,0 +1,241 @@
+// Compute/communication overlap through a host stream (issue 32): a training-like loop whose
+// step computes a gradient, then all-reduces it. Four measurements in one run, each the mean
+// step time over --steps steps, the slowest rank's:
+//   comm alone      the all-reduce of --bytes, blocking
+//   compute alone   the compute (a CPU-bound loop, by default as long as the all-reduce on
+//                   rank 0 alone)
+//   blocking        compute, then the blocking all-reduce: about their sum
+//   overlapped      compute step k while step k-1's all-reduce runs on a host stream (two
+//                   gradient buffers; an event per buffer keeps step k+1 from overwriting
+//                   a gradient still in flight)
+// and overlapped / max(compute alone, comm alone) (1.0 = perfect overlap), and against the
+// bound of ranks that share this machine's cores: (compute CPU + all-reduce CPU per step) x
+// ranks / cores (CPU as getrusage charges it to the process). Every all-reduced
+// gradient is checked against its closed form. Launch with tuttirun (or any launcher
+// tuttiCommInitFromEnv reads):
+//   tuttirun -np 2 --hosts tutti-h0:1,tutti-h1:1 build/tools/overlap-bench/tutti-overlap-bench
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tutti/tutti.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double now() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
+
+// CPU seconds this process has spent (user + system, every thread).
+double cpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+struct Options {
+  size_t bytes = 16u << 20;
+  int steps = 8;
+  double computeMs = 0;  // 0: as long as the all-reduce alone
+};
+
+size_t parseBytes(const std::string& s) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  const char unit = end && *end ? *end : ' ';
+  const double mult = unit == 'K' ? 1 << 10 : unit == 'M' ? 1 << 20 : unit == 'G' ? 1 << 30 : 1;
+  return static_cast<size_t>(v * mult);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--bytes")
+      o.bytes = parseBytes(next());
+    else if (a == "--steps")
+      o.steps = std::atoi(next().c_str());
+    else if (a == "--compute-ms")
+      o.computeMs = std::atof(next().c_str());
+    else {
+      std::fprintf(stderr, "usage: %s [--bytes 16M] [--steps 8] [--compute-ms MS]\n", argv[0]);
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+// CPU-bound work on a small buffer of its own (stays in cache: no memory traffic competes
+// with the all-reduce): `units` passes.
+float computeUnits(long units) {
+  static std::vector<float> scratch(16384, 1.0f);
+  float acc = 0;
+  for (long u = 0; u < units; ++u) {
+    for (float& x : scratch) x = x * 0.999f + 0.001f;
+    acc += scratch[static_cast<size_t>(u) % scratch.size()];
+  }
+  return acc;
+}
+
+// Gradient element i of step k on rank r: small integers, so float sums are exact.
+float gradient(int r, int k, size_t i) {
+  return static_cast<float>((r + 1) * (k % 5 + 1) + static_cast<int>(i % 7));
+}
+
+void fillGradient(std::vector<float>& g, int rank, int step) {
+  for (size_t i = 0; i < g.size(); ++i) g[i] = gradient(rank, step, i);
+}
+
+// Returns the number of wrong elements (every 4093rd checked, and the last).
+size_t wrongElements(const std::vector<float>& g, int n, int step) {
+  size_t wrong = 0;
+  auto expect = [&](size_t i) {
+    float sum = 0;
+    for (int r = 0; r < n; ++r) sum += gradient(r, step, i);
+    return sum;
+  };
+  for (size_t i = 0; i < g.size(); i += 4093) wrong += g[i] != expect(i);
+  wrong += g.back() != expect(g.size() - 1);
+  return wrong;
+}
+
+// The slowest rank's value.
+double slowest(const tutti::Comm& comm, double mine) {
+  double out = 0;
+  comm.allReduce(&mine, &out, 1, tuttiFloat64, tuttiMax);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  tutti::Comm comm = tutti::Comm::fromEnv();
+  const int rank = comm.rank(), n = comm.size();
+  const size_t count = o.bytes / sizeof(float);
+  std::vector<float> grads[2] = {std::vector<float>(count), std::vector<float>(count)};
+  size_t wrong = 0;
+  volatile float sink = 0;
+
+  // Comm alone (after two warm-up calls).
+  for (int k = 0; k < 2; ++k) {
+    fillGradient(grads[0], rank, k);
+    comm.allReduce(grads[0].data(), grads[0].data(), count, tuttiFloat32, tuttiSum);
+  }
+  comm.barrier();
+  double t0 = now(), commCpu = 0;
+  for (int k = 0; k < o.steps; ++k) {
+    fillGradient(grads[0], rank, k);
+    const double c = cpuSeconds();
+    comm.allReduce(grads[0].data(), grads[0].data(), count, tuttiFloat32, tuttiSum);
+    commCpu += cpuSeconds() - c;
+    wrong += wrongElements(grads[0], n, k);
+  }
+  const double commAlone = slowest(comm, (now() - t0) / o.steps);
+  commCpu = slowest(comm, commCpu / o.steps);
+
+  // The compute's length: rank 0 calibrates units per second, every rank uses its figure.
+  double unitsPerSec = 0;
+  if (rank == 0) {
+    double c0 = now();
+    long units = 64;
+    while (now() - c0 < 0.2) sink = sink + computeUnits(units), units *= 2;
+    unitsPerSec = static_cast<double>(units - 64) / (now() - c0);
+  }
+  comm.broadcast(&unitsPerSec, &unitsPerSec, 1, tuttiFloat64, 0);
+  const double computeSec = o.computeMs > 0 ? o.computeMs / 1000 : commAlone;
+  long units = std::max(1L, static_cast<long>(unitsPerSec * computeSec));
+  // Rescaled twice with every rank computing at once (as in the measured phases, where the
+  // ranks share cores and caches): the slowest rank's step then lasts about computeSec.
+  for (int round = 0; round < 2; ++round) {
+    comm.barrier();
+    const double c0 = now();
+    for (int k = 0; k < 2; ++k) sink = sink + computeUnits(units);
+    const double took = slowest(comm, (now() - c0) / 2);
+    units = std::max(1L, static_cast<long>(static_cast<double>(units) * computeSec / took));
+  }
+
+  comm.barrier();
+  t0 = now();
+  const double cpu0 = cpuSeconds();
+  for (int k = 0; k < o.steps; ++k) sink = sink + computeUnits(units);
+  const double computeCpu = slowest(comm, (cpuSeconds() - cpu0) / o.steps);
+  const double computeAlone = slowest(comm, (now() - t0) / o.steps);
+
+  // Blocking: compute, then all-reduce.
+  comm.barrier();
+  t0 = now();
+  for (int k = 0; k < o.steps; ++k) {
+    sink = sink + computeUnits(units);
+    fillGradient(grads[0], rank, k);
+    comm.allReduce(grads[0].data(), grads[0].data(), count, tuttiFloat32, tuttiSum);
+    wrong += wrongElements(grads[0], n, k);
+  }
+  const double blocking = slowest(comm, (now() - t0) / o.steps);
+
+  // Overlapped: step k's all-reduce on the stream while step k+1 computes.
+  tutti::Stream stream;
+  tutti::Event inFlight[2];
+  comm.barrier();
+  t0 = now();
+  for (int k = 0; k < o.steps; ++k) {
+    std::vector<float>& g = grads[k % 2];
+    sink = sink + computeUnits(units);
+    if (k >= 2) {
+      inFlight[k % 2].synchronize();  // step k-2's all-reduce of this buffer
+      wrong += wrongElements(g, n, k - 2);
+    }
+    fillGradient(g, rank, k);
+    comm.allReduce(g.data(), g.data(), count, tuttiFloat32, tuttiSum, stream);
+    inFlight[k % 2].record(stream);
+  }
+  stream.synchronize();
+  const double overlapped = slowest(comm, (now() - t0) / o.steps);
+  for (int k = std::max(0, o.steps - 2); k < o.steps; ++k)
+    wrong += wrongElements(grads[k % 2], n, k);
+
+  double wrongAll = 0, wrongMine = static_cast<double>(wrong);
+  comm.allReduce(&wrongMine, &wrongAll, 1, tuttiFloat64, tuttiSum);
+  if (rank == 0) {
+    const double bound = std::max(computeAlone, commAlone);
+    // When the ranks share the machine's cores, each step needs the compute's CPU and the
+    // all-reduce's (copies, reductions, system calls) of every rank on those cores.
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const double cpuBound = (computeCpu + commCpu) * n / static_cast<double>(cores);
+    std::printf("# tutti-overlap-bench: %d ranks, all-reduce of %zu B (float32 sum), %d steps\n", n,
+                o.bytes, o.steps);
+    std::printf("%-14s %10s\n", "# measurement", "step_ms");
+    std::printf("%-14s %10.2f\n", "comm_alone", commAlone * 1e3);
+    std::printf("%-14s %10.2f\n", "comm_cpu", commCpu * 1e3);
+    std::printf("%-14s %10.2f\n", "compute_alone", computeAlone * 1e3);
+    std::printf("%-14s %10.2f\n", "compute_cpu", computeCpu * 1e3);
+    std::printf("%-14s %10.2f\n", "blocking", blocking * 1e3);
+    std::printf("%-14s %10.2f\n", "overlapped", overlapped * 1e3);
+    std::printf(
+        "# overlapped / max(compute, comm) = %.3f (target <= 1.25); blocking / max = %.3f\n",
+        overlapped / bound, blocking / bound);
+    std::printf(
+        "# cores' bound (compute_cpu + comm_cpu) x %d ranks / %ld cores = %.2f ms: "
+        "overlapped / max(that, comm) = %.3f\n",
+        n, cores, cpuBound * 1e3, overlapped / std::max(cpuBound, commAlone));
+    std::printf("# wrong elements: %.0f\n", wrongAll);
+  }
+  comm.destroy();
+  return wrongAll == 0 ? 0 : 1;
+}
