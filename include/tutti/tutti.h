@@ -314,15 +314,20 @@ TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t 
 /* ---- Group calls ----
  * Calls between Start and End (nestable; per thread) are recorded and run at the outermost
  * End. Per communicator: first its collectives, one after another in call order (each
- * completes before the next starts), then its sends and receives, issued together as one
- * batch (any order of matching pairs works). Several communicators progress at the same time
+ * completes before the next starts, as far as their results show), then its sends and
+ * receives, issued together as one batch (any order of matching pairs works). Consecutive
+ * tuttiAllReduce calls on host buffers of at most 8 KiB each, with one datatype and op, run as
+ * one all-reduce of a packed copy (up to 512 KiB and 1024 calls per pack; a call that reads an
+ * earlier call's output starts a new pack), so 64 small all-reduces cost about one; their
+ * results are those of the calls one after another. A mismatch between ranks' groups is then
+ * named as the packed call's. Several communicators progress at the same time
  * (one thread each beyond the first), so ranks may record the communicators in different
  * orders, and one thread may drive several ranks of one communicator. A blocking init
  * (tuttiCommInitRank*, tuttiCommInitFromEnv, tuttiCommInitMPI) inside a group returns
  * tuttiSuccess at once and initialises on a thread of its own; End waits for it (returning
  * its error) before running the group's calls, so one thread can init several ranks as with
- * NCCL. A split inside a group is not deferred (it blocks until its peers split). Unlike NCCL
- * the collectives of one communicator are not fused or overlapped. End returns the first
+ * NCCL. A split inside a group is not deferred (it blocks until its peers split). Other
+ * collectives of one communicator are not fused or overlapped. End returns the first
  * failure; the text is in tuttiGetLastError(NULL) and on the failed communicator. A
  * communicator's calls in one group name one stream: when it is a host stream, End enqueues
  * them there as one task and returns without waiting for them (their failure is the stream's);

@@ -25,7 +25,7 @@ namespace {
 struct PerComm {
   tuttiComm_t comm;
   uint64_t serial;
-  std::vector<std::function<void()>> collectives;
+  std::vector<RecordedCall> collectives;
   std::vector<P2pOp> p2p;
   std::shared_ptr<HostStream> stream;  // the host stream its calls name, if any
   // Sets the group's stream for this communicator at its first call; a later call naming
@@ -98,10 +98,10 @@ void unregisterComm(uint64_t serial) {
 int groupDepth() { return tlsGroupDepth; }
 
 void deferCollective(tuttiComm_t comm, std::function<void()> run,
-                     std::shared_ptr<HostStream> stream) {
+                     std::shared_ptr<HostStream> stream, std::optional<FusibleAllReduce> fusible) {
   PerComm& pc = state().of(comm);
   pc.useStream(std::move(stream));
-  pc.collectives.push_back(std::move(run));
+  pc.collectives.push_back(RecordedCall{std::move(run), fusible});
 }
 
 void deferP2p(tuttiComm_t comm, const P2pOp& op, std::shared_ptr<HostStream> stream) {
@@ -114,15 +114,15 @@ void deferInit(tuttiComm_t comm) { state().inits.emplace_back(comm, comm->serial
 
 namespace {
 
-// Runs one communicator's recorded calls in its call order: its collectives in call order,
-// then its sends and receives as one batch; now, or enqueued on the host stream they name.
-// Returns the code; *error gets the text of a failure.
+// Runs one communicator's recorded calls in its call order: its collectives in call order
+// (small all-reduces packed: group_fusion.h), then its sends and receives as one batch; now, or
+// enqueued on the host stream they name. Returns the code; *error gets the text of a failure.
 tuttiResult_t runRecorded(PerComm& pc, std::string* error) {
   tuttiResult_t r = guarded(pc.comm, "tuttiGroupEnd", [&] {
     tuttiComm_t comm = pc.comm;
     runInOrder(comm, "tuttiGroupEnd", pc.stream,
                [comm, collectives = std::move(pc.collectives), p2p = std::move(pc.p2p)] {
-                 for (auto& run : collectives) run();
+                 if (!collectives.empty()) runRecordedCalls(ready(comm), collectives);
                  if (!p2p.empty()) ready(comm).runP2p(p2p);
                });
     return tuttiSuccess;

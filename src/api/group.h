@@ -9,8 +9,10 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "comm/communicator.h"
+#include "group_fusion.h"
 #include "host_stream.h"
 #include "tutti/tutti.h"
 
@@ -18,8 +20,10 @@ namespace tutti::api {
 
 int groupDepth();
 // Throw tuttiInvalidUsage when an earlier call of the group on comm named another stream.
+// fusible: set for an all-reduce of host buffers that group_fusion.h may pack with others.
 void deferCollective(tuttiComm_t comm, std::function<void()> run,
-                     std::shared_ptr<HostStream> stream);
+                     std::shared_ptr<HostStream> stream,
+                     std::optional<FusibleAllReduce> fusible = std::nullopt);
 void deferP2p(tuttiComm_t comm, const P2pOp& op, std::shared_ptr<HostStream> stream);
 // An init started inside a group on its own thread: tuttiGroupEnd joins it first.
 void deferInit(tuttiComm_t comm);

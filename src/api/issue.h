@@ -7,6 +7,8 @@
 #pragma once
 
 #include <algorithm>
+#include <optional>
+#include <string_view>
 #include <utility>
 
 #include "call_log.h"
@@ -40,7 +42,11 @@ tuttiResult_t issue(tuttiComm_t comm, const char* fn, const CallInfo& info, cons
       perf->add(callName(fn), std::max(b.sendBytes, b.recvBytes), nowSeconds() - t0, true);
   };
   if (grouped) {
-    deferCollective(comm, std::move(run), std::move(host));
+    std::optional<FusibleAllReduce> fusible;
+    // Only tuttiAllReduce packs (group_fusion.h); the other collectives run as recorded.
+    if (!device && std::string_view(fn) == "tuttiAllReduce" && b.sendBytes <= kFuseMemberBytes)
+      fusible = FusibleAllReduce{b.send, b.recv, info.count, info.dtype, info.op, perf};
+    deferCollective(comm, std::move(run), std::move(host), fusible);
     return tuttiSuccess;
   }
   runInOrder(comm, fn, host, std::move(run));
