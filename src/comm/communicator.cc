@@ -7,8 +7,6 @@
 #include <mutex>
 #include <utility>
 
-#include "bootstrap/prefix_store.h"
-#include "bootstrap/watched_store.h"
 #include "comm/connection_set.h"
 #include "comm/failure_attribution.h"
 #include "comm/failure_monitor.h"
@@ -79,8 +77,7 @@ void testDieAt(const char* phase, int rank) {
 
 Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string prefix, int rank,
                            int nranks, CommOptions options, std::unique_ptr<SplitSeed> seed)
-    : baseStore_(std::move(store)),
-      prefix_(std::move(prefix)),
+    : stores_(std::move(store), std::move(prefix)),
       rank_(rank),
       nranks_(nranks),
       options_(std::move(options)),
@@ -95,15 +92,14 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
   const RankPlace myPlace = describeLocalPlace();
   checkCommOptions(options_);
   log::setThreadRank(rank_);
-  store_ = std::make_shared<bootstrap::PrefixStore>(baseStore_, prefix_ + "/");
-  monitor_ = std::make_unique<FailureMonitor>(store_, rank_, nranks_,
+  monitor_ = std::make_unique<FailureMonitor>(stores_.own(), rank_, nranks_,
                                               static_cast<size_t>(options_.traceCalls),
                                               options_.traceFile, options_.name);
-  bootstrap_ = std::make_unique<bootstrap::Bootstrap>(store_, rank_, nranks_, "bs",
+  bootstrap_ = std::make_unique<bootstrap::Bootstrap>(stores_.own(), rank_, nranks_, "bs",
                                                       seed ? (seed->ring != nullptr) : -1);
   Deadline deadline(options_.timeoutSec);
   meetMembers(std::move(seed), myPlace, deadline);
-  logPlacement(*membership_, prefix_);
+  logPlacement(*membership_, stores_.prefix());
   planner_ = std::make_unique<Planner>(topologyCostModel(*membership_));
   bindOnce(options_.bind, membership_->hostOf, rank_);
   makeExecOptions();
@@ -131,7 +127,7 @@ void Communicator::meetMembers(std::unique_ptr<SplitSeed> seed, const RankPlace&
     transport::PeerInfo me = localPeerInfo(rank_);
     // A rank claimed twice or a disagreement on nranks fails here, naming them.
     bootstrap_->join("host " + me.hostname + ", pid " + std::to_string(me.pid), deadline);
-    standby = openStandby(*store_);
+    standby = openStandby(*stores_.own());
     std::string myStandby = standby ? standby->address().encode() : std::string();
     membership_ = std::make_shared<const Membership>(
         exchangeMembership(*bootstrap_, me, myStandby, myPlace, reorder, deadline));
@@ -165,7 +161,7 @@ void Communicator::makeExecOptions() {
   execOptions_.aborted = monitor_->abortFlag();
   execOptions_.abortFd = monitor_->abortFd();
   execOptions_.describePeer = [m = membership_](int p) { return m->describeRank(p); };
-  calls_.startWatch(store_.get(), rank_, &monitor_->trace(), execOptions_.describePeer);
+  calls_.startWatch(stores_.own().get(), rank_, &monitor_->trace(), execOptions_.describePeer);
   execOptions_.onStall = [watch = calls_.watch()](int p) { watch->stalledOn(p); };
 }
 
@@ -175,11 +171,10 @@ void Communicator::setupLinks(const RankPlace& myPlace) {
   auto watch = [probe = probe_.get(), links = links_.get(), calls = calls_.watch()] {
     watchConnecting(*probe, *links, calls);
   };
-  watchedStore_ = std::make_shared<bootstrap::WatchedStore>(store_, watch);
   transport::Context ctx{rank_,
                          nranks_,
                          membership_->peers,
-                         watchedStore_.get(),
+                         stores_.watched(watch),
                          monitor_->abortFlag(),
                          myPlace.nearNics,
                          watch,
@@ -270,7 +265,7 @@ void Communicator::leave() {
     bootstrap_->leave(Deadline(std::min(options_.timeoutSec, 10.0)));
     // Every rank is done with this communicator's keys (the bootstrap's and the transports'
     // published addresses); a child of split keeps its own, under another prefix.
-    if (rank_ == 0) store_->erasePrefix("");
+    if (rank_ == 0) stores_.own()->erasePrefix("");
   } catch (const Error& e) {
     TUTTI_INFO(kInit, "rank " << rank_ << ": leaving the store: " << e.what());
   }
@@ -412,13 +407,13 @@ void Communicator::runP2p(std::span<const P2pOp> ops) {
 }
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key, CommOptions options) {
-  std::string tag = "split" + std::to_string(splitCount_++);
+  std::string tag = stores_.nextSplitTag();
   // A member makes the child's standby store and ring listener now and passes their addresses
   // through the split's all-gather: the child then needs no roll call, no exchange of peer
   // records and no store request to connect its ring (SplitSeed).
   auto seed = std::make_unique<SplitSeed>();
   if (color != TUTTI_SPLIT_NOCOLOR) {
-    seed->myStandby = openStandby(*store_);
+    seed->myStandby = openStandby(*stores_.own());
     if (bootstrap_->usesRing())
       seed->ring = std::make_unique<bootstrap::RingListener>(bootstrap_->ringHost());
   }
@@ -430,13 +425,8 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, CommOption
   if (color == TUTTI_SPLIT_NOCOLOR) return nullptr;
   const int newRank = seedFromRecords(all, color, rank_, *membership_, *seed);
   const int n = static_cast<int>(seed->peers.size());
-  std::string childPrefix = prefix_ + "/" + tag + "c" + std::to_string(color);
-  // Its own client of the store where the store needs one (a TCP connection): the parent and
-  // the child may wait on the store at the same time (threads, groups).
-  std::shared_ptr<bootstrap::Store> childStore = baseStore_->separateClient();
-  if (childStore == nullptr) childStore = baseStore_;
-  return std::make_unique<Communicator>(childStore, childPrefix, newRank, n, std::move(options),
-                                        std::move(seed));
+  return std::make_unique<Communicator>(stores_.childStore(), stores_.childPrefix(tag, color),
+                                        newRank, n, std::move(options), std::move(seed));
 }
 
 }  // namespace tutti

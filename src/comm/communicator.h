@@ -13,6 +13,7 @@
 #include "comm/call_state.h"
 #include "comm/call_tag.h"
 #include "comm/comm_options.h"
+#include "comm/comm_stores.h"
 #include "comm/failure_monitor.h"
 #include "comm/membership.h"
 #include "comm/p2p_batch.h"
@@ -182,11 +183,8 @@ class Communicator {
   const exec::ExecOptions& callOptions();
   algo::CollArgs baseArgs(algo::Coll coll, size_t count, tuttiDataType_t dtype) const;
 
-  std::shared_ptr<bootstrap::Store> baseStore_;
-  std::shared_ptr<bootstrap::Store> store_;  // prefixed
-  // store_ as the transports see it: its waits watch the peers being connected (D7).
-  std::shared_ptr<bootstrap::Store> watchedStore_;
-  std::string prefix_;
+  // The store it was made from, its prefixed view, the transports' watched view, split names.
+  CommStores stores_;
   int rank_;
   int nranks_;
   CommOptions options_;
@@ -197,7 +195,6 @@ class Communicator {
   std::unique_ptr<ConnectionSet> links_;  // transports and lazily made connections
   // Abort, the failure that ended the communicator, the flight recorder, failure records.
   std::unique_ptr<FailureMonitor> monitor_;
-  int splitCount_ = 0;
   std::unique_ptr<Planner> planner_;  // algorithm choice, schedules and their caches
   // The shared window (made at the first collective), its bookkeeping and tag slots.
   SharedWindow window_;

@@ -323,7 +323,7 @@ TEST(HostStream, AbortEndsWorkInFlight) {
         tuttiComm_t comm = initComm(n, id, rank, nullptr, 60000);
         ASSERT_NE(comm, nullptr);
         if (rank == 1) {
-          std::this_thread::sleep_for(std::chrono::seconds(3));
+          std::this_thread::sleep_for(std::chrono::milliseconds(1500));
           tuttiCommAbort(comm);
           tuttiCommDestroy(comm);
           return;
