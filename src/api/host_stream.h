@@ -5,6 +5,8 @@
 // The first failure stays until a synchronise reports it; events are positions in the stream.
 #pragma once
 
+#include <unistd.h>
+
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -46,6 +48,8 @@ class HostStream {
   Failure failureUpTo(uint64_t position, bool clear);
   // Waits for the tasks enqueued so far, refuses new ones and ends the worker (destroy).
   void close();
+  // The process that made it: a forked child has no copy of its worker thread.
+  pid_t creatorPid() const { return creatorPid_; }
 
  private:
   void work();
@@ -57,6 +61,7 @@ class HostStream {
   uint64_t finished_ = 0;
   bool closing_ = false;
   Failure failure_;
+  const pid_t creatorPid_ = ::getpid();
   std::thread worker_;  // last: starts after the state above exists
 };
 

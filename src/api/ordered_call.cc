@@ -1,5 +1,7 @@
 #include "ordered_call.h"
 
+#include <unistd.h>
+
 #include <mutex>
 #include <utility>
 
@@ -28,6 +30,9 @@ void runInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStre
     run();
     return;
   }
+  if (stream->creatorPid() != ::getpid())
+    fail(tuttiInvalidUsage, "the stream was made by process ", stream->creatorPid(),
+         " before a fork; its worker thread does not exist in this process");
   std::lock_guard<std::mutex> lock(issueMutex());
   auto ticket = comm->order.take();
   stream->enqueue([comm, fn, ticket = std::move(ticket), run = std::move(run)]() mutable {

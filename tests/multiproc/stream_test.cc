@@ -428,6 +428,14 @@ TEST(HostStream, ErrorsAtTheCallAndAnIdleStreamSleeps) {
         EXPECT_EQ(tuttiStreamSynchronize(&notAStream), tuttiInvalidArgument);
         EXPECT_NE(std::string(tuttiGetLastError(nullptr)).find("not a host stream"),
                   std::string::npos);
+        // A forked child has no copy of the stream's worker: its use is refused, not a hang.
+        pid_t child = forkChild([&] {
+          EXPECT_EQ(tuttiStreamQuery(s), tuttiInvalidUsage);
+          EXPECT_NE(std::string(tuttiGetLastError(nullptr)).find("before a fork"),
+                    std::string::npos)
+              << tuttiGetLastError(nullptr);
+        });
+        EXPECT_EQ(waitChild(child), 0);
         const long before = processTicks();
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
         // Two idle streams: a worker that spins or polls would spend about 50 ticks of 500 ms.
