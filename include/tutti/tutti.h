@@ -360,6 +360,7 @@ TUTTI_API tuttiResult_t tuttiGroupEnd(void);
  * TUTTI_SHRINK_ABORT), tuttiCommSetAlgorithm, tuttiCommSetTimeout and tuttiAllReduceCompressed
  * wait for its earlier stream calls (which keep the algorithms and timeout they were issued
  * under).
+ * A communicator's calls come from one thread at a time (as without streams).
  * Sends and receives on a stream run in the communicator's call order like blocking ones:
  * a rank that sends and receives in one step puts them in a group. */
 TUTTI_API tuttiResult_t tuttiStreamCreate(tuttiStream_t* stream);

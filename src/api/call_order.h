@@ -5,6 +5,7 @@
 // ticket of the communicator has finished. Knows nothing of communicators or streams.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -30,12 +31,21 @@ class CallOrder {
     uint64_t number_;
   };
 
-  // The next ticket; the caller keeps the order alive until the ticket is gone.
+  // The next ticket; the caller keeps the order alive until the ticket is gone. next() for a
+  // call that runs on this thread (no allocation), take() for one that waits in a queue.
+  Ticket next();
   std::shared_ptr<Ticket> take();
   // Blocks until every ticket taken so far has finished (destroy).
   void waitIdle();
 
+  // Whether a call ever waited in a queue (a host stream). Until then every call ran on the
+  // issuing thread, one after another, and a blocking call needs no ticket: the small-call
+  // path stays one atomic load longer than it was before streams.
+  void markQueued() { queued_.store(true, std::memory_order_release); }
+  bool everQueued() const { return queued_.load(std::memory_order_acquire); }
+
  private:
+  std::atomic<bool> queued_{false};
   std::mutex mutex_;
   std::condition_variable changed_;
   uint64_t taken_ = 0;

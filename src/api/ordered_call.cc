@@ -25,8 +25,12 @@ std::mutex& issueMutex() {
 void runInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStream>& stream,
                 std::function<void()> run) {
   if (!stream) {
-    auto ticket = comm->order.take();
-    ticket->waitTurn();
+    if (!comm->order.everQueued()) {  // no stream call ever: nothing to wait for
+      run();
+      return;
+    }
+    CallOrder::Ticket ticket = comm->order.next();
+    ticket.waitTurn();
     run();
     return;
   }
@@ -34,6 +38,7 @@ void runInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStre
     fail(tuttiInvalidUsage, "the stream was made by process ", stream->creatorPid(),
          " before a fork; its worker thread does not exist in this process");
   std::lock_guard<std::mutex> lock(issueMutex());
+  comm->order.markQueued();
   auto ticket = comm->order.take();
   stream->enqueue([comm, fn, ticket = std::move(ticket), run = std::move(run)]() mutable {
     ticket->waitTurn();
@@ -47,6 +52,10 @@ void runInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStre
   });
 }
 
-BlockingTurn::BlockingTurn(tuttiComm_t comm) : ticket_(comm->order.take()) { ticket_->waitTurn(); }
+BlockingTurn::BlockingTurn(tuttiComm_t comm) {
+  if (!comm->order.everQueued()) return;
+  ticket_ = comm->order.take();
+  ticket_->waitTurn();
+}
 
 }  // namespace tutti::api
