@@ -196,6 +196,36 @@ TEST(HostStream, CallReturnsBeforeItsPeersArrive) {
   EXPECT_RANKS_OK(result);
 }
 
+// The neighbour all-reduce through a stream (tutti.h lists it among the stream calls): on a
+// ring of 3 ranks each rank's result is the average of all three inputs.
+TEST(HostStream, NeighborAllReduceThroughAStream) {
+  const int n = 3;
+  const size_t count = 4099;
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        tuttiComm_t comm = initComm(n, id, rank, nullptr);
+        ASSERT_NE(comm, nullptr);
+        tuttiGraph_t graph = nullptr;
+        TUTTI_ASSERT_OK(tuttiGraphCreate(comm, tuttiGraphRing, 0, 0, &graph), comm);
+        tuttiStream_t s = nullptr;
+        TUTTI_ASSERT_OK(tuttiStreamCreate(&s), nullptr);
+        std::vector<double> x(count), y(count, -1);
+        for (size_t i = 0; i < count; ++i) x[i] = valueOf(rank, 5, i);
+        TUTTI_ASSERT_OK(
+            tuttiNeighborAllReduce(x.data(), y.data(), count, tuttiFloat64, graph, comm, s), comm);
+        TUTTI_ASSERT_OK(tuttiStreamSynchronize(s), nullptr);
+        for (size_t i = 0; i < count; ++i)
+          ASSERT_NEAR(y[i], sumOf(n, 5, i) / n, 1e-9 * sumOf(n, 5, i)) << "element " << i;
+        TUTTI_ASSERT_OK(tuttiStreamDestroy(s), nullptr);
+        TUTTI_ASSERT_OK(tuttiGraphDestroy(graph), nullptr);
+        TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+      },
+      60);
+  EXPECT_RANKS_OK(result);
+}
+
 // Streams ordered only by an event: stream A all-reduces x on the world; stream B waits for
 // A's event, then all-reduces x again on another communicator (reading A's result). Without
 // the wait B's call could read x before A wrote it; the values show which happened.
