@@ -2,11 +2,6 @@
 
 namespace tutti::api {
 
-CallOrder::Ticket CallOrder::next() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return Ticket(*this, taken_++);
-}
-
 std::shared_ptr<CallOrder::Ticket> CallOrder::take() {
   std::lock_guard<std::mutex> lock(mutex_);
   return std::make_shared<Ticket>(*this, taken_++);

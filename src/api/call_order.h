@@ -31,9 +31,7 @@ class CallOrder {
     uint64_t number_;
   };
 
-  // The next ticket; the caller keeps the order alive until the ticket is gone. next() for a
-  // call that runs on this thread (no allocation), take() for one that waits in a queue.
-  Ticket next();
+  // The next ticket; the caller keeps the order alive until the ticket is gone.
   std::shared_ptr<Ticket> take();
   // Blocks until every ticket taken so far has finished (destroy).
   void waitIdle();

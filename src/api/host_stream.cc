@@ -5,10 +5,18 @@
 
 #include "api_guard.h"
 #include "common/error.h"
+#include "fork_guard.h"
 
 namespace tutti::api {
 
-HostStream::HostStream() : worker_([this] { work(); }) {}
+HostStream::HostStream() : forkGeneration_(forkGeneration()), worker_([this] { work(); }) {}
+
+void HostStream::checkUsableHere() const {
+  if (forkGeneration_ != forkGeneration())
+    fail(tuttiInvalidUsage, "the stream was made by process ", creatorPid_,
+         " before a fork; its worker thread does not exist in process ", ::getpid(),
+         " (make a new stream here)");
+}
 
 HostStream::~HostStream() { close(); }
 

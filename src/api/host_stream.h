@@ -48,8 +48,9 @@ class HostStream {
   Failure failureUpTo(uint64_t position, bool clear);
   // Waits for the tasks enqueued so far, refuses new ones and ends the worker (destroy).
   void close();
-  // The process that made it: a forked child has no copy of its worker thread.
-  pid_t creatorPid() const { return creatorPid_; }
+  // Throws tuttiInvalidUsage in a child made by fork() after the stream (fork_guard.h): the
+  // child has no copy of its worker thread, so a task enqueued there would never run.
+  void checkUsableHere() const;
 
  private:
   void work();
@@ -62,6 +63,7 @@ class HostStream {
   bool closing_ = false;
   Failure failure_;
   const pid_t creatorPid_ = ::getpid();
+  const uint64_t forkGeneration_;
   std::thread worker_;  // last: starts after the state above exists
 };
 

@@ -1,7 +1,5 @@
 #include "ordered_call.h"
 
-#include <unistd.h>
-
 #include <mutex>
 #include <utility>
 
@@ -25,18 +23,11 @@ std::mutex& issueMutex() {
 void runInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStream>& stream,
                 std::function<void()> run) {
   if (!stream) {
-    if (!comm->order.everQueued()) {  // no stream call ever: nothing to wait for
-      run();
-      return;
-    }
-    CallOrder::Ticket ticket = comm->order.next();
-    ticket.waitTurn();
+    BlockingTurn turn(comm);
     run();
     return;
   }
-  if (stream->creatorPid() != ::getpid())
-    fail(tuttiInvalidUsage, "the stream was made by process ", stream->creatorPid(),
-         " before a fork; its worker thread does not exist in this process");
+  stream->checkUsableHere();
   std::lock_guard<std::mutex> lock(issueMutex());
   comm->order.markQueued();
   auto ticket = comm->order.take();

@@ -17,9 +17,10 @@ void runInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStre
                 std::function<void()> run);
 
 // Waits until the communicator's calls issued so far have finished, and holds its turn while
-// alive: for the blocking calls that do not go through runInOrder (split, shrink, the
-// algorithm setting, neighbour and compressed all-reduce), so they see the calls before them
-// done.
+// alive (nothing to wait for, and no ticket, until its first stream call: the blocking path
+// stays one atomic load longer): for a blocking call of runInOrder and the blocking calls that
+// do not go through it (split, shrink, the algorithm and timeout settings, the compressed
+// all-reduce), so they see the calls before them done.
 class BlockingTurn {
  public:
   explicit BlockingTurn(tuttiComm_t comm);

@@ -1,6 +1,4 @@
 // tuttiStream* and tuttiEvent*: host streams (host_stream.h) and positions in them.
-#include <unistd.h>
-
 #include <memory>
 #include <utility>
 
@@ -21,10 +19,7 @@ std::shared_ptr<HostStream> liveStream(tuttiStream_t stream) {
   auto s = tutti::api::hostStreamOf(stream);
   TUTTI_CHECK_ARG(s != nullptr, "stream ", reinterpret_cast<uintptr_t>(stream),
                   " is not a host stream of tuttiStreamCreate (destroyed, or a cudaStream_t)");
-  if (s->creatorPid() != ::getpid())
-    tutti::fail(tuttiInvalidUsage, "the stream was made by process ", s->creatorPid(),
-                " before a fork; its worker thread does not exist in this process (make a new "
-                "stream here)");
+  s->checkUsableHere();
   return s;
 }
 
