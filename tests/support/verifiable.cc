@@ -57,6 +57,39 @@ int64_t pick(uint64_t h, int64_t lo, int64_t hi) {
   return lo + static_cast<int64_t>(h % span);
 }
 
+// h % d for a divisor fixed per Spec, without a division instruction (the large cases draw
+// tens of millions of values per test): m = ceil(2^128 / d) makes m * h (mod 2^128) the
+// fraction h / d - floor(h / d) in 128 bits, and that fraction times d, rounded down, is the
+// remainder (Lemire, Kaser and Kurz, "Faster remainder by direct computation", 2019). Exact
+// for every 64-bit h and d >= 1 (d = 1: m wraps to 0, and so does the remainder).
+class FastMod {
+ public:
+  using U128 = unsigned __int128;
+  explicit FastMod(uint64_t d = 1) : d_(d), m_(~U128{0} / d + 1) {}
+  uint64_t operator()(uint64_t h) const {
+    const U128 fraction = m_ * h;
+    const U128 low = static_cast<U128>(static_cast<uint64_t>(fraction)) * d_;
+    const U128 high = (fraction >> 64) * d_;
+    return static_cast<uint64_t>((high + (low >> 64)) >> 64);
+  }
+
+ private:
+  uint64_t d_;
+  U128 m_;
+};
+
+// pick(h, lo, hi) for a range fixed per Spec.
+class Range {
+ public:
+  Range() = default;
+  Range(int64_t lo, int64_t hi) : lo_(lo), mod_(static_cast<uint64_t>(hi - lo) + 1) {}
+  int64_t operator()(uint64_t h) const { return lo_ + static_cast<int64_t>(mod_(h)); }
+
+ private:
+  int64_t lo_ = 0;
+  FastMod mod_;
+};
+
 // How many ranks (a rotating per-element window) may contribute a factor other than +-1 to a
 // product: integers floor(log2(max)) - 1 (factors 2), floats the exponent range of the type
 // (factors 2^-1 or 2^1; half: 2^-14 .. 2^15).
@@ -157,75 +190,99 @@ uint64_t seedOf(std::initializer_list<uint64_t> parts) {
 
 namespace {
 
-// The per-element offsets of the sum and avg kinds: e(r) random in [0, R] for ranks 0..n-2,
-// e(-1) = e(n-1) = 0, and rank r contributes e(r) - e(r-1), so the offsets telescope to 0
-// over all ranks while every rank's value is its own (two hashes per value, no loop).
-int64_t telescoped(const Spec& s, int rank, size_t i, int64_t range) {
-  const int n = std::max(s.nranks, 1);
-  auto e = [&](int q) { return q < 0 || q >= n - 1 ? 0 : pick(hash(s.seed, q, i, 2), 0, range); };
-  return e(rank) - e(rank - 1);
+int digitsOf(tuttiDataType_t t) {
+  return t == tuttiFloat16 ? 11 : t == tuttiBfloat16 ? 8 : t == tuttiFloat32 ? 24 : 53;
 }
 
-// Sum and avg: the common part w in [-R, R], R = B / 2n (unsigned: [R, 2R], R = B / 3n);
-// every value in [-2R, 2R] ([0, 3R]), so every partial sum of any subset of ranks stays
-// within B.
-int64_t sumRange(const Spec& s) {
-  return bound(s.dtype) / ((isUnsigned(s.dtype) ? 3 : 2) * std::max(s.nranks, 1));
-}
-int64_t sumCommon(const Spec& s, size_t i) {
-  const int64_t r = sumRange(s);
-  const uint64_t h = hash(s.seed, -1, i, 1);
-  return isUnsigned(s.dtype) ? pick(h, r, 2 * r) : pick(h, -r, r);
-}
+// value() and reduced() for one Spec, with its ranges and divisors worked out once (only
+// those its kind draws from), so that filling a buffer costs no division per element.
+class Generator {
+ public:
+  explicit Generator(const Spec& s);
+  double value(int rank, size_t i) const;
+  double reduced(size_t i) const;
 
-// Min (max): the extreme m(i) in the lower (upper) half of the type's range, held by one
-// rank chosen per element; every other rank a value between m(i) and the far end.
-int64_t extreme(const Spec& s, size_t i, bool isMin) {
-  const int64_t b = bound(s.dtype), lo = isUnsigned(s.dtype) ? 0 : -b, mid = lo + (b - lo) / 2;
-  const uint64_t h = hash(s.seed, -1, i, 5);
-  return isMin ? pick(h, lo, mid) : pick(h, mid, b);
-}
-int extremeRank(const Spec& s, size_t i) {
-  return static_cast<int>(hash(s.seed, -1, i, 6) % static_cast<uint64_t>(std::max(s.nranks, 1)));
-}
+ private:
+  // Sum and avg: rank r holds w(i) + e(r, i) - e(r-1, i), e(q) random in [0, R] for ranks
+  // 0..n-2 and e(-1) = e(n-1) = 0, so the offsets telescope to 0 over all ranks while every
+  // rank's value is its own (two hashes per value, no loop). w in [-R, R], R = B / 2n
+  // (unsigned: [R, 2R], R = B / 3n); every value in [-2R, 2R] ([0, 3R]), so every partial
+  // sum of any subset of ranks stays within B.
+  int64_t sumCommon(size_t i) const { return common_(hash(s_.seed, -1, i, 1)); }
+  int64_t offset(int q, size_t i) const {
+    return q < 0 || q >= n_ - 1 ? 0 : offset_(hash(s_.seed, q, i, 2));
+  }
+  // Min (max): the extreme m(i) in the lower (upper) half of the type's range, held by one
+  // rank chosen per element; every other rank a value between m(i) and the far end.
+  int64_t extreme(size_t i) const { return extreme_(hash(s_.seed, -1, i, 5)); }
+  int extremeRank(size_t i) const { return static_cast<int>(ranks_(hash(s_.seed, -1, i, 6))); }
 
-}  // namespace
+  Spec s_;
+  int n_;
+  bool uns_;
+  int64_t b_;
+  Range copy_, common_, offset_, extreme_, inOrder_;
+  FastMod ranks_;
+};
 
-double value(const Spec& s, int rank, size_t i) {
-  const int n = std::max(s.nranks, 1);
-  const bool uns = isUnsigned(s.dtype);
-  const int64_t b = bound(s.dtype);
-  const uint64_t h = hash(s.seed, rank, i, 0);
+Generator::Generator(const Spec& s)
+    : s_(s), n_(std::max(s.nranks, 1)), uns_(isUnsigned(s.dtype)), b_(bound(s.dtype)) {
+  ranks_ = FastMod(static_cast<uint64_t>(n_));
   switch (s.kind) {
     case Kind::kCopy:
-      return static_cast<double>(uns ? pick(h, 0, b) : pick(h, -b, b));
+      copy_ = uns_ ? Range(0, b_) : Range(-b_, b_);
+      break;
+    case Kind::kSum:
+    case Kind::kAvg: {
+      const int64_t r = b_ / ((uns_ ? 3 : 2) * n_);
+      common_ = uns_ ? Range(r, 2 * r) : Range(-r, r);
+      offset_ = Range(0, r);
+      break;
+    }
     case Kind::kMin:
     case Kind::kMax: {
-      const bool isMin = s.kind == Kind::kMin;
-      const int64_t m = extreme(s, i, isMin);
-      if (rank == extremeRank(s, i)) return static_cast<double>(m);
-      const int64_t lo = uns ? 0 : -b;
-      return static_cast<double>(isMin ? pick(h, m, b) : pick(h, lo, m));
+      const int64_t lo = uns_ ? 0 : -b_, mid = lo + (b_ - lo) / 2;
+      extreme_ = s.kind == Kind::kMin ? Range(lo, mid) : Range(mid, b_);
+      break;
+    }
+    case Kind::kSumInOrder: {
+      const int64_t top = int64_t{1} << (std::min(digitsOf(s.dtype), 52) - 1);
+      inOrder_ = isFloat(s.dtype) ? Range(-top, top) : Range(0, b_ / n_);
+      break;
+    }
+    case Kind::kProd:
+      break;
+  }
+}
+
+[[gnu::always_inline]] inline double Generator::value(int rank, size_t i) const {
+  const uint64_t h = hash(s_.seed, rank, i, 0);
+  switch (s_.kind) {
+    case Kind::kCopy:
+      return static_cast<double>(copy_(h));
+    case Kind::kMin:
+    case Kind::kMax: {
+      const bool isMin = s_.kind == Kind::kMin;
+      const int64_t m = extreme(i);
+      if (rank == extremeRank(i)) return static_cast<double>(m);
+      const int64_t lo = uns_ ? 0 : -b_;
+      return static_cast<double>(isMin ? pick(h, m, b_) : pick(h, lo, m));
     }
     case Kind::kSum:
     case Kind::kAvg:
-      return static_cast<double>(sumCommon(s, i) + telescoped(s, rank, i, sumRange(s)));
+      return static_cast<double>(sumCommon(i) + offset(rank, i) - offset(rank - 1, i));
     case Kind::kSumInOrder: {
-      if (!isFloat(s.dtype)) return static_cast<double>(pick(h, 0, b / n));
-      const int digits = s.dtype == tuttiFloat16    ? 11
-                         : s.dtype == tuttiBfloat16 ? 8
-                         : s.dtype == tuttiFloat32  ? 24
-                                                    : 53;
-      const int64_t top = int64_t{1} << (std::min(digits, 52) - 1);
-      const int e = static_cast<int>(hash(s.seed, rank, i, 4) % 21) - 10;
-      return std::ldexp(static_cast<double>(pick(h, -top, top)), e - (std::min(digits, 52) - 1));
+      if (!isFloat(s_.dtype)) return static_cast<double>(inOrder_(h));
+      const int e = static_cast<int>(hash(s_.seed, rank, i, 4) % 21) - 10;
+      return std::ldexp(static_cast<double>(inOrder_(h)),
+                        e - (std::min(digitsOf(s_.dtype), 52) - 1));
     }
     case Kind::kProd: {
-      const double sign = (!uns && (h & 1)) ? -1.0 : 1.0;
-      const int window = prodWindow(s.dtype);
-      const int start = static_cast<int>(hash(s.seed, -1, i, 3) % static_cast<uint64_t>(n));
-      if (n > window && (rank - start + n) % n >= window) return sign;
-      if (isFloat(s.dtype)) return sign * std::ldexp(1.0, static_cast<int>((h >> 1) % 3) - 1);
+      const double sign = (!uns_ && (h & 1)) ? -1.0 : 1.0;
+      const int window = prodWindow(s_.dtype);
+      const int start = static_cast<int>(ranks_(hash(s_.seed, -1, i, 3)));
+      if (n_ > window && (rank - start + n_) % n_ >= window) return sign;
+      if (isFloat(s_.dtype)) return sign * std::ldexp(1.0, static_cast<int>((h >> 1) % 3) - 1);
       return sign * (((h >> 1) & 1) ? 2.0 : 1.0);
     }
   }
@@ -234,26 +291,25 @@ double value(const Spec& s, int rank, size_t i) {
 
 // Closed forms where the data allows one (nccl-tests computes its expected values the same
 // way): no loop over the ranks, so checking a call costs O(count), not O(n x count).
-double reduced(const Spec& s, size_t i) {
-  const int n = std::max(s.nranks, 1);
-  switch (s.kind) {
+[[gnu::always_inline]] inline double Generator::reduced(size_t i) const {
+  switch (s_.kind) {
     case Kind::kCopy:
-      return value(s, 0, i);
+      return value(0, i);
     case Kind::kSum:
-      return static_cast<double>(n * sumCommon(s, i));
+      return static_cast<double>(n_ * sumCommon(i));
     case Kind::kAvg:
-      return static_cast<double>(sumCommon(s, i));
+      return static_cast<double>(sumCommon(i));
     case Kind::kMin:
     case Kind::kMax:
-      return static_cast<double>(extreme(s, i, s.kind == Kind::kMin));
+      return static_cast<double>(extreme(i));
     case Kind::kSumInOrder: {
       // Rank order, rounded to the type after every addition (the sum of two values of the
       // type is exact in a double, so rounding it once is the type's own addition).
-      double acc = value(s, 0, i);
+      double acc = value(0, i);
       std::byte tmp[8];
-      for (int r = 1; r < n; ++r) {
-        store(s.dtype, tmp, 0, acc + value(s, r, i));
-        acc = load(s.dtype, tmp, 0);
+      for (int r = 1; r < n_; ++r) {
+        store(s_.dtype, tmp, 0, acc + value(r, i));
+        acc = load(s_.dtype, tmp, 0);
       }
       return acc;
     }
@@ -262,9 +318,49 @@ double reduced(const Spec& s, size_t i) {
   }
   // Products: a loop (the window of non-unit factors rotates with the element).
   double acc = 1;
-  for (int r = 0; r < n; ++r) acc *= value(s, r, i);
+  for (int r = 0; r < n_; ++r) acc *= value(r, i);
   return acc;
 }
+
+// buf[k] = v(k) converted to t, k < count: one switch on the type, not one per element.
+template <typename T, typename Convert, typename Values>
+void storeEach(void* buf, size_t count, Convert convert, const Values& v) {
+  for (size_t k = 0; k < count; ++k) put(buf, k, static_cast<T>(convert(v(k))));
+}
+template <typename Values>
+void storeAll(tuttiDataType_t t, void* buf, size_t count, const Values& v) {
+  auto same = [](double x) { return x; };
+  switch (t) {
+    case tuttiInt8:
+      return storeEach<int8_t>(buf, count, same, v);
+    case tuttiUint8:
+      return storeEach<uint8_t>(buf, count, same, v);
+    case tuttiInt32:
+      return storeEach<int32_t>(buf, count, same, v);
+    case tuttiUint32:
+      return storeEach<uint32_t>(buf, count, same, v);
+    case tuttiInt64:
+      return storeEach<int64_t>(buf, count, same, v);
+    case tuttiUint64:
+      return storeEach<uint64_t>(buf, count, same, v);
+    case tuttiFloat16:
+      return storeEach<uint16_t>(buf, count, toHalf, v);
+    case tuttiBfloat16:
+      return storeEach<uint16_t>(buf, count, toBf16, v);
+    case tuttiFloat32:
+      return storeEach<float>(buf, count, same, v);
+    case tuttiFloat64:
+      return storeEach<double>(buf, count, same, v);
+    default:
+      return;
+  }
+}
+
+}  // namespace
+
+double value(const Spec& s, int rank, size_t i) { return Generator(s).value(rank, i); }
+
+double reduced(const Spec& s, size_t i) { return Generator(s).reduced(i); }
 
 size_t elementSize(tuttiDataType_t t) { return dataTypeSize(t); }
 
@@ -355,20 +451,18 @@ double load(tuttiDataType_t t, const void* base, size_t i) {
 }
 
 void fill(const Spec& s, int rank, void* buf, size_t count, size_t offset) {
-  for (size_t k = 0; k < count; ++k) store(s.dtype, buf, k, value(s, rank, offset + k));
+  const Generator g(s);
+  storeAll(s.dtype, buf, count, [&](size_t k) { return g.value(rank, offset + k); });
 }
 
 void fillReduced(const Spec& s, void* buf, size_t count, size_t offset) {
-  for (size_t k = 0; k < count; ++k) store(s.dtype, buf, k, reduced(s, offset + k));
+  const Generator g(s);
+  storeAll(s.dtype, buf, count, [&](size_t k) { return g.reduced(offset + k); });
 }
 
 bool matches(const Spec& s, double got, double want) {
   if (s.kind != Kind::kAvg || !isFloat(s.dtype)) return got == want;
-  int digits = s.dtype == tuttiFloat16    ? 11
-               : s.dtype == tuttiBfloat16 ? 8
-               : s.dtype == tuttiFloat32  ? 24
-                                          : 53;
-  return std::fabs(got - want) <= std::ldexp(std::fabs(want), 2 - digits);
+  return std::fabs(got - want) <= std::ldexp(std::fabs(want), 2 - digitsOf(s.dtype));
 }
 
 size_t countWrong(const Spec& s, const void* got, const void* expected, size_t count,
