@@ -47,6 +47,7 @@ tuttiResult_t startColl(Bench& b, const Layout& l, tuttiDataType_t type, tuttiRe
     b.mem->synchronize();
     return tuttiBarrier(b.comm, b.mem->stream());
   }
+  if (b.opt.syncEach) b.mem->synchronize();
   return tuttiSuccess;
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -60,6 +61,37 @@ class HostMemory : public Memory {
   int localRank_;
 };
 
+// Host buffers, every collective through a tutti host stream (tuttiStreamCreate): a call
+// enqueues and returns; synchronize() waits for the stream and reports its first failure.
+class HostStreamMemory : public HostMemory {
+ public:
+  HostStreamMemory(int localRank, tuttiStream_t s) : HostMemory(localRank), stream_(s) {}
+  ~HostStreamMemory() override { tuttiStreamDestroy(stream_); }
+  const char* name() const override { return "host-stream"; }
+  tuttiStream_t stream() override { return stream_; }
+  void synchronize() override {
+    const tuttiResult_t r = tuttiStreamSynchronize(stream_);
+    if (r != tuttiSuccess) {
+      const char* why = tuttiGetLastError(nullptr);
+      fprintf(stderr, "host stream: %s: %s\n", tuttiGetErrorString(r), why ? why : "");
+      _exit(EXIT_FAILURE);
+    }
+  }
+
+ private:
+  tuttiStream_t stream_;
+};
+
+std::unique_ptr<Memory> createHostStream(int localRank, std::string* error) {
+  tuttiStream_t s = nullptr;
+  const tuttiResult_t r = tuttiStreamCreate(&s);
+  if (r != tuttiSuccess) {
+    *error = std::string("--memory host-stream: tuttiStreamCreate: ") + tuttiGetErrorString(r);
+    return nullptr;
+  }
+  return std::make_unique<HostStreamMemory>(localRank, s);
+}
+
 #if TUTTI_PERF_CUDA
 class CudaMemory : public Memory {
  public:
@@ -112,6 +144,7 @@ class CudaMemory : public Memory {
 
 std::unique_ptr<Memory> Memory::create(const std::string& kind, int localRank, std::string* error) {
   if (kind == "host") return std::make_unique<HostMemory>(localRank);
+  if (kind == "host-stream") return createHostStream(localRank, error);
 #if TUTTI_PERF_CUDA
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {

@@ -43,7 +43,7 @@ double parseSize(const char* value) {
 
 namespace {
 
-enum LongOnly { kAlgos = 1000, kMemory, kCsv, kLimit, kLinkGbps, kShowAlgo };
+enum LongOnly { kAlgos = 1000, kMemory, kCsv, kLimit, kLinkGbps, kShowAlgo, kSyncEach };
 
 void usage(const char* prog) {
   printf(
@@ -75,7 +75,9 @@ void usage(const char* prog) {
       "[-A,--algo <name/all/a,b,c> force the algorithm (TUTTI_ALGO); all: one busbw column per "
       "algorithm] \n\t"
       "[--algos <a,b,c> algorithms that -A all sweeps (default: built-in list)] \n\t"
-      "[--memory <host/cuda> where buffers live (default host)] \n\t"
+      "[--memory <host/host-stream/cuda> where buffers live (default host; host-stream: host "
+      "buffers, the calls on a tutti host stream)] \n\t"
+      "[--sync_each <0/1> wait for each call's stream before the next (no barrier)] \n\t"
       "[--csv <file> write results as CSV (long format) on rank 0] \n\t"
       "[--limit <0/1> print a ceiling measured on this machine and busbw as %% of it] \n\t"
       "[--link-gbps <Gbit/s> ceiling for jobs across hosts (with --limit)] \n\t"
@@ -128,6 +130,7 @@ int parseOptions(int argc, char** argv, Options* o, bool hasOp, bool hasRoot) {
                                            {"link-gbps", required_argument, 0, kLinkGbps},
                                            {"link_gbps", required_argument, 0, kLinkGbps},
                                            {"show_algo", required_argument, 0, kShowAlgo},
+                                           {"sync_each", required_argument, 0, kSyncEach},
                                            {"help", no_argument, 0, 'h'},
                                            {0, 0, 0, 0}};
   const char* prog = basename(argv[0]);
@@ -258,6 +261,9 @@ int parseOptions(int argc, char** argv, Options* o, bool hasOp, bool hasRoot) {
       case kShowAlgo:
         o->showAlgo = static_cast<int>(strtol(optarg, nullptr, 0));
         break;
+      case kSyncEach:
+        o->syncEach = static_cast<int>(strtol(optarg, nullptr, 0));
+        break;
       case 'h':
         usage(prog);
         return 0;
@@ -289,8 +295,8 @@ int parseOptions(int argc, char** argv, Options* o, bool hasOp, bool hasRoot) {
     fprintf(stderr, "%s: invalid -n/-m/-w/-c/-N/-u/-a value\n", prog);
     return 1;
   }
-  if (o->memory != "host" && o->memory != "cuda") {
-    fprintf(stderr, "%s: --memory must be host or cuda\n", prog);
+  if (o->memory != "host" && o->memory != "host-stream" && o->memory != "cuda") {
+    fprintf(stderr, "%s: --memory must be host, host-stream or cuda\n", prog);
     return 1;
   }
   if (!o->algoList.empty() && o->algo.empty()) o->algo = "all";

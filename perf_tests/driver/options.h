@@ -37,11 +37,12 @@ struct Options {
   // tutti additions.
   std::string algo;                   // -A NAME | all | a,b,c
   std::vector<std::string> algoList;  // --algos a,b,c (list used by -A all)
-  std::string memory = "host";        // --memory host|cuda
+  std::string memory = "host";        // --memory host|host-stream|cuda
   std::string csvFile;                // --csv FILE
   int limit = 0;                      // --limit 0/1
   double linkGbps = 0;                // --link-gbps X (Gbit/s)
   int showAlgo = 0;                   // --show_algo 0/1: algorithm + transports columns
+  int syncEach = 0;                   // --sync_each 0/1: synchronize the stream after each call
 };
 
 // Parses argv. Returns -1 to continue, else the exit status (help printed: 0; error: 1).
