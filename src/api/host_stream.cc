@@ -42,9 +42,14 @@ bool HostStream::finished(uint64_t position) const {
   return finished_ >= position;
 }
 
-void HostStream::waitFor(uint64_t position) const {
+void HostStream::waitFor(uint64_t position, bool help) {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [&] { return finished_ >= position; });
+  while (finished_ < position) {
+    if (help && !running_ && !queue_.empty())
+      runFront(lock);
+    else
+      changed_.wait(lock);
+  }
 }
 
 HostStream::Failure HostStream::failureUpTo(uint64_t position, bool clear) {
@@ -72,20 +77,28 @@ void HostStream::close() {
 void HostStream::work() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    changed_.wait(lock, [&] { return !queue_.empty() || (closing_ && finished_ >= enqueued_); });
+    changed_.wait(lock, [&] {
+      return !running_ && (!queue_.empty() || (closing_ && finished_ >= enqueued_));
+    });
     if (queue_.empty()) return;
-    Task task = std::move(queue_.front());
-    queue_.pop_front();
-    lock.unlock();
-    tuttiResult_t code = task();
-    std::string text = code == tuttiSuccess ? std::string() : threadLastError();
-    task = nullptr;  // what it holds goes before the task counts as finished
-    lock.lock();
-    ++finished_;
-    if (code != tuttiSuccess && failure_.code == tuttiSuccess)
-      failure_ = Failure{code, std::move(text), finished_};
-    changed_.notify_all();
+    runFront(lock);
   }
+}
+
+void HostStream::runFront(std::unique_lock<std::mutex>& lock) {
+  Task task = std::move(queue_.front());
+  queue_.pop_front();
+  running_ = true;
+  lock.unlock();
+  tuttiResult_t code = task();
+  std::string text = code == tuttiSuccess ? std::string() : threadLastError();
+  task = nullptr;  // what it holds goes before the task counts as finished
+  lock.lock();
+  running_ = false;
+  ++finished_;
+  if (code != tuttiSuccess && failure_.code == tuttiSuccess)
+    failure_ = Failure{code, std::move(text), finished_};
+  changed_.notify_all();
 }
 
 namespace {

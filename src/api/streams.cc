@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "api_guard.h"
+#include "group.h"
 #include "host_stream.h"
 
 struct tuttiEvent {
@@ -59,7 +60,7 @@ TUTTI_API tuttiResult_t tuttiStreamSynchronize(tuttiStream_t stream) {
     if (stream == nullptr) return tuttiSuccess;
     auto s = liveStream(stream);
     const uint64_t end = s->lastPosition();
-    s->waitFor(end);
+    s->waitFor(end, tutti::api::groupDepth() == 0);
     return reported(*s, end, true);
   });
 }
@@ -119,7 +120,7 @@ TUTTI_API tuttiResult_t tuttiEventSynchronize(tuttiEvent_t event) {
   return guarded(nullptr, "tuttiEventSynchronize", [&] {
     TUTTI_CHECK_ARG(event != nullptr, "event is NULL");
     if (event->stream == nullptr) return tuttiSuccess;
-    event->stream->waitFor(event->position);
+    event->stream->waitFor(event->position, tutti::api::groupDepth() == 0);
     return reported(*event->stream, event->position, false);
   });
 }

@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -194,6 +196,58 @@ TEST(HostStream, CallReturnsBeforeItsPeersArrive) {
       },
       60);
   EXPECT_RANKS_OK(result);
+}
+
+// A synchronising thread runs queued calls itself while the worker is between calls: a chain
+// of calls where each reads the previous call's output (run out of order, a call would read a
+// buffer not yet written) on 2 ranks over shm and tcp, synchronised after every call, after
+// every third, through an event, and by a second thread synchronising the same stream in a
+// loop meanwhile, so that the worker and two waiting threads race for each call.
+TEST(HostStream, SynchronizingThreadsRunQueuedCallsInOrder) {
+  const int n = 2, calls = 240;
+  const size_t count = 33;
+  for (const char* transport : {"shm", "tcp"}) {
+    tuttiUniqueId id = makeId();
+    auto result = runRanks(
+        n,
+        [&](int rank) {
+          tuttiComm_t comm = initComm(n, id, rank, transport);
+          ASSERT_NE(comm, nullptr);
+          tuttiStream_t s = nullptr;
+          TUTTI_ASSERT_OK(tuttiStreamCreate(&s), nullptr);
+          tuttiEvent_t e = nullptr;
+          TUTTI_ASSERT_OK(tuttiEventCreate(&e), nullptr);
+          // buf[k + 1] = sum over ranks of buf[k]; buf[0] distinct per rank and element.
+          std::vector<std::vector<double>> buf(calls + 1, std::vector<double>(count, -1.0));
+          for (size_t i = 0; i < count; ++i) buf[0][i] = valueOf(rank, 0, i);
+          std::atomic<bool> done{false};
+          std::thread racer([&] {
+            while (!done.load()) EXPECT_EQ(tuttiStreamSynchronize(s), tuttiSuccess);
+          });
+          for (int k = 0; k < calls; ++k) {
+            TUTTI_ASSERT_OK(tuttiAllReduce(buf[k].data(), buf[k + 1].data(), count, tuttiFloat64,
+                                           tuttiSum, comm, s),
+                            comm);
+            if (k % 4 == 0) TUTTI_ASSERT_OK(tuttiStreamSynchronize(s), nullptr);
+            if (k % 4 == 1) {
+              TUTTI_ASSERT_OK(tuttiEventRecord(e, s), nullptr);
+              TUTTI_ASSERT_OK(tuttiEventSynchronize(e), nullptr);
+            }
+          }
+          TUTTI_ASSERT_OK(tuttiStreamSynchronize(s), nullptr);
+          done = true;
+          racer.join();
+          for (int k = 1; k <= calls; ++k)
+            for (size_t i = 0; i < count; ++i)
+              ASSERT_EQ(buf[k][i], std::ldexp(sumOf(n, 0, i), k - 1))
+                  << transport << " call " << k << " element " << i;
+          TUTTI_ASSERT_OK(tuttiEventDestroy(e), nullptr);
+          TUTTI_ASSERT_OK(tuttiStreamDestroy(s), nullptr);
+          TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+        },
+        120);
+    EXPECT_RANKS_OK(result);
+  }
 }
 
 // The neighbour all-reduce through a stream (tutti.h lists it among the stream calls): on a
