@@ -45,7 +45,7 @@ bool HostStream::finished(uint64_t position) const {
 void HostStream::waitFor(uint64_t position, bool help) {
   std::unique_lock<std::mutex> lock(mutex_);
   while (finished_ < position) {
-    if (help && !running_ && !queue_.empty())
+    if (help && workerAsleep_ && !running_ && !queue_.empty())
       runFront(lock);
     else
       changed_.wait(lock);
@@ -77,9 +77,11 @@ void HostStream::close() {
 void HostStream::work() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
+    workerAsleep_ = true;
     changed_.wait(lock, [&] {
       return !running_ && (!queue_.empty() || (closing_ && finished_ >= enqueued_));
     });
+    workerAsleep_ = false;
     if (queue_.empty()) return;
     runFront(lock);
   }

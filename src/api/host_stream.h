@@ -1,7 +1,7 @@
 // A host stream (tuttiStreamCreate): calls run one after another, in the order they were
 // enqueued, on the stream's own worker thread, which sleeps on a condition variable while the
 // stream is empty (no core is spent on an idle stream), or on a thread waiting for the stream
-// that finds the worker between tasks (waitFor's help). Knows nothing of communicators: a call
+// that finds the worker asleep (waitFor's help). Knows nothing of communicators: a call
 // is a task that returns a result code and leaves its text in threadLastError() (api_guard.h).
 // The first failure stays until a synchronise reports it; events are positions in the stream.
 #pragma once
@@ -42,10 +42,11 @@ class HostStream {
   uint64_t lastPosition() const;
   // Whether every task up to `position` has finished.
   bool finished(uint64_t position) const;
-  // Blocks until every task up to `position` has finished. help: while the worker is between
-  // tasks, the waiting thread runs the next queued task itself (in order, one runner at a
-  // time), sparing the two thread hand-offs a short call would cost; for callers outside a
-  // group only (a task may run calls of the caller's library).
+  // Blocks until every task up to `position` has finished. help: while the worker is asleep
+  // (it found the queue empty and has not woken yet), the waiting thread runs the queued tasks
+  // itself (in order, one runner at a time), sparing the two thread hand-offs a short call
+  // would cost; a busy worker keeps its queue. For callers outside a group only (a task may
+  // run calls of the caller's library).
   void waitFor(uint64_t position, bool help = false);
   // The first failure at or before `position` not yet cleared, if any (code tuttiSuccess
   // when none). clear: a synchronise reports it once, and later calls start afresh.
@@ -66,7 +67,8 @@ class HostStream {
   std::deque<Task> queue_;
   uint64_t enqueued_ = 0;
   uint64_t finished_ = 0;
-  bool running_ = false;  // a task runs (on the worker or on a helping waiter)
+  bool running_ = false;       // a task runs (on the worker or on a helping waiter)
+  bool workerAsleep_ = false;  // the worker waits for work (a waiter may help)
   bool closing_ = false;
   Failure failure_;
   const pid_t creatorPid_ = ::getpid();

@@ -198,7 +198,7 @@ TEST(HostStream, CallReturnsBeforeItsPeersArrive) {
   EXPECT_RANKS_OK(result);
 }
 
-// A synchronising thread runs queued calls itself while the worker is between calls: a chain
+// A synchronising thread runs queued calls itself while the worker sleeps: a chain
 // of calls where each reads the previous call's output (run out of order, a call would read a
 // buffer not yet written) on 2 ranks over shm and tcp, synchronised after every call, after
 // every third, through an event, and by a second thread synchronising the same stream in a
