@@ -46,7 +46,7 @@ def _zygote_process():
     return _zygote
 
 
-def _run_forked(n, script, args, envs, timeout):
+def _run_forked(script, args, envs, timeout):
     with tempfile.TemporaryDirectory() as d:
         z = _zygote_process()
         z.stdin.write(json.dumps({"script": os.path.join(HERE, script), "args": list(args),
@@ -64,7 +64,7 @@ def _run_forked(n, script, args, envs, timeout):
         return results
 
 
-def _run_spawned(n, script, args, envs, timeout):
+def _run_spawned(script, args, envs, timeout):
     procs = [subprocess.Popen([sys.executable, os.path.join(HERE, script), *args], env=e,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for e in envs]
@@ -86,7 +86,7 @@ def run_ranks(n, script, args=(), env=None, timeout=300):
     port = free_port_pair()
     envs = [_rank_env(n, r, port, env) for r in range(n)]
     run = _run_forked if _forks_ranks(env) else _run_spawned
-    return run(n, script, args, envs, timeout)
+    return run(script, args, envs, timeout)
 
 
 def reference_env(backend):
