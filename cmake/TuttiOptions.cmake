@@ -132,10 +132,13 @@ if(TUTTI_SANITIZE)
 endif()
 # The environment ctest gives every test (tutti_add_test, the launch tests): under ASan, the
 # leaks that system libraries keep for themselves are suppressed (tests/sanitizers/lsan.supp).
-set(TUTTI_TEST_ENVIRONMENT "")
+# Every test runs without the tuning cache (docs/tuning.md): a test's choices must not depend
+# on what earlier tests (or the user's own jobs) left in ~/.cache; the self-tuning tests set
+# their own cache directories.
+set(TUTTI_TEST_ENVIRONMENT "TUTTI_TUNING_CACHE=off")
 if(TUTTI_SANITIZE MATCHES "address")
-  set(TUTTI_TEST_ENVIRONMENT
-      "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/sanitizers/lsan.supp:print_suppressions=0")
+  list(APPEND TUTTI_TEST_ENVIRONMENT
+       "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/sanitizers/lsan.supp:print_suppressions=0")
 endif()
 
 # libFuzzer build: every object gets coverage instrumentation and ASan+UBSan; the fuzz

@@ -4,6 +4,7 @@
 #include "common/env.h"
 #include "common/error.h"
 #include "topology/binding.h"
+#include "tuning/tuning_cache.h"
 
 namespace tutti {
 namespace {
@@ -27,6 +28,11 @@ CommOptions commOptionsFromEnv() {
   o.spinYield = env::getString("TUTTI_SPIN_YIELD");
   o.topoReorder = env::getBool("TUTTI_TOPO_REORDER");
   o.bind = env::getString("TUTTI_BIND");
+  o.selfTune = env::getBool("TUTTI_TUNE");
+  o.tuningCacheDir = tuning::tuningCacheDir();
+  o.tuningFileSet = !env::getString("TUTTI_TUNING_FILE").empty();
+  o.tuneCandidates = env::getInt("TUTTI_TUNE_CANDIDATES");
+  o.tuneExploreAfter = env::getInt("TUTTI_TUNE_EXPLORE_AFTER");
   return o;
 }
 
@@ -39,6 +45,11 @@ void checkCommOptions(const CommOptions& o) {
   TUTTI_CHECK_ARG(o.spinYield == "auto" || o.spinYield == "0" || o.spinYield == "1",
                   "TUTTI_SPIN_YIELD=", o.spinYield, ": use auto, 0 or 1");
   topo::parseBindMode(o.bind);  // throws naming TUTTI_BIND
+  TUTTI_CHECK_ARG(o.tuneCandidates >= 1 && o.tuneCandidates <= 16,
+                  "TUTTI_TUNE_CANDIDATES=", o.tuneCandidates, " is out of range: use 1 to 16");
+  TUTTI_CHECK_ARG(o.tuneExploreAfter >= 0 && o.tuneExploreAfter <= 1000000,
+                  "TUTTI_TUNE_EXPLORE_AFTER=", o.tuneExploreAfter,
+                  " is out of range: use 0 to 1000000 calls");
 }
 
 }  // namespace tutti

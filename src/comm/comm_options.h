@@ -25,6 +25,11 @@ struct CommOptions {
   std::string spinYield = "auto";       // TUTTI_SPIN_YIELD: auto, 0 or 1
   bool topoReorder = true;              // TUTTI_TOPO_REORDER
   std::string bind = "none";            // TUTTI_BIND (the process's first communicator binds)
+  bool selfTune = true;                 // TUTTI_TUNE
+  std::string tuningCacheDir;           // TUTTI_TUNING_CACHE resolved: "" = no cache
+  bool tuningFileSet = false;           // TUTTI_TUNING_FILE names a model (not calibrated then)
+  int64_t tuneCandidates = 6;           // TUTTI_TUNE_CANDIDATES
+  int64_t tuneExploreAfter = 2;         // TUTTI_TUNE_EXPLORE_AFTER
 };
 
 // Reads every field from the environment (the env registry; TUTTI_TIMEOUT checked there).

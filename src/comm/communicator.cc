@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <utility>
 
@@ -104,9 +105,11 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
   bindOnce(options_.bind, membership_->hostOf, rank_);
   makeExecOptions();
   setupLinks(myPlace);
+  publishTuningCache(myPlace);
   // Everyone has set up its transports (listening sockets published) before anyone connects.
   testDieAt("setup", rank_);
   bootstrap_->barrier("setup", deadline);
+  startSelfTuning(myPlace, deadline);
   TUTTI_INFO(kInit, "communicator " << options_.name << " rank " << rank_ << "/" << nranks_
                                     << " ready, " << membership_->hosts << " host(s)");
 }
@@ -371,17 +374,25 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
   // environment, ~500 instructions, a tenth of a small call).
   const Planner::CallPlan& plan = planner_->plan(args, options_.algo);
   const algo::AlgorithmInfo& info = *plan.info;
+  const bool refining = plan.refining;
   const exec::Schedule& schedule = plan.planned->schedule;
   CallTag tag = calls_.next(args, applyAvg ? tuttiAvg : args.op);
+  const bool calibrating = collectiveCallNumber(tag) == 1 && planner_->selfTuning() != nullptr;
   calls_.setLastAlgorithm(info.name);
   std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),
                            static_cast<std::byte*>(recv), calls_.scratch(schedule.scratchBytes)};
   runTaggedCall(tag, info.name, [&] {
+    if (calibrating) calibrate();
+    const auto t0 =
+        refining ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (const exec::WindowProgram* program = plan.planned->program.get()) {
       program->run(buffers, callOptions());
     } else {
       execute(schedule, plan.planned->peers, buffers);
     }
+    if (refining)
+      refine(plan.key, plan.sample,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   });
   if (applyAvg && avgElems > 0) {
     size_t es = dtypeSize(args.dtype);

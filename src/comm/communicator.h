@@ -33,7 +33,8 @@ class ConnectionSet;
 class Planner;
 namespace tuning {
 struct CostModel;
-}
+struct TuneKey;
+}  // namespace tuning
 
 class Communicator {
  public:
@@ -153,6 +154,15 @@ class Communicator {
                   size_t outputAvgOffsetElems, bool applyAvg);
   void ensureWindow();
   void checkSameCall(const CallTag& mine);
+  // Self-tuning (self_tuning_calls.cc): rank 0 publishes its host's tuning cache before the
+  // setup barrier, every rank starts from that text after it; calibrate() at the first
+  // collective call; refine() after each call online refinement has not settled;
+  // maxOverRanks: every rank's values, the maximum of each (a bruck all-gather in the call).
+  void publishTuningCache(const RankPlace& myPlace);
+  void startSelfTuning(const RankPlace& myPlace, const Deadline& deadline);
+  void calibrate();
+  void refine(const tuning::TuneKey& key, int sample, double seconds);
+  std::vector<double> maxOverRanks(const std::vector<double>& mine);
   // Runs one collective call as `tag`: records it in the flight recorder, checks it across
   // ranks under TUTTI_CHECK_CALLS, gives its messages the tag, and turns a failure into the
   // communicator's failed state (rethrowCallFailure).

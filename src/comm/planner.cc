@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <sstream>
 
+#include "common/dtype.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "tuning/self_tuning.h"
 #include "tuning/tuner.h"
 
 // Test-only fault injection (tests/mutation): a mutation test program defines this function to
@@ -33,7 +35,8 @@ const Planner::CallPlan& Planner::plan(const algo::CollArgs& args, std::string_v
     return l.plan;
   l.valid = false;
   l.spec.assign(spec);
-  const algo::AlgorithmInfo& info = choose(args, l.spec);
+  const Choice choice = choose(args, l.spec);
+  const algo::AlgorithmInfo& info = *choice.info;
   const Planned& planned = build(info, args);
   l.coll = args.coll;
   l.count = args.count;
@@ -42,12 +45,67 @@ const Planner::CallPlan& Planner::plan(const algo::CollArgs& args, std::string_v
   l.root = args.root;
   l.windowBytes = args.windowBytes;
   l.inPlace = args.inPlace;
-  l.plan = {&info, &planned};
-  l.valid = true;
+  l.plan = {&info, &planned, choice.refining, choice.sample, choice.key};
+  l.valid = choice.final;
   return l.plan;
 }
 
-const algo::AlgorithmInfo& Planner::choose(const algo::CollArgs& args, const std::string& spec) {
+void Planner::setSelfTuning(std::unique_ptr<tuning::SelfTuning> selfTuning) {
+  selfTuning_ = std::move(selfTuning);
+  choices_.clear();
+  last_.valid = false;
+  unevenValid_ = false;
+}
+
+tuning::CostModel Planner::model(const algo::CollArgs& args) const {
+  tuning::CostModel model = topologyModel_                                   ? *topologyModel_
+                            : selfTuning_ && selfTuning_->model() != nullptr ? *selfTuning_->model()
+                                                                             : tuning::CostModel();
+  // Ranks on one host share its cores (same machine: every rank computes the same value, so
+  // the choice stays rank-independent); across hosts core counts may differ: leave it out.
+  if (!topologyModel_ && model.coresPerHost == 0 && args.hostOf.empty())
+    model.coresPerHost = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  return model;
+}
+
+namespace {
+// Calls whose choice online refinement may refine: not forced (checked before), not
+// deterministic (the choice must not depend on timing), not a V-collective (its blocks differ
+// from call to call and between ranks), more than one rank.
+bool refinable(const algo::CollArgs& args) {
+  return !args.deterministic && !algo::isUneven(args.coll) && args.nranks > 1;
+}
+
+int hostsOf(const algo::CollArgs& args) {
+  int hosts = 1;
+  for (int h : args.hostOf) hosts = std::max(hosts, h + 1);
+  return hosts;
+}
+}  // namespace
+
+Planner::Choice Planner::chooseByRefinement(const algo::CollArgs& args) {
+  Choice c;
+  c.key = tuning::tuneKeyOf(args.coll, args.nranks, hostsOf(args),
+                            args.count * dtypeSize(args.dtype), args.windowBytes > 0);
+  tuning::OnlineTuner::Pick pick = selfTuning_->tuner().next(c.key, [&] {
+    std::vector<tuning::TuneOption> ranked;
+    for (const auto& cand : tuning::rankCandidates(args, model(args)))
+      ranked.push_back({cand.info->name, cand.predictedSec});
+    return ranked;
+  });
+  c.final = pick.settled;
+  c.refining = !pick.settled;
+  if (pick.algo.empty()) return c;
+  const algo::AlgorithmInfo* info = algo::find(args.coll, pick.algo);
+  // A winner of another count in the bucket (or an older cache) that does not apply here: the
+  // model's choice, untimed.
+  if (info == nullptr || !info->applicable(args)) return c;
+  c.info = info;
+  c.sample = pick.sample;
+  return c;
+}
+
+Planner::Choice Planner::choose(const algo::CollArgs& args, const std::string& spec) {
   auto [forced, perCollective] = tuning::forcedAlgorithm(spec, args.coll);
   if (!forced.empty()) {
     const algo::AlgorithmInfo* info = algo::find(args.coll, forced);
@@ -62,18 +120,28 @@ const algo::AlgorithmInfo& Planner::choose(const algo::CollArgs& args, const std
       if (!info->applicable(args))
         fail(tuttiInvalidArgument, "algorithm '", forced, "' does not apply to this ",
              algo::collName(args.coll), " (", args.nranks, " ranks, ", args.count, " elements)");
-      return *info;
+      Choice c;
+      c.info = info;
+      return c;
     }
   }
+  if (selfTuning_ && refinable(args)) {
+    Choice c = chooseByRefinement(args);
+    if (c.info == nullptr) c.info = &chooseByModel(args, spec);
+    return c;
+  }
+  Choice c;
+  c.info = &chooseByModel(args, spec);
+  return c;
+}
+
+const algo::AlgorithmInfo& Planner::chooseByModel(const algo::CollArgs& args,
+                                                  const std::string& spec) {
   std::string key = std::to_string(static_cast<int>(args.coll)) + "/" + std::to_string(args.count) +
                     "/" + std::to_string(args.dtype) + "/" + std::to_string(args.op) + "/" +
                     std::to_string(args.root) + "/" + spec;
   if (auto it = choices_.find(key); it != choices_.end()) return *it->second;
-  tuning::CostModel model = topologyModel_ ? *topologyModel_ : tuning::CostModel();
-  // Ranks on one host share its cores (same machine: every rank computes the same value, so
-  // the choice stays rank-independent); across hosts core counts may differ: leave it out.
-  if (!topologyModel_ && model.coresPerHost == 0 && args.hostOf.empty())
-    model.coresPerHost = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  const tuning::CostModel m = model(args);
   // A V-collective's arrays are this rank's (all-to-all-v's differ between ranks): the model
   // times the uniform call of the same total instead.
   algo::CollArgs uniform;
@@ -88,7 +156,7 @@ const algo::AlgorithmInfo& Planner::choose(const algo::CollArgs& args, const std
     uniform.sendCounts.clear();
     uniform.sendDispls.clear();
   }
-  auto candidates = tuning::rankCandidates(uneven ? uniform : args, model);
+  auto candidates = tuning::rankCandidates(uneven ? uniform : args, m);
   if (candidates.empty())
     fail(tuttiInternalError, "no algorithm applies to ", algo::collName(args.coll));
   if (log::enabled(log::Level::kInfo, log::Subsys::kTuning)) {
@@ -116,12 +184,14 @@ const Planner::CallPlan& Planner::planUneven(const algo::CollArgs& args, std::st
   if (unevenValid_ && unevenSpec_ == spec && sameUnevenCall(args, unevenArgs_)) return unevenPlan_;
   unevenValid_ = false;
   last_.valid = false;  // the last plan is no longer the one in use
-  const algo::AlgorithmInfo& info = choose(args, std::string(spec));
+  const algo::AlgorithmInfo& info = *choose(args, std::string(spec)).info;
   uneven_.schedule = info.build(args);
   if (tuttiTestMutateSchedule != nullptr) tuttiTestMutateSchedule(&uneven_.schedule, &args);
   uneven_.peers = exec::peersOf(uneven_.schedule);
   uneven_.program.reset();  // direct transfers: never a window-only program
-  unevenPlan_ = {&info, &uneven_};
+  unevenPlan_ = CallPlan{};
+  unevenPlan_.info = &info;
+  unevenPlan_.planned = &uneven_;
   unevenArgs_ = args;
   unevenSpec_.assign(spec);
   unevenValid_ = true;

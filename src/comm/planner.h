@@ -1,6 +1,7 @@
 // Planner: what a communicator's collective call runs. It chooses the algorithm (the one the
-// communicator's spec forces, else the cheapest applicable under the cost model: the
-// topology's model when the communicator made one, else the fitted shm/tcp model), builds its
+// communicator's spec forces, else online refinement's winner where self-tuning has one, else
+// the cheapest applicable under the cost model: the topology's model when the communicator
+// made one, else the calibrated model of the tuning cache, else the fitted shm/tcp model), builds its
 // schedule and, for window-only schedules, compiles it into an exec::WindowProgram. Choices
 // and schedules are cached; a stream of identical calls reuses the last plan without building
 // any cache key. Every rank plans alike from the same arguments, so all choose the same
@@ -19,11 +20,13 @@
 #include "exec/window_program.h"
 #include "interfaces/algorithm.h"
 #include "interfaces/window.h"
+#include "tuning/online_tuner.h"
 
 namespace tutti {
 namespace tuning {
 struct CostModel;
-}
+class SelfTuning;
+}  // namespace tuning
 
 class Planner {
  public:
@@ -37,6 +40,11 @@ class Planner {
   struct CallPlan {
     const algo::AlgorithmInfo* info = nullptr;
     const Planned* planned = nullptr;
+    // Online refinement (tuning/online_tuner.h) has not settled this call's key: after the call
+    // the caller records its time (sample >= 0) and, when the tuner is ready, concludes.
+    bool refining = false;
+    int sample = -1;
+    tuning::TuneKey key;
   };
 
   // topologyModel: the cost model on the communicator's links (null: the fitted model).
@@ -48,6 +56,19 @@ class Planner {
   // Once, when the communicator has made its shared window (window-only schedules are then
   // compiled against it). Before the first plan.
   void setWindow(transport::Window* window) { window_ = window; }
+  // Self-tuning (null: the cost model alone): its calibrated model and online refinement
+  // take part in every automatic choice from now on.
+  void setSelfTuning(std::unique_ptr<tuning::SelfTuning> selfTuning);
+  tuning::SelfTuning* selfTuning() const { return selfTuning_.get(); }
+  bool usesTopologyModel() const { return topologyModel_ != nullptr; }
+  // The model changed (calibrated): automatic choices are made again.
+  void forgetChoices() {
+    choices_.clear();
+    last_.valid = false;
+  }
+  // The model automatic choices are ranked with (the topology's, the calibrated one, or the
+  // fitted / built-in one).
+  tuning::CostModel model(const algo::CollArgs& args) const;
   // The plan for args under spec (TUTTI_ALGO syntax; "" = automatic). Throws
   // tuttiInvalidArgument for a forced algorithm that does not exist or apply. The reference
   // stays valid until the next call.
@@ -58,13 +79,25 @@ class Planner {
                               uint64_t graphId);
 
  private:
-  const algo::AlgorithmInfo& choose(const algo::CollArgs& args, const std::string& spec);
+  struct Choice {
+    const algo::AlgorithmInfo* info = nullptr;
+    bool final = true;  // the same for every later call of these arguments (cacheable)
+    bool refining = false;
+    int sample = -1;
+    tuning::TuneKey key;
+  };
+  Choice choose(const algo::CollArgs& args, const std::string& spec);
+  // The model's choice (cached per call shape).
+  const algo::AlgorithmInfo& chooseByModel(const algo::CollArgs& args, const std::string& spec);
+  // Online refinement's choice for args, or info null where it has none (the model's then).
+  Choice chooseByRefinement(const algo::CollArgs& args);
   // A V-collective with its own blocks: built for the call (its blocks differ from call to
   // call), kept until the next plan.
   const CallPlan& planUneven(const algo::CollArgs& args, std::string_view spec);
   const Planned& build(const algo::AlgorithmInfo& info, const algo::CollArgs& args);
 
   std::unique_ptr<tuning::CostModel> topologyModel_;
+  std::unique_ptr<tuning::SelfTuning> selfTuning_;
   // The last V-collective's plan and what it was made for (a loop that repeats one call with
   // the same counts reuses it).
   Planned uneven_;

@@ -1,5 +1,7 @@
 #include "comm/rank_place.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -334,6 +336,13 @@ std::string localHopClass(const std::string& deviceA, const std::string& deviceB
   };
   if (!valid(a) || !valid(b)) return "?";
   return topo::pathBetween(h->t, {0, a.kind, a.index}, {0, b.kind, b.index}).label();
+}
+
+std::string hardwareIdentity(const RankPlace& p) {
+  if (!p.origin.empty()) return p.origin;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return std::string("host:") + host;
 }
 
 }  // namespace tutti

@@ -28,6 +28,10 @@ struct RankPlace {
 // tuttiInvalidArgument; a topology that cannot be probed gives an unknown place (and a WARN).
 RankPlace describeLocalPlace();
 
+// What the host's tuning cache is keyed by (tuning/tuning_cache.h): the topology's origin
+// (a file name, or "hwloc#<hardware digest>"), else "host:<host name>".
+std::string hardwareIdentity(const RankPlace& p);
+
 // Text form for the peer record (one line, no '\n') and back; a malformed text throws.
 std::string encodePlace(const RankPlace& p);
 RankPlace decodePlace(const std::string& text, int rank);

@@ -126,6 +126,21 @@ constexpr Var kVars[] = {
     {"TUTTI_TUNING_FILE", Type::kString, "", "TUNING",
      "Cost model file written by tutti-tune (alpha/beta of shm and tcp, gamma); the tuner "
      "uses its values instead of the built-in ones."},
+    {"TUTTI_TUNE", Type::kBool, "1", "TUNING",
+     "Self-tuning of the automatic choice: a host's first communicator calibrates the cost "
+     "model (kept in the tuning cache), and call shapes seen often try the model's best "
+     "candidates over early calls and keep the fastest. 0: the cost model alone. Off where "
+     "algorithms are forced and under TUTTI_DETERMINISTIC."},
+    {"TUTTI_TUNING_CACHE", Type::kString, "", "TUNING",
+     "Directory of the tuning cache (one file per host hardware digest: calibration and "
+     "learned choices); empty: $XDG_CACHE_HOME/tutti, else ~/.cache/tutti; off, 0 or none: "
+     "no cache (no calibration, choices learned only for the job)."},
+    {"TUTTI_TUNE_CANDIDATES", Type::kInt, "6", "TUNING",
+     "Online refinement: the most candidates tried per call shape (the model's best, within "
+     "3x of its best prediction)."},
+    {"TUTTI_TUNE_EXPLORE_AFTER", Type::kInt, "2", "TUNING",
+     "Online refinement: calls of a shape that use the model's choice before its candidates "
+     "are tried."},
     {"TUTTI_CHUNK_BYTES", Type::kInt, "262144", "EXEC",
      "Chunk of the direct (shared-window) algorithms when every rank of the host has a core: "
      "small chunks keep the windows in cache; with more ranks than cores the whole window is "

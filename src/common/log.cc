@@ -26,7 +26,7 @@ constexpr SubsysName kSubsysNames[] = {
     {"ALGO", Subsys::kAlgo},         {"TUNING", Subsys::kTuning},
     {"COLL", Subsys::kColl},         {"P2P", Subsys::kP2p},
     {"COMPRESS", Subsys::kCompress}, {"EXEC", Subsys::kExec},
-    {"PERF", Subsys::kPerf},
+    {"PERF", Subsys::kPerf},         {"TUNE", Subsys::kTuning},  // TUNE: TUNING's short name
 };
 
 const char* subsysName(Subsys s) {

@@ -9,6 +9,7 @@
 
 #include "common/env.h"
 #include "common/error.h"
+#include "tuning/tuning_cache.h"
 
 namespace tutti::tuning {
 
@@ -30,16 +31,6 @@ CostModel fromEnvironment() {
   return cached;
 }
 
-double positive(const std::string& file, int line, const std::string& key,
-                const std::string& value) {
-  char* end = nullptr;
-  double v = std::strtod(value.c_str(), &end);
-  if (value.empty() || end == nullptr || *end != '\0' || !(v >= 0) || v > 1e15)
-    fail(tuttiInvalidArgument, "tuning file ", file, " line ", line, ": ", key,
-         " needs a non-negative number, got '", value, "'");
-  return v;
-}
-
 }  // namespace
 
 CostModel::CostModel() : CostModel(fromEnvironment()) {}
@@ -49,48 +40,13 @@ CostModel loadTuningFile(const std::string& path) {
   if (!in)
     fail(tuttiInvalidArgument, "tuning file ", path, ": cannot open (",
          std::string(std::strerror(errno)), ")");
-  CostModel m = CostModel::builtin();
-  m.origin = path;
-  std::string text;
-  int line = 0;
-  while (std::getline(in, text)) {
-    ++line;
-    if (size_t hash = text.find('#'); hash != std::string::npos) text.resize(hash);
-    std::istringstream f(text);
-    std::string key, value, extra;
-    if (!(f >> key)) continue;
-    if (!(f >> value) || (f >> extra))
-      fail(tuttiInvalidArgument, "tuning file ", path, " line ", line,
-           ": expected 'key value', got '", text, "'");
-    double v = positive(path, line, key, value);
-    auto bandwidth = [&] {
-      if (v <= 0)
-        fail(tuttiInvalidArgument, "tuning file ", path, " line ", line, ": ", key, " must be > 0");
-      return 1.0 / (v * 1e9);
-    };
-    if (key == "shm.alpha_us") {
-      m.intraHost.alpha = v * 1e-6;
-    } else if (key == "shm.gbps") {
-      m.intraHost.beta = bandwidth();
-    } else if (key == "tcp.alpha_us") {
-      m.interHost.alpha = v * 1e-6;
-    } else if (key == "tcp.gbps") {
-      m.interHost.beta = bandwidth();
-    } else if (key == "gamma.gbps") {
-      m.gammaPerByte = bandwidth();
-    } else if (key == "nics_per_host") {
-      m.nicsPerHost = std::max(1, static_cast<int>(v));
-    } else if (key == "cores_per_host") {
-      m.coresPerHost = static_cast<int>(v);
-    } else {
-      fail(tuttiInvalidArgument, "tuning file ", path, " line ", line, ": unknown key '", key,
-           "' (known: shm.alpha_us shm.gbps tcp.alpha_us tcp.gbps gamma.gbps nics_per_host "
-           "cores_per_host)");
-    }
-  }
+  std::stringstream text;
+  text << in.rdbuf();
   if (in.bad())
     fail(tuttiSystemError, "tuning file ", path, ": read error (",
          std::string(std::strerror(errno)), ")");
+  CostModel m = parseTuningRecord(text.str(), path).model;
+  m.origin = path;
   return m;
 }
 

@@ -1,13 +1,16 @@
 // tutti-info: the build configuration, the transports and algorithms compiled in, and every
-// environment variable with its default and meaning. `--env-markdown` prints docs/env.md.
+// environment variable with its default and meaning, and this host's tuning cache. `--env-markdown`
+// prints docs/env.md.
 #include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "comm/rank_place.h"
 #include "comm/transport_registry.h"
 #include "common/env.h"
 #include "interfaces/algorithm.h"
 #include "reduce/reduce.h"
+#include "tuning/tuning_cache.h"
 #include "tutti/config.h"
 
 namespace {
@@ -32,6 +35,27 @@ void printEnvMarkdown() {
     std::printf("| `%s` | %s | %s | %s |\n", v.name, tutti::env::typeName(v.type),
                 (v.defaultValue && *v.defaultValue) ? v.defaultValue : "(unset)", v.description);
   }
+}
+
+// This host's tuning cache (docs/tuning.md, "Self-tuning"): where it is and what it holds.
+void printTuningCache() {
+  std::string dir = tutti::tuning::tuningCacheDir();
+  if (dir.empty()) {
+    std::printf("\ntuning cache: off (TUTTI_TUNING_CACHE)\n");
+    return;
+  }
+  tutti::tuning::TuningCache cache(dir, tutti::hardwareIdentity(tutti::describeLocalPlace()));
+  std::string text = cache.read();
+  std::printf("\ntuning cache: %s\n", cache.path().c_str());
+  if (text.empty()) {
+    std::printf("  (nothing yet: the first communicator on this host calibrates)\n");
+    return;
+  }
+  tutti::tuning::TuningRecord r = tutti::tuning::parseTuningRecord(text, cache.path());
+  std::string calibrated;
+  for (const auto& c : r.calibrated) calibrated += " " + c;
+  std::printf("  calibrated:%s; %zu learned choice(s)\n",
+              calibrated.empty() ? " none" : calibrated.c_str(), r.choices.size());
 }
 
 }  // namespace
@@ -62,6 +86,7 @@ int main(int argc, char** argv) {
   // tuttiNeighborAllReduce's (chosen by the graph: flat or hierarchical).
   for (const auto& a : tutti::algo::neighborAlgorithms())
     std::printf("  %-14s %-13s %s\n", "neighbor", a.name, a.description);
+  printTuningCache();
   std::printf("\nenvironment variables:\n");
   for (const auto& v : tutti::env::all()) {
     auto value = tutti::env::raw(v.name);

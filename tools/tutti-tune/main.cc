@@ -16,11 +16,14 @@
 #include <string>
 #include <vector>
 
-#include "interfaces/algorithm.h"
+#include "comm/rank_place.h"
 #include "common/error.h"
+#include "interfaces/algorithm.h"
 #include "reduce/reduce.h"
+#include "tuning/calibration.h"
 #include "tuning/cost_model.h"
 #include "tuning/timed_sim.h"
+#include "tuning/tuning_cache.h"
 
 namespace algo = tutti::algo;
 namespace tuning = tutti::tuning;
@@ -38,7 +41,9 @@ void usage(std::ostream& os) {
         "  --cores C         cores shared by the ranks of a host (default: this machine's)\n"
         "  --gamma-gbps X    local reduction speed (default: measured here)\n"
         "  --min-bytes B     ignore smaller messages (default 0)\n"
-        "  -o FILE           tuning file to write (default: print only)\n";
+        "  -o FILE           tuning file to write (default: print only)\n"
+        "  --cache           also write the fitted links into this host's tuning cache\n"
+        "                    (docs/tuning.md, Self-tuning): later jobs plan with them\n";
 }
 
 // One CSV line; fields may be double-quoted ("shm,tcp").
@@ -107,9 +112,7 @@ std::vector<Point> readCsv(const std::string& path) {
 }
 
 // Seconds that one unit of a model parameter contributes to the point's predicted time.
-struct Features {
-  double alpha = 0, beta = 0, gamma = 0;
-};
+using Features = tuning::PointFeatures;
 
 Features featuresOf(const Point& p, bool tcp, int cores) {
   const algo::AlgorithmInfo* info = algo::find(algo::Coll::kAllReduce, p.algo);
@@ -122,50 +125,18 @@ Features featuresOf(const Point& p, bool tcp, int cores) {
       a.hostOf.push_back(r);
       a.ringOrder.push_back(r);
     }
-  auto unit = [&](double al, double be, double ga) {
-    tuning::CostModel m = tuning::CostModel::builtin();
-    m.intraHost = tcp ? tuning::LinkCost{0, 0} : tuning::LinkCost{al, be};
-    m.interHost = tcp ? tuning::LinkCost{al, be} : tuning::LinkCost{0, 0};
-    m.gammaPerByte = ga;
-    m.coresPerHost = cores;
-    return tuning::timeCollective(*info, a, m).seconds;
-  };
-  return {unit(1, 0, 0), unit(0, 1, 0), unit(0, 0, 1)};
+  return tuning::featuresOf(*info, a, tcp ? tuning::FitLink::kTcp : tuning::FitLink::kShm, cores);
 }
 
-// Weighted (relative error) least squares for T - gamma*G = alpha*A + beta*B, alpha, beta >= 0.
 std::pair<double, double> fit(const std::vector<Point>& pts, const std::vector<Features>& f,
                               double gamma) {
-  double saa = 0, sab = 0, sbb = 0, sat = 0, sbt = 0;
-  for (size_t i = 0; i < pts.size(); ++i) {
-    double w = 1.0 / (pts[i].seconds * pts[i].seconds);
-    double t = pts[i].seconds - gamma * f[i].gamma;
-    saa += w * f[i].alpha * f[i].alpha;
-    sab += w * f[i].alpha * f[i].beta;
-    sbb += w * f[i].beta * f[i].beta;
-    sat += w * f[i].alpha * t;
-    sbt += w * f[i].beta * t;
-  }
-  double det = saa * sbb - sab * sab;
-  double alpha = det != 0 ? (sat * sbb - sbt * sab) / det : 0;
-  double beta = det != 0 ? (saa * sbt - sab * sat) / det : 0;
-  if (alpha < 0 || det == 0) alpha = 0, beta = sbb > 0 ? sbt / sbb : 0;
-  if (beta <= 0) beta = 1e-12, alpha = saa > 0 ? std::max(0.0, sat / saa) : 0;
-  return {alpha, beta};
+  std::vector<double> seconds;
+  for (const Point& p : pts) seconds.push_back(p.seconds);
+  return tuning::fitAlphaBeta(seconds, f, gamma);
 }
 
-double measureGamma() {
-  size_t count = size_t{4} << 20;  // 16 MiB of floats, beyond the caches
-  std::vector<float> a(count, 1.0f), b(count, 2.0f);
-  double best = 1e9;
-  for (int i = 0; i < 7; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    tutti::reduce::reduce(a.data(), a.data(), b.data(), count, tuttiFloat32, tuttiSum);
-    best = std::min(best,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best / (count * sizeof(float));
-}
+// 16 MiB of floats, beyond the caches.
+double measureGamma() { return tuning::measureGammaPerByte(size_t{16} << 20, 7); }
 
 std::string selfDir() {
   char buf[4096];
@@ -179,6 +150,7 @@ std::string selfDir() {
 
 int main(int argc, char** argv) {
   std::vector<std::string> shm, tcp, runShm;
+  bool intoCache = false;
   std::string out, tuttirun = selfDir() + "/../tuttirun/tuttirun",
                    perf = selfDir() + "/../../perf_tests/all_reduce_perf";
   int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
@@ -212,6 +184,8 @@ int main(int argc, char** argv) {
         minBytes = std::stoul(need());
       } else if (f == "-o") {
         out = need();
+      } else if (f == "--cache") {
+        intoCache = true;
       } else {
         std::cerr << "tutti-tune: unknown option '" << f << "'\n";
         usage(std::cerr);
@@ -266,6 +240,24 @@ int main(int argc, char** argv) {
       }
     }
     std::cout << report.str();
+    if (intoCache) {
+      std::string dir = tuning::tuningCacheDir();
+      if (dir.empty())
+        tutti::fail(tuttiInvalidArgument, "tutti-tune --cache: the tuning cache is off");
+      tuning::TuningCache cache(dir, tutti::hardwareIdentity(tutti::describeLocalPlace()));
+      cache.update([&](tuning::TuningRecord& r) {
+        if (!shm.empty() || !runShm.empty()) {
+          r.model.intraHost = m.intraHost;
+          r.calibrated.insert("shm");
+        }
+        if (!tcp.empty()) {
+          r.model.interHost = m.interHost;
+          r.calibrated.insert("tcp");
+        }
+        r.model.gammaPerByte = m.gammaPerByte;
+      });
+      std::cout << "tutti-tune: wrote the fitted links into " << cache.path() << "\n";
+    }
     if (!out.empty()) {
       tuning::writeTuningFile(
           m, out, "written by tutti-tune (load with TUTTI_TUNING_FILE)\n" + report.str());

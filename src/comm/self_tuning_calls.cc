@@ -1,0 +1,146 @@
+// The Communicator's part in self-tuning (tuning/self_tuning.h, docs/tuning.md "Self-tuning"):
+// agreeing on the host cache at init, calibrating the cost model at the first collective call
+// of a host without a calibration, and concluding online refinement with the slowest rank's
+// times. The decisions themselves are tuning's; this file runs the calls they need.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "comm/communicator.h"
+#include "comm/planner.h"
+#include "common/log.h"
+#include "tuning/calibration.h"
+#include "tuning/self_tuning.h"
+
+namespace tutti {
+
+namespace {
+constexpr const char* kTuneKey = "tune";
+
+bool cacheAgreed(const CommOptions& o, int nranks) {
+  return o.selfTune && !o.tuningCacheDir.empty() && nranks > 1;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+void Communicator::publishTuningCache(const RankPlace& myPlace) {
+  if (!cacheAgreed(options_, nranks_) || rank_ != 0) return;
+  std::string text = tuning::TuningCache(options_.tuningCacheDir, hardwareIdentity(myPlace)).read();
+  stores_.own()->setString(kTuneKey, "tune\n" + text);  // never empty
+}
+
+void Communicator::startSelfTuning(const RankPlace& myPlace, const Deadline& deadline) {
+  if (!options_.selfTune || nranks_ < 2) return;
+  std::string text;
+  std::unique_ptr<tuning::TuningCache> writer;
+  const bool cache = cacheAgreed(options_, nranks_);
+  if (cache) {
+    text = stores_.own()->getString(kTuneKey, deadline).substr(5);
+    // The lowest rank of each host keeps what the communicator learns in its host's cache.
+    const auto& hostOf = membership_->hostOf;
+    if (std::find(hostOf.begin(), hostOf.end(), hostOf[rank_]) - hostOf.begin() == rank_)
+      writer =
+          std::make_unique<tuning::TuningCache>(options_.tuningCacheDir, hardwareIdentity(myPlace));
+  }
+  tuning::TuneSettings settings;
+  settings.maxCandidates = static_cast<int>(options_.tuneCandidates);
+  settings.exploreAfter = static_cast<int>(options_.tuneExploreAfter);
+  const bool useCacheModel = !options_.tuningFileSet && !planner_->usesTopologyModel();
+  planner_->setSelfTuning(std::make_unique<tuning::SelfTuning>(settings, text, useCacheModel,
+                                                               std::move(writer), cache));
+}
+
+std::vector<double> Communicator::maxOverRanks(const std::vector<double>& mine) {
+  const size_t n = mine.size();
+  std::vector<double> all(n * static_cast<size_t>(nranks_));
+  algo::CollArgs a = baseArgs(algo::Coll::kAllGather, n, tuttiFloat64);
+  exec::Schedule s = algo::find(algo::Coll::kAllGather, "bruck")->build(a);
+  std::vector<std::byte> tmp(s.scratchBytes);
+  std::vector<double> in = mine;
+  std::byte* buffers[3] = {reinterpret_cast<std::byte*>(in.data()),
+                           reinterpret_cast<std::byte*>(all.data()), tmp.data()};
+  execute(s, buffers);
+  std::vector<double> out = mine;
+  for (int r = 0; r < nranks_; ++r)
+    for (size_t i = 0; i < n; ++i) out[i] = std::max(out[i], all[static_cast<size_t>(r) * n + i]);
+  return out;
+}
+
+// A ring all-reduce of float32 at three sizes (8 B, 64 KiB, 1 MiB: latency to bandwidth) and
+// the local reduction kernel, timed on every rank; the slowest rank's times fit the link the
+// communicator's ring crosses (shm on one host, tcp across hosts), as tutti-tune does.
+void Communicator::calibrate() {
+  tuning::SelfTuning& st = *planner_->selfTuning();
+  const tuning::FitLink link =
+      membership_->multiHost() ? tuning::FitLink::kTcp : tuning::FitLink::kShm;
+  if (!st.needsCalibration(link)) return;
+  const auto start = std::chrono::steady_clock::now();
+  const algo::AlgorithmInfo& ring = *algo::find(algo::Coll::kAllReduce, "ring");
+  const size_t counts[] = {2, 16384, 262144};
+  const int reps[] = {7, 3, 3};
+  std::vector<double> times;
+  std::vector<algo::CollArgs> argsOf;
+  for (int i = 0; i < 3; ++i) {
+    algo::CollArgs a = baseArgs(algo::Coll::kAllReduce, counts[i], tuttiFloat32);
+    a.op = tuttiSum;
+    exec::Schedule s = ring.build(a);
+    std::vector<float> in(counts[i], 1.0f), out(counts[i]);
+    std::vector<std::byte> tmp(s.scratchBytes);
+    std::byte* buffers[3] = {reinterpret_cast<std::byte*>(in.data()),
+                             reinterpret_cast<std::byte*>(out.data()), tmp.data()};
+    for (int k = 0; k <= reps[i]; ++k) {  // the first call warms up (connections, pages)
+      auto t0 = std::chrono::steady_clock::now();
+      execute(s, buffers);
+      if (k > 0) times.push_back(secondsSince(t0));
+    }
+    argsOf.push_back(std::move(a));
+  }
+  times.push_back(tuning::measureGammaPerByte(size_t{4} << 20, 3));
+  std::vector<double> agreed = maxOverRanks(times);
+  std::vector<double> seconds;
+  std::vector<tuning::PointFeatures> features;
+  const int cores = link == tuning::FitLink::kShm
+                        ? static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)))
+                        : 0;
+  size_t at = 0;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<double> v(agreed.begin() + static_cast<long>(at),
+                          agreed.begin() + static_cast<long>(at) + reps[i]);
+    at += static_cast<size_t>(reps[i]);
+    std::sort(v.begin(), v.end());
+    seconds.push_back(v[v.size() / 2]);
+    features.push_back(tuning::featuresOf(ring, argsOf[static_cast<size_t>(i)], link, cores));
+  }
+  const double gamma = agreed.back();
+  auto [alpha, beta] = tuning::fitAlphaBeta(seconds, features, gamma);
+  tuning::CostModel m = st.baseModel();
+  const bool sane = alpha > 0 && alpha < 1e-2 && beta > 1e-12 && beta < 1e-7 && gamma > 1e-13;
+  if (sane) {
+    (link == tuning::FitLink::kShm ? m.intraHost : m.interHost) = {alpha, beta};
+    m.gammaPerByte = gamma;
+  }
+  st.calibrated(link, m);  // an insane fit keeps the base values (and is not tried again)
+  planner_->forgetChoices();
+  TUTTI_INFO(kTuning, "calibrated " << (link == tuning::FitLink::kShm ? "shm" : "tcp") << " in "
+                                    << secondsSince(start) * 1e3 << " ms: alpha " << alpha * 1e6
+                                    << " us, " << 1e-9 / beta << " GB/s, gamma " << 1e-9 / gamma
+                                    << " GB/s"
+                                    << (sane ? "" : " (out of range: kept the previous model)"));
+}
+
+void Communicator::refine(const tuning::TuneKey& key, int sample, double seconds) {
+  tuning::SelfTuning& st = *planner_->selfTuning();
+  tuning::OnlineTuner& tuner = st.tuner();
+  if (sample >= 0) tuner.record(key, sample, seconds);
+  if (!tuner.readyToConclude(key)) return;
+  std::vector<double> agreed = maxOverRanks(tuner.samples(key));
+  std::string why = tuner.conclude(key, agreed);
+  if (rank_ == 0) TUTTI_INFO(kTuning, "learned " << why);  // the same on every rank
+  st.learned(key, tuner.winner(key));
+}
+
+}  // namespace tutti

@@ -1,0 +1,36 @@
+// Fitting the cost model's link to measured calls: what tutti-tune does from perf-test CSVs
+// and what self-tuning does at a host's first communicator (docs/tuning.md, "Self-tuning").
+// A point is one algorithm at one size on one placement with its measured time; its features
+// are the seconds one unit of each parameter adds (the timing of timed_sim.h at unit values);
+// a weighted (relative error) least squares gives alpha and beta.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "interfaces/algorithm.h"
+#include "tuning/cost_model.h"
+
+namespace tutti::tuning {
+
+enum class FitLink { kShm, kTcp };
+
+struct PointFeatures {
+  double alpha = 0, beta = 0, gamma = 0;
+};
+
+// The features of `info` on `args` for `link`: the other link costs nothing, cores_per_host
+// is `cores` (0: unlimited).
+PointFeatures featuresOf(const algo::AlgorithmInfo& info, const algo::CollArgs& args, FitLink link,
+                         int cores);
+
+// min sum ((T - gamma G - alpha A - beta B) / T)^2 with alpha, beta >= 0; returns {alpha, beta}
+// (seconds per message, seconds per byte).
+std::pair<double, double> fitAlphaBeta(const std::vector<double>& seconds,
+                                       const std::vector<PointFeatures>& features,
+                                       double gammaPerByte);
+
+// Seconds per byte of the float32 sum kernel on `bytes` (the best of `reps`).
+double measureGammaPerByte(size_t bytes, int reps);
+
+}  // namespace tutti::tuning

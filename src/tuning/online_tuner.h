@@ -1,0 +1,104 @@
+// OnlineTuner: the automatic choice refined by measurement. For each call shape seen often
+// (collective, rank count, hosts, message-size bucket, shared window or not: a TuneKey) it
+// tries the cost model's few best candidates over early calls, one after another, and keeps
+// the fastest: each candidate runs `warmup` untimed calls, then `reps` timed ones. The caller
+// times the calls, agrees with the other ranks on the slowest rank's time of each (the same
+// numbers on every rank) and hands them to conclude(); from then on the key's winner is used.
+// Winners learned earlier (a cache) are adopted without exploring. It holds no clocks and no
+// communicator: every decision comes from the call sequence and the agreed times, so ranks
+// that make the same calls decide alike. docs/tuning.md, "Online refinement".
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "interfaces/algorithm.h"
+
+namespace tutti::tuning {
+
+struct TuneKey {
+  algo::Coll coll{};
+  int nranks = 0;
+  int hosts = 0;
+  int bucket = 0;  // floor(log2(bytes per rank)); 0 for 0 or 1 byte
+  bool window = false;
+  auto operator<=>(const TuneKey&) const = default;
+  // "allreduce n4 h1 b20 w1" (the cache's choice lines).
+  std::string text() const;
+  // Parses text(); false when the words are not a key.
+  static bool parse(const std::string& words, TuneKey* out);
+};
+
+// The key of a call: bytes is the per-rank message size the perf tests report.
+TuneKey tuneKeyOf(algo::Coll coll, int nranks, int hosts, size_t bytes, bool window);
+
+struct TuneSettings {
+  int exploreAfter = 2;           // calls of a key that use the model before exploring starts
+  int maxCandidates = 6;          // the model's best that are tried (at most)
+  double withinFactor = 3;        // ... and only those predicted within this factor of the best
+  int warmup = 1;                 // untimed calls per candidate (schedule built, caches warm)
+  int reps = 3;                   // timed calls per candidate (their median counts)
+  double keepModelMargin = 0.03;  // the model's choice stays unless beaten by more than this
+};
+
+struct TuneOption {
+  std::string name;
+  double predictedSec = 0;
+};
+
+class OnlineTuner {
+ public:
+  explicit OnlineTuner(TuneSettings settings);
+
+  struct Pick {
+    std::string algo;      // "" : use the model's choice (the caller's ranking)
+    int sample = -1;       // >= 0: time this call and record() it under this index
+    bool settled = false;  // the key's choice is final (the caller may cache it)
+  };
+  // The next call of `key`. ranked: the model's applicable candidates, cheapest first (called
+  // only when the key starts exploring).
+  template <typename Ranked>
+  Pick next(const TuneKey& key, Ranked&& ranked) {
+    State& s = states_[key];
+    if (s.phase == Phase::kCounting && s.calls + 1 > settings_.exploreAfter)
+      start(key, s, ranked());
+    return pickFor(s);
+  }
+  // The measured seconds of the call picked with `sample` (this rank's own time).
+  void record(const TuneKey& key, int sample, double seconds);
+  // True when key's exploration has all its samples: the caller agrees on samples(key) (the
+  // maximum over ranks of each) and calls conclude().
+  bool readyToConclude(const TuneKey& key) const;
+  const std::vector<double>& samples(const TuneKey& key) const;
+  // Chooses the winner from the agreed times (-1: a call that was not timed); returns a
+  // one-line explanation (candidates, their predicted and measured times, the winner).
+  std::string conclude(const TuneKey& key, const std::vector<double>& agreedSeconds);
+  // A winner learned earlier: used from the key's first call.
+  void adopt(const TuneKey& key, const std::string& algo);
+  // The key's winner, "" while it has none.
+  std::string winner(const TuneKey& key) const;
+  // Every key that has a winner (learned here or adopted).
+  std::map<TuneKey, std::string> winners() const;
+  // Calls spent exploring so far (all keys).
+  long exploredCalls() const { return explored_; }
+
+ private:
+  enum class Phase { kCounting, kExploring, kSettled };
+  struct State {
+    Phase phase = Phase::kCounting;
+    int calls = 0;     // calls seen while counting
+    int position = 0;  // the next exploring call's index
+    std::vector<TuneOption> options;
+    std::vector<double> samples;  // options x reps, -1 = not recorded
+    std::string winner;
+  };
+  void start(const TuneKey& key, State& s, const std::vector<TuneOption>& ranked);
+  Pick pickFor(State& s);
+
+  TuneSettings settings_;
+  std::map<TuneKey, State> states_;
+  long explored_ = 0;
+};
+
+}  // namespace tutti::tuning

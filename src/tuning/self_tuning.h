@@ -1,0 +1,51 @@
+// SelfTuning: one communicator's self-tuning state (docs/tuning.md, "Self-tuning"): the
+// online refinement of its automatic choices (OnlineTuner), the calibrated cost model it
+// plans with, and the host's tuning cache it keeps what it learns in. Every rank of a
+// communicator starts from the same cache text (rank 0's, passed through the store at init),
+// so all plan, calibrate and explore alike; one rank per host writes its host's cache.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "tuning/calibration.h"
+#include "tuning/cost_model.h"
+#include "tuning/online_tuner.h"
+#include "tuning/tuning_cache.h"
+
+namespace tutti::tuning {
+
+class SelfTuning {
+ public:
+  // agreedText: the cache text every rank uses ("" : none). useCacheModel: plan with the
+  // cache's calibrated model and calibrate what it lacks (false where the user gave a model:
+  // TUTTI_TUNING_FILE, or a topology's). writer: this rank's host cache when this rank keeps
+  // what is learned (one rank per host), else null. cacheEnabled: the job has a tuning cache
+  // (without one nothing is calibrated: there is nowhere to keep it).
+  SelfTuning(TuneSettings settings, const std::string& agreedText, bool useCacheModel,
+             std::unique_ptr<TuningCache> writer, bool cacheEnabled);
+
+  OnlineTuner& tuner() { return tuner_; }
+  // The model to plan with, when the cache calibrated one (else null: the planner's own).
+  const CostModel* model() const { return model_ ? &*model_ : nullptr; }
+  // Whether this communicator calibrates `link` at its first call (same answer on every rank).
+  bool needsCalibration(FitLink link) const;
+  // The model calibrated for `link` (the other link and keys kept): planned with from now on
+  // and kept in the cache.
+  void calibrated(FitLink link, const CostModel& m);
+  // A winner of online refinement, kept in the cache.
+  void learned(const TuneKey& key, const std::string& algo);
+  // The model calibration starts from (the cache's, else the built-in one).
+  CostModel baseModel() const { return model_ ? *model_ : CostModel::builtin(); }
+
+ private:
+  OnlineTuner tuner_;
+  TuningRecord agreed_;
+  std::optional<CostModel> model_;
+  bool useCacheModel_;
+  bool cacheEnabled_;
+  std::unique_ptr<TuningCache> writer_;
+};
+
+}  // namespace tutti::tuning

@@ -1,0 +1,203 @@
+#include "tuning/tuning_cache.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "common/env.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/unique_fd.h"
+
+namespace tutti::tuning {
+
+namespace {
+
+double nonNegative(const std::string& file, int line, const std::string& key,
+                   const std::string& value) {
+  char* end = nullptr;
+  double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || end == nullptr || *end != '\0' || !(v >= 0) || v > 1e15)
+    fail(tuttiInvalidArgument, "tuning file ", file, " line ", line, ": ", key,
+         " needs a non-negative number, got '", value, "'");
+  return v;
+}
+
+void applyModelKey(CostModel& m, const std::string& file, int line, const std::string& key,
+                   const std::string& value) {
+  double v = nonNegative(file, line, key, value);
+  auto bandwidth = [&] {
+    if (v <= 0)
+      fail(tuttiInvalidArgument, "tuning file ", file, " line ", line, ": ", key, " must be > 0");
+    return 1.0 / (v * 1e9);
+  };
+  if (key == "shm.alpha_us") {
+    m.intraHost.alpha = v * 1e-6;
+  } else if (key == "shm.gbps") {
+    m.intraHost.beta = bandwidth();
+  } else if (key == "tcp.alpha_us") {
+    m.interHost.alpha = v * 1e-6;
+  } else if (key == "tcp.gbps") {
+    m.interHost.beta = bandwidth();
+  } else if (key == "gamma.gbps") {
+    m.gammaPerByte = bandwidth();
+  } else if (key == "nics_per_host") {
+    m.nicsPerHost = std::max(1, static_cast<int>(v));
+  } else if (key == "cores_per_host") {
+    m.coresPerHost = static_cast<int>(v);
+  } else {
+    fail(tuttiInvalidArgument, "tuning file ", file, " line ", line, ": unknown key '", key,
+         "' (known: shm.alpha_us shm.gbps tcp.alpha_us tcp.gbps gamma.gbps nics_per_host "
+         "cores_per_host calibrated choice)");
+  }
+}
+
+// FNV-1a, as hex: the cache file's name for a hardware digest of any length.
+std::string hashText(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+bool makeDirs(const std::string& dir) {
+  for (size_t i = 1; i <= dir.size(); ++i)
+    if (i == dir.size() || dir[i] == '/') {
+      std::string part = dir.substr(0, i);
+      if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) return false;
+    }
+  return true;
+}
+
+std::string readWhole(const std::string& path, bool* exists) {
+  std::ifstream in(path);
+  *exists = static_cast<bool>(in);
+  if (!in) return "";
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TuningRecord parseTuningRecord(const std::string& text, const std::string& name) {
+  TuningRecord r;
+  std::istringstream in(text);
+  std::string lineText;
+  int line = 0;
+  while (std::getline(in, lineText)) {
+    ++line;
+    if (size_t hash = lineText.find('#'); hash != std::string::npos) lineText.resize(hash);
+    std::istringstream f(lineText);
+    std::string key, value, extra;
+    if (!(f >> key)) continue;
+    if (key == "choice") {
+      std::string rest;
+      std::getline(f, rest);
+      size_t last = rest.find_last_not_of(" \t");
+      size_t split = last == std::string::npos ? std::string::npos : rest.rfind(' ', last);
+      TuneKey k;
+      std::string algo = split == std::string::npos ? "" : rest.substr(split + 1, last - split);
+      if (algo.empty() || !TuneKey::parse(rest.substr(0, split), &k) ||
+          algo::find(k.coll, algo) == nullptr)
+        fail(tuttiInvalidArgument, "tuning file ", name, " line ", line,
+             ": expected 'choice <collective> n<ranks> h<hosts> b<log2 bytes> w<0|1> "
+             "<algorithm>', got '",
+             lineText, "'");
+      r.choices[k] = algo;
+      continue;
+    }
+    if (!(f >> value) || (f >> extra))
+      fail(tuttiInvalidArgument, "tuning file ", name, " line ", line,
+           ": expected 'key value', got '", lineText, "'");
+    if (key == "calibrated") {
+      if (value != "shm" && value != "tcp")
+        fail(tuttiInvalidArgument, "tuning file ", name, " line ", line,
+             ": calibrated needs shm or tcp, got '", value, "'");
+      r.calibrated.insert(value);
+      continue;
+    }
+    applyModelKey(r.model, name, line, key, value);
+  }
+  return r;
+}
+
+std::string tuningRecordText(const TuningRecord& r) {
+  std::string text = tuningFileText(r.model);
+  for (const std::string& c : r.calibrated) text += "calibrated " + c + "\n";
+  for (const auto& [k, a] : r.choices) text += "choice " + k.text() + " " + a + "\n";
+  return text;
+}
+
+std::string tuningCacheDir() {
+  std::string setting = env::getString("TUTTI_TUNING_CACHE");
+  if (setting == "off" || setting == "0" || setting == "none") return "";
+  if (!setting.empty()) return setting;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && xdg[0] == '/')
+    return std::string(xdg) + "/tutti";
+  if (const char* home = std::getenv("HOME"); home != nullptr && home[0] == '/')
+    return std::string(home) + "/.cache/tutti";
+  return "";
+}
+
+TuningCache::TuningCache(const std::string& dir, const std::string& hardware)
+    : dir_(dir), path_(dir + "/host-" + hashText(hardware) + ".tuning") {}
+
+std::string TuningCache::read() const {
+  bool exists = false;
+  std::string text = readWhole(path_, &exists);
+  if (!exists) return "";
+  try {
+    parseTuningRecord(text, path_);
+  } catch (const Error& e) {
+    TUTTI_WARN(kTuning, "tuning cache ignored: " << e.what());
+    return "";
+  }
+  return text;
+}
+
+void TuningCache::update(const std::function<void(TuningRecord&)>& change) const {
+  if (!makeDirs(dir_)) {
+    TUTTI_WARN(kTuning, "tuning cache " << dir_ << ": cannot create (" << std::strerror(errno)
+                                        << "); nothing kept");
+    return;
+  }
+  std::string lockPath = path_ + ".lock";
+  UniqueFd lock(::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!lock.valid() || ::flock(lock.get(), LOCK_EX) != 0) {
+    TUTTI_WARN(kTuning, "tuning cache " << lockPath << ": cannot lock (" << std::strerror(errno)
+                                        << "); nothing kept");
+    return;
+  }
+  TuningRecord r;
+  std::string current = read();  // "" when missing or corrupt (warned)
+  if (!current.empty()) r = parseTuningRecord(current, path_);
+  change(r);
+  std::string tmp = path_ + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    out << "# tutti tuning cache (docs/tuning.md): this host's calibration and learned choices\n"
+        << tuningRecordText(r);
+    if (!out.flush()) {
+      TUTTI_WARN(kTuning, "tuning cache " << tmp << ": write failed; nothing kept");
+      ::unlink(tmp.c_str());
+      return;
+    }
+  }
+  if (::rename(tmp.c_str(), path_.c_str()) != 0) {
+    TUTTI_WARN(kTuning, "tuning cache " << path_ << ": rename failed (" << std::strerror(errno)
+                                        << "); nothing kept");
+    ::unlink(tmp.c_str());
+  }
+}
+
+}  // namespace tutti::tuning

@@ -1,0 +1,239 @@
+// Self-tuning across real processes (docs/tuning.md, "Self-tuning"): the calls online
+// refinement explores return verified results (distinct data per rank, element and call,
+// guard bytes) while it tries several algorithms; every rank runs the same algorithm at every
+// call; the host's first communicator calibrates and the winners land in the cache; a later
+// job with that cache uses them from the first call without exploring; ranks that read
+// different caches still choose alike (the job uses rank 0's); forced algorithms and
+// deterministic mode switch refinement off.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "comm_test_util.h"
+#include "harness/fork_harness.h"
+#include "harness/temp_dir.h"
+#include "tutti/tutti.h"
+#include "verifiable.h"
+
+namespace tutti::test {
+namespace {
+
+namespace v = tutti::verifiable;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The cache file in dir ("" when none).
+std::string cacheFileIn(const std::string& dir) {
+  std::string found;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name.rfind("host-", 0) == 0 && name.size() > 7 &&
+          name.compare(name.size() - 7, 7, ".tuning") == 0)
+        found = dir + "/" + name;
+    }
+    closedir(d);
+  }
+  return found;
+}
+
+enum class Op { kAllReduce, kAllGather, kReduceScatter };
+
+// One verified call: per-rank count elements (all-gather / reduce-scatter: per block).
+void verifiedCall(tuttiComm_t comm, int n, int rank, Op op, size_t count, uint64_t seed) {
+  v::Spec s;
+  s.nranks = n;
+  s.seed = seed;
+  s.dtype = op == Op::kAllGather ? tuttiInt32 : tuttiFloat32;
+  s.kind = op == Op::kAllGather ? v::Kind::kCopy : v::Kind::kSum;
+  const size_t es = v::elementSize(s.dtype);
+  const size_t inCount = op == Op::kReduceScatter ? count * n : count;
+  const size_t outCount = op == Op::kAllReduce ? count : op == Op::kAllGather ? count * n : count;
+  v::GuardedBuffer in(inCount * es), out(outCount * es);
+  v::fill(s, rank, in.data(), inCount);
+  std::vector<std::byte> want(outCount * es);
+  tuttiResult_t r = tuttiSuccess;
+  switch (op) {
+    case Op::kAllReduce:
+      v::fillReduced(s, want.data(), count);
+      r = tuttiAllReduce(in.data(), out.data(), count, s.dtype, tuttiSum, comm, nullptr);
+      break;
+    case Op::kAllGather:
+      for (int p = 0; p < n; ++p) v::fill(s, p, want.data() + p * count * es, count);
+      r = tuttiAllGather(in.data(), out.data(), count, s.dtype, comm, nullptr);
+      break;
+    case Op::kReduceScatter:
+      v::fillReduced(s, want.data(), count, rank * count);
+      r = tuttiReduceScatter(in.data(), out.data(), count, s.dtype, tuttiSum, comm, nullptr);
+      break;
+  }
+  ASSERT_EQ(r, tuttiSuccess) << tuttiGetLastError(comm);
+  ASSERT_EQ(v::firstMismatch(s, out.data(), want.data(), outCount), "")
+      << "op " << static_cast<int>(op) << " count " << count << " call " << seed << " ("
+      << tuttiCommLastAlgorithm(comm) << ")";
+  ASSERT_EQ(out.checkGuards(), "");
+}
+
+// Runs `calls` calls of each (op, count) in turn (the shapes interleaved, as a training step
+// interleaves its buckets); writes the algorithm of every call, in order, to seqFile.
+void callStream(int n, int rank, const tuttiUniqueId& id, int calls, const std::string& seqFile) {
+  tuttiComm_t comm = nullptr;
+  TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+  const std::pair<Op, size_t> shapes[] = {{Op::kAllReduce, 3},
+                                          {Op::kAllReduce, 20000},
+                                          {Op::kAllGather, 700},
+                                          {Op::kReduceScatter, 9000}};
+  std::ofstream seq(seqFile);
+  for (int c = 0; c < calls; ++c)
+    for (size_t k = 0; k < std::size(shapes); ++k) {
+      verifiedCall(comm, n, rank, shapes[k].first, shapes[k].second,
+                   v::seedOf({7, k, uint64_t(c)}));
+      if (testing::Test::HasFatalFailure()) return;
+      seq << k << " " << tuttiCommLastAlgorithm(comm) << "\n";
+    }
+  TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+}
+
+// Every rank's sequence file; the test fails unless all are equal. Returns rank 0's.
+std::string sameOnEveryRank(const TempDir& dir, int n) {
+  std::string first = slurp(dir.file("seq.0"));
+  for (int r = 1; r < n; ++r)
+    EXPECT_EQ(slurp(dir.file("seq." + std::to_string(r))), first) << "rank " << r;
+  return first;
+}
+
+// shape -> the distinct algorithms it ran.
+std::map<int, std::set<std::string>> algorithmsPerShape(const std::string& seq) {
+  std::map<int, std::set<std::string>> out;
+  std::istringstream in(seq);
+  int k;
+  std::string algo;
+  while (in >> k >> algo) out[k].insert(algo);
+  return out;
+}
+
+TEST(SelfTuning, ExploredCallsAreCorrectEveryRankRunsTheSameAlgorithmAndTheCacheKeepsTheWinners) {
+  const int n = 3;
+  TempDir dir("tutti-selftune");
+  const std::string cache = dir.file("cache");
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        setenv("TUTTI_TUNING_CACHE", cache.c_str(), 1);
+        setenv("TUTTI_TUNE_EXPLORE_AFTER", "1", 1);
+        unsetenv("TUTTI_ALGO");
+        callStream(n, rank, id, 30, dir.file("seq." + std::to_string(rank)));
+      },
+      240);
+  ASSERT_TRUE(result.allOk()) << result.describe();
+  auto perShape = algorithmsPerShape(sameOnEveryRank(dir, n));
+  ASSERT_EQ(perShape.size(), 4u);
+  std::string file = cacheFileIn(cache);
+  ASSERT_NE(file, "") << "no cache file under " << cache;
+  std::string text = slurp(file);
+  EXPECT_NE(text.find("calibrated shm"), std::string::npos) << text;
+  // A shape whose model puts a single candidate within 3x of the best keeps the model's choice
+  // without exploring (and without a cache line); the calibration decides how many do, but
+  // most shapes here have several close candidates.
+  const char* keys[] = {"choice allreduce n3 h1 b3 w1 ", "choice allreduce n3 h1 b16 w1 ",
+                        "choice allgather n3 h1 b11 w1 ", "choice reducescatter n3 h1 b15 w1 "};
+  int explored = 0;
+  for (const auto& [k, algos] : perShape) {
+    if (algos.size() < 2) continue;
+    ++explored;
+    EXPECT_NE(text.find(keys[k]), std::string::npos) << keys[k] << " missing from\n" << text;
+  }
+  EXPECT_GE(explored, 3) << text;
+}
+
+// The cache text with a choice for `key` (a later line wins over an earlier one).
+std::string withChoice(const std::string& text, const std::string& key, const std::string& algo) {
+  return text + "choice " + key + " " + algo + "\n";
+}
+
+TEST(SelfTuning, AWarmCacheIsUsedFromTheFirstCallAndRanksAgreeOnRankZerosCache) {
+  const int n = 2;
+  TempDir dir("tutti-selftune");
+  const std::string cacheA = dir.file("a"), cacheB = dir.file("b");
+  {  // A first job fills cache A.
+    tuttiUniqueId id = makeId();
+    auto result = runRanks(
+        n,
+        [&](int rank) {
+          setenv("TUTTI_TUNING_CACHE", cacheA.c_str(), 1);
+          setenv("TUTTI_TUNE_EXPLORE_AFTER", "0", 1);
+          callStream(n, rank, id, 25, dir.file("seq." + std::to_string(rank)));
+        },
+        240);
+    ASSERT_TRUE(result.allOk()) << result.describe();
+  }
+  const std::string fileA = cacheFileIn(cacheA);
+  ASSERT_NE(fileA, "");
+  // Cache A learns naive for the 3-element all-reduce, cache B (another calibration, other
+  // choices) ring; rank 0 reads A, rank 1 reads B.
+  std::string textA = withChoice(slurp(fileA), "allreduce n2 h1 b3 w1", "naive");
+  { std::ofstream(fileA) << textA; }
+  std::string textB = textA;
+  size_t alpha = textB.find("shm.alpha_us ");
+  textB.replace(alpha, textB.find('\n', alpha) - alpha, "shm.alpha_us 400");
+  textB = withChoice(textB, "allreduce n2 h1 b3 w1", "ring");
+  ASSERT_EQ(system(("mkdir -p " + cacheB).c_str()), 0);
+  const std::string fileB = cacheB + fileA.substr(fileA.rfind('/'));
+  { std::ofstream(fileB) << textB; }
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        setenv("TUTTI_TUNING_CACHE", (rank == 0 ? cacheA : cacheB).c_str(), 1);
+        setenv("TUTTI_TUNE_EXPLORE_AFTER", "0", 1);
+        callStream(n, rank, id, 6, dir.file("seq." + std::to_string(rank)));
+      },
+      240);
+  ASSERT_TRUE(result.allOk()) << result.describe();
+  auto perShape = algorithmsPerShape(sameOnEveryRank(dir, n));
+  // Every shape is in the cache: one algorithm each from the first call, rank 0's choice.
+  for (const auto& [k, algos] : perShape) EXPECT_EQ(algos.size(), 1u) << "shape " << k;
+  EXPECT_EQ(*perShape[0].begin(), "naive");
+  EXPECT_EQ(slurp(fileB), textB) << "rank 1 is not its host's lowest rank: it writes nothing";
+}
+
+TEST(SelfTuning, ForcedAlgorithmsAndDeterministicModeDoNotExplore) {
+  const int n = 2;
+  for (const char* setting :
+       {"TUTTI_ALGO=allreduce:ring;allgather:ring;reducescatter:ring", "TUTTI_DETERMINISTIC=1"}) {
+    TempDir dir("tutti-selftune");
+    tuttiUniqueId id = makeId();
+    std::string name(setting, std::string(setting).find('=')),
+        value(std::string(setting).substr(name.size() + 1));
+    auto result = runRanks(
+        n,
+        [&](int rank) {
+          setenv("TUTTI_TUNING_CACHE", dir.file("cache").c_str(), 1);
+          setenv("TUTTI_TUNE_EXPLORE_AFTER", "0", 1);
+          setenv(name.c_str(), value.c_str(), 1);
+          callStream(n, rank, id, 12, dir.file("seq." + std::to_string(rank)));
+        },
+        240);
+    ASSERT_TRUE(result.allOk()) << setting << ": " << result.describe();
+    for (const auto& [k, algos] : algorithmsPerShape(sameOnEveryRank(dir, n)))
+      EXPECT_EQ(algos.size(), 1u) << setting << ", shape " << k;
+    std::string text = slurp(cacheFileIn(dir.file("cache")));
+    EXPECT_EQ(text.find("choice "), std::string::npos) << setting << "\n" << text;
+  }
+}
+
+}  // namespace
+}  // namespace tutti::test

@@ -1,0 +1,139 @@
+// The tuning cache file: its text (model keys, calibrated links, learned choices) round-trips;
+// a corrupt file is ignored with a warning naming it and replaced by the next write; writers
+// in several processes at once lose no line and never leave half a file; the directory
+// follows TUTTI_TUNING_CACHE, XDG_CACHE_HOME and HOME.
+#include "tuning/tuning_cache.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "common/error.h"
+#include "harness/temp_dir.h"
+
+namespace tutti::tuning {
+namespace {
+
+TEST(TuningCache, RecordTextRoundTrips) {
+  TuningRecord r;
+  r.model.intraHost = {2.5e-6, 1.0 / 9e9};
+  r.model.gammaPerByte = 1.0 / 15e9;
+  r.calibrated.insert("shm");
+  r.choices[tuneKeyOf(algo::Coll::kAllReduce, 4, 1, 1 << 20, true)] = "tree";
+  r.choices[tuneKeyOf(algo::Coll::kAllGather, 2, 2, 64, false)] = "ring";
+  std::string text = tuningRecordText(r);
+  TuningRecord back = parseTuningRecord(text, "t");
+  EXPECT_NEAR(back.model.intraHost.alpha, 2.5e-6, 1e-12);
+  EXPECT_NEAR(1e-9 / back.model.intraHost.beta, 9.0, 1e-4);
+  EXPECT_NEAR(1e-9 / back.model.gammaPerByte, 15.0, 1e-4);
+  EXPECT_EQ(back.calibrated, r.calibrated);
+  EXPECT_EQ(back.choices, r.choices);
+  EXPECT_EQ(tuningRecordText(back), text);
+  // The model keys alone are a tuning file: the same parser reads both.
+  EXPECT_NEAR(parseTuningRecord("shm.alpha_us 7\n", "t").model.intraHost.alpha, 7e-6, 1e-12);
+}
+
+TEST(TuningCache, BadLinesNameTheFileAndLine) {
+  for (const char* bad :
+       {"choice allreduce n4 h1 b3 w1 nosuchalgo\n", "choice allreduce n4 h1 w1 ring\n",
+        "calibrated gpu\n", "shm.gbps -1\n", "bogus 1\n", "choice\n"}) {
+    try {
+      parseTuningRecord(std::string("# ok\n") + bad, "cachefile");
+      ADD_FAILURE() << "accepted: " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("cachefile line 2"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(TuningCache, ACorruptFileIsIgnoredWithAWarningAndReplacedByTheNextWrite) {
+  test::TempDir dir;
+  TuningCache cache(dir.path() + "/sub/dir", "hwloc#abc");
+  EXPECT_EQ(cache.read(), "");  // none yet
+  cache.update([](TuningRecord& r) { r.calibrated.insert("shm"); });
+  ASSERT_NE(cache.read().find("calibrated shm"), std::string::npos);
+  { std::ofstream(cache.path()) << "shm.alpha_us 3\n\x01\x02 garbage here\n"; }
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(cache.read(), "");
+  std::string warned = testing::internal::GetCapturedStderr();
+  EXPECT_NE(warned.find("tuning cache ignored"), std::string::npos) << warned;
+  EXPECT_NE(warned.find(cache.path()), std::string::npos) << warned;
+  testing::internal::CaptureStderr();
+  cache.update([](TuningRecord& r) {
+    r.choices[tuneKeyOf(algo::Coll::kAllReduce, 2, 1, 8, true)] = "direct";
+  });
+  testing::internal::GetCapturedStderr();
+  std::string text = cache.read();
+  EXPECT_NE(text.find("choice allreduce n2 h1 b3 w1 direct"), std::string::npos) << text;
+  EXPECT_EQ(text.find("garbage"), std::string::npos) << text;
+  // Other hardware, other file.
+  EXPECT_NE(TuningCache(dir.path(), "hwloc#abd").path(),
+            TuningCache(dir.path(), "hwloc#abc").path());
+}
+
+TEST(TuningCache, ConcurrentWritersLoseNoLineAndLeaveAWholeFile) {
+  test::TempDir dir;
+  constexpr int kWriters = 4, kEach = 25;
+  std::vector<pid_t> pids;
+  for (int w = 0; w < kWriters; ++w) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      TuningCache cache(dir.path(), "hwloc#same");
+      for (int i = 0; i < kEach; ++i) {
+        cache.update([&](TuningRecord& r) {
+          r.choices[tuneKeyOf(algo::Coll::kAllReduce, 2 + w, 1, size_t{1} << i, true)] = "ring";
+        });
+        // A reader between the writes always sees a whole file.
+        if (TuningCache(dir.path(), "hwloc#same").read().empty()) _exit(3);
+      }
+      _exit(0);
+    }
+    pids.push_back(pid);
+  }
+  for (pid_t pid : pids) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "writer status " << status;
+  }
+  TuningCache cache(dir.path(), "hwloc#same");
+  TuningRecord r = parseTuningRecord(cache.read(), cache.path());
+  EXPECT_EQ(r.choices.size(), static_cast<size_t>(kWriters * kEach));
+  // No temporary file is left behind.
+  EXPECT_EQ(system(("test -z \"$(ls " + dir.path() + " | grep tmp)\"").c_str()), 0);
+}
+
+TEST(TuningCache, DirectoryFollowsTheSettingThenXdgThenHome) {
+  const char* keep[] = {"TUTTI_TUNING_CACHE", "XDG_CACHE_HOME", "HOME"};
+  std::string saved[3];
+  bool had[3];
+  for (int i = 0; i < 3; ++i) {
+    const char* v = getenv(keep[i]);
+    had[i] = v != nullptr;
+    if (v) saved[i] = v;
+  }
+  setenv("HOME", "/home/u", 1);
+  unsetenv("XDG_CACHE_HOME");
+  unsetenv("TUTTI_TUNING_CACHE");
+  EXPECT_EQ(tuningCacheDir(), "/home/u/.cache/tutti");
+  setenv("XDG_CACHE_HOME", "/xdg", 1);
+  EXPECT_EQ(tuningCacheDir(), "/xdg/tutti");
+  setenv("TUTTI_TUNING_CACHE", "/elsewhere", 1);
+  EXPECT_EQ(tuningCacheDir(), "/elsewhere");
+  for (const char* off : {"off", "0", "none"}) {
+    setenv("TUTTI_TUNING_CACHE", off, 1);
+    EXPECT_EQ(tuningCacheDir(), "") << off;
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (had[i])
+      setenv(keep[i], saved[i].c_str(), 1);
+    else
+      unsetenv(keep[i]);
+  }
+}
+
+}  // namespace
+}  // namespace tutti::tuning

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Self-tuning against the best forced algorithm (docs/tuning.md, "Self-tuning"; figures in
+docs/performance.md). For each rank count and collective, each repetition runs the perf test
+twice with `-A all` (every algorithm forced in turn, then the automatic choice, at every size,
+in the same run) on one fresh tuning cache: first cold (the job calibrates the host and
+explores the shapes it meets), then warm (the same cache: choices from the first call). Prints
+per size the median over repetitions of auto busbw / best forced busbw for cold and warm, the
+worst size, and what calibration and exploration cost (from the TUNE log).
+
+  tools/autotune-bench.py [--build build] [--np 2,4] [--colls all_reduce,all_gather,reduce_scatter]
+                          [--reps 3] [-b 8] [-e 64M] [-f 8] [-w 30] [-n 10]
+
+-w must cover the exploration (TUTTI_TUNE_EXPLORE_AFTER + candidates x 4 calls: 26 by
+default) for the cold column to show the choice after exploring; the explored calls are
+reported separately.
+"""
+import argparse
+import csv
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def run_perf(a, np, coll, cache, out_csv):
+    env = dict(os.environ, TUTTI_TUNING_CACHE=cache, TUTTI_DEBUG="INFO", TUTTI_DEBUG_SUBSYS="TUNE")
+    env.pop("TUTTI_ALGO", None)
+    cmd = [os.path.join(a.build, "tools", "tuttirun", "tuttirun"), "-np", str(np),
+           os.path.join(a.build, "perf_tests", f"{coll}_perf"), "-b", a.b, "-e", a.e, "-f", a.f,
+           "-A", "all", "-c", "1", "-w", str(a.w), "-n", str(a.n), "--csv", out_csv]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    if p.returncode != 0:
+        sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout[-3000:]}{p.stderr[-3000:]}")
+    log = p.stdout + p.stderr
+    calib = [float(x) for x in re.findall(r"calibrated \w+ in ([0-9.]+) ms", log)]
+    explored = [int(x) for x in re.findall(r"after (\d+) explored calls", log)]
+    rows = list(csv.DictReader(open(out_csv)))
+    best, auto = {}, {}
+    for r in rows:
+        if r["placement"] != "out-of-place" or not r["busbw_GBps"]:
+            continue
+        size, bw = int(r["size"]), float(r["busbw_GBps"])
+        if r["algo_requested"] == "auto":
+            auto[size] = (bw, r["algo_used"])
+        elif int(r["wrong"] or 0) == 0:
+            if bw > best.get(size, (0, ""))[0]:
+                best[size] = (bw, r["algo_requested"])
+    return best, auto, calib, explored
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--np", default="2,4")
+    ap.add_argument("--colls", default="all_reduce,all_gather,reduce_scatter")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("-b", default="8")
+    ap.add_argument("-e", default="64M")
+    ap.add_argument("-f", default="8")
+    ap.add_argument("-w", type=int, default=30)
+    ap.add_argument("-n", type=int, default=10)
+    a = ap.parse_args()
+    for np in [int(x) for x in a.np.split(",")]:
+        for coll in a.colls.split(","):
+            ratios = {"cold": {}, "warm": {}}
+            picks = {"cold": {}, "warm": {}}
+            bests = {}
+            calib, explored = [], []
+            for rep in range(a.reps):
+                with tempfile.TemporaryDirectory(prefix="tutti-autotune-") as d:
+                    cache = os.path.join(d, "cache")
+                    for phase in ("cold", "warm"):
+                        best, auto, c, e = run_perf(a, np, coll, cache, os.path.join(d, phase + ".csv"))
+                        if phase == "cold":
+                            calib += c
+                            explored.append(sum(e))
+                        for size, (bw, name) in best.items():
+                            if size in auto and bw > 0:
+                                ratios[phase].setdefault(size, []).append(auto[size][0] / bw)
+                                picks[phase].setdefault(size, []).append(auto[size][1])
+                                bests.setdefault(size, []).append(name)
+            print(f"\n## {coll}, {np} ranks ({a.reps} repetitions; auto busbw / best forced busbw, "
+                  "median; best forced per repetition; auto's algorithm per repetition)")
+            print("| size (B) | cold | warm | best forced | auto cold | auto warm |")
+            print("|---|---|---|---|---|---|")
+            for size in sorted(ratios["warm"]):
+                print(f"| {size} | {statistics.median(ratios['cold'].get(size, [0])):.2f} | "
+                      f"{statistics.median(ratios['warm'][size]):.2f} | {','.join(bests[size])} | "
+                      f"{','.join(picks['cold'].get(size, []))} | {','.join(picks['warm'][size])} |")
+            for phase in ("cold", "warm"):
+                meds = [statistics.median(v) for v in ratios[phase].values()]
+                if meds:
+                    print(f"{phase}: worst size {min(meds):.2f}, median {statistics.median(meds):.2f}")
+            if calib:
+                print(f"calibration at first init: {min(calib):.1f}-{max(calib):.1f} ms (ranks x runs)")
+            print(f"explored calls per cold run (all shapes): {','.join(str(x) for x in explored)}")
+
+
+if __name__ == "__main__":
+    main()
