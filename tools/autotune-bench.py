@@ -8,11 +8,13 @@ per size the median over repetitions of auto busbw / best forced busbw for cold 
 worst size, and what calibration and exploration cost (from the TUNE log).
 
   tools/autotune-bench.py [--build build] [--np 2,4] [--colls all_reduce,all_gather,reduce_scatter]
-                          [--reps 3] [-b 8] [-e 64M] [-f 8] [-w 30] [-n 10]
+                          [--reps 3] [--ranges 16:64K:150,256K:64M:30] [-f 4] [-w 5]
 
--w must cover the exploration (TUTTI_TUNE_EXPLORE_AFTER + candidates x 4 calls: 26 by
-default) for the cold column to show the choice after exploring; the explored calls are
-reported separately.
+Each range is MIN:MAX:ITERS, one perf-test invocation (the same cache). A shape's exploration
+takes TUTTI_TUNE_EXPLORE_AFTER (2) + up to 6 candidates x (1 + 3..15) calls (more timed calls
+for small sizes): ITERS must cover it for the cold run to finish exploring a size (and leave
+its winner for the warm run), so the cold column includes the exploration and the warm one is
+the choice after it. The calls spent exploring are reported separately.
 """
 import argparse
 import csv
@@ -27,16 +29,20 @@ import tempfile
 def run_perf(a, np, coll, cache, out_csv):
     env = dict(os.environ, TUTTI_TUNING_CACHE=cache, TUTTI_DEBUG="INFO", TUTTI_DEBUG_SUBSYS="TUNE")
     env.pop("TUTTI_ALGO", None)
-    cmd = [os.path.join(a.build, "tools", "tuttirun", "tuttirun"), "-np", str(np),
-           os.path.join(a.build, "perf_tests", f"{coll}_perf"), "-b", a.b, "-e", a.e, "-f", a.f,
-           "-A", "all", "-c", "1", "-w", str(a.w), "-n", str(a.n), "--csv", out_csv]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
-    if p.returncode != 0:
-        sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout[-3000:]}{p.stderr[-3000:]}")
-    log = p.stdout + p.stderr
+    log = ""
+    rows = []
+    for r in a.ranges.split(","):
+        lo, hi, iters = r.split(":")
+        cmd = [os.path.join(a.build, "tools", "tuttirun", "tuttirun"), "-np", str(np),
+               os.path.join(a.build, "perf_tests", f"{coll}_perf"), "-b", lo, "-e", hi, "-f", a.f,
+               "-A", "all", "-c", "1", "-w", str(a.w), "-n", iters, "--csv", out_csv]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+        if p.returncode != 0:
+            sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout[-3000:]}{p.stderr[-3000:]}")
+        log += p.stdout + p.stderr
+        rows += list(csv.DictReader(open(out_csv)))
     calib = [float(x) for x in re.findall(r"calibrated \w+ in ([0-9.]+) ms", log)]
     explored = [int(x) for x in re.findall(r"after (\d+) explored calls", log)]
-    rows = list(csv.DictReader(open(out_csv)))
     best, auto = {}, {}
     for r in rows:
         if r["placement"] != "out-of-place" or not r["busbw_GBps"]:
@@ -56,11 +62,9 @@ def main():
     ap.add_argument("--np", default="2,4")
     ap.add_argument("--colls", default="all_reduce,all_gather,reduce_scatter")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("-b", default="8")
-    ap.add_argument("-e", default="64M")
-    ap.add_argument("-f", default="8")
-    ap.add_argument("-w", type=int, default=30)
-    ap.add_argument("-n", type=int, default=10)
+    ap.add_argument("--ranges", default="16:64K:150,256K:64M:30")
+    ap.add_argument("-f", default="4")
+    ap.add_argument("-w", type=int, default=5)
     a = ap.parse_args()
     for np in [int(x) for x in a.np.split(",")]:
         for coll in a.colls.split(","):

@@ -76,7 +76,11 @@ void OnlineTuner::start(const TuneKey&, State& s, const std::vector<TuneOption>&
   }
   s.phase = Phase::kExploring;
   s.position = 0;
-  s.samples.assign(s.options.size() * static_cast<size_t>(settings_.reps), -1.0);
+  double all = 0;
+  for (const TuneOption& o : s.options) all += std::max(o.predictedSec, 1e-9);
+  s.reps = std::clamp(static_cast<int>(settings_.repBudgetSec / all), settings_.reps,
+                      std::max(settings_.reps, settings_.maxReps));
+  s.samples.assign(s.options.size() * static_cast<size_t>(s.reps), -1.0);
 }
 
 OnlineTuner::Pick OnlineTuner::pickFor(State& s) {
@@ -89,7 +93,7 @@ OnlineTuner::Pick OnlineTuner::pickFor(State& s) {
     case Phase::kExploring:
       break;
   }
-  const int perOption = settings_.warmup + settings_.reps;
+  const int perOption = settings_.warmup + s.reps;
   const int total = perOption * static_cast<int>(s.options.size());
   if (s.position >= total) return {s.options[0].name, -1, false};  // awaiting conclude()
   const int option = s.position / perOption, within = s.position % perOption;
@@ -97,28 +101,22 @@ OnlineTuner::Pick OnlineTuner::pickFor(State& s) {
   ++explored_;
   Pick p;
   p.algo = s.options[static_cast<size_t>(option)].name;
-  if (within >= settings_.warmup) p.sample = option * settings_.reps + (within - settings_.warmup);
+  if (within >= settings_.warmup) p.sample = option * s.reps + (within - settings_.warmup);
   return p;
 }
 
 void OnlineTuner::record(const TuneKey& key, int sample, double seconds) {
   auto it = states_.find(key);
-  TUTTI_ASSERT(it != states_.end() && it->second.phase == Phase::kExploring);
-  TUTTI_ASSERT(sample >= 0 && static_cast<size_t>(sample) < it->second.samples.size());
+  if (it == states_.end() || it->second.phase != Phase::kExploring || sample < 0) return;
+  TUTTI_ASSERT(static_cast<size_t>(sample) < it->second.samples.size());
   it->second.samples[static_cast<size_t>(sample)] = seconds;
 }
 
 bool OnlineTuner::readyToConclude(const TuneKey& key) const {
   auto it = states_.find(key);
   if (it == states_.end() || it->second.phase != Phase::kExploring) return false;
-  const int perOption = settings_.warmup + settings_.reps;
+  const int perOption = settings_.warmup + it->second.reps;
   return it->second.position >= perOption * static_cast<int>(it->second.options.size());
-}
-
-const std::vector<double>& OnlineTuner::samples(const TuneKey& key) const {
-  auto it = states_.find(key);
-  TUTTI_ASSERT(it != states_.end());
-  return it->second.samples;
 }
 
 namespace {
@@ -131,18 +129,25 @@ double medianOf(std::vector<double> v) {
 }
 }  // namespace
 
-std::string OnlineTuner::conclude(const TuneKey& key, const std::vector<double>& agreed) {
+std::vector<double> OnlineTuner::measured(const TuneKey& key) const {
+  auto it = states_.find(key);
+  TUTTI_ASSERT(it != states_.end());
+  const State& s = it->second;
+  const size_t reps = static_cast<size_t>(s.reps);
+  std::vector<double> out(s.options.size());
+  for (size_t i = 0; i < s.options.size(); ++i)
+    out[i] = medianOf({s.samples.begin() + static_cast<long>(i * reps),
+                       s.samples.begin() + static_cast<long>((i + 1) * reps)});
+  return out;
+}
+
+std::string OnlineTuner::conclude(const TuneKey& key, const std::vector<double>& measured) {
   State& s = states_.at(key);
-  TUTTI_ASSERT(agreed.size() == s.samples.size());
-  const size_t reps = static_cast<size_t>(settings_.reps);
-  std::vector<double> measured(s.options.size());
+  TUTTI_ASSERT(measured.size() == s.options.size());
   int best = -1;
-  for (size_t i = 0; i < s.options.size(); ++i) {
-    measured[i] = medianOf({agreed.begin() + static_cast<long>(i * reps),
-                            agreed.begin() + static_cast<long>((i + 1) * reps)});
+  for (size_t i = 0; i < s.options.size(); ++i)
     if (measured[i] >= 0 && (best < 0 || measured[i] < measured[static_cast<size_t>(best)]))
       best = static_cast<int>(i);
-  }
   // The model's choice stays unless another is faster by more than the margin (noise).
   if (best > 0 && measured[0] >= 0 &&
       measured[0] <= measured[static_cast<size_t>(best)] * (1 + settings_.keepModelMargin))
@@ -153,7 +158,7 @@ std::string OnlineTuner::conclude(const TuneKey& key, const std::vector<double>&
   std::ostringstream os;
   os.precision(4);
   os << key.text() << ": " << s.winner << " after "
-     << (settings_.warmup + settings_.reps) * static_cast<int>(s.options.size())
+     << (settings_.warmup + s.reps) * static_cast<int>(s.options.size())
      << " explored calls (model chose " << s.options[0].name << ";";
   for (size_t i = 0; i < s.options.size(); ++i) {
     os << " " << s.options[i].name << " predicted " << s.options[i].predictedSec * 1e6

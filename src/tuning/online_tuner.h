@@ -1,12 +1,13 @@
 // OnlineTuner: the automatic choice refined by measurement. For each call shape seen often
 // (collective, rank count, hosts, message-size bucket, shared window or not: a TuneKey) it
 // tries the cost model's few best candidates over early calls, one after another, and keeps
-// the fastest: each candidate runs `warmup` untimed calls, then `reps` timed ones. The caller
-// times the calls, agrees with the other ranks on the slowest rank's time of each (the same
-// numbers on every rank) and hands them to conclude(); from then on the key's winner is used.
-// Winners learned earlier (a cache) are adopted without exploring. It holds no clocks and no
-// communicator: every decision comes from the call sequence and the agreed times, so ranks
-// that make the same calls decide alike. docs/tuning.md, "Online refinement".
+// the fastest: each candidate runs `warmup` untimed calls, then `reps` timed ones (more for
+// small calls, TuneSettings). The caller
+// times the calls, agrees with the other ranks on the slowest rank's time of
+// each (the same numbers on every rank) and hands them to conclude(); from then on the key's winner
+// is used. Winners learned earlier (a cache) are adopted without exploring. It holds no clocks and
+// no communicator: every decision comes from the call sequence and the agreed times, so ranks that
+// make the same calls decide alike. docs/tuning.md, "Online refinement".
 #pragma once
 
 #include <map>
@@ -38,7 +39,10 @@ struct TuneSettings {
   int maxCandidates = 6;          // the model's best that are tried (at most)
   double withinFactor = 3;        // ... and only those predicted within this factor of the best
   int warmup = 1;                 // untimed calls per candidate (schedule built, caches warm)
-  int reps = 3;                   // timed calls per candidate (their median counts)
+  int reps = 3;                   // timed calls per candidate (their median counts), at least
+  int maxReps = 15;               // ... and up to this many while they fit in the budget below
+  double repBudgetSec = 2e-3;     // predicted time of all candidates' timed calls (small calls
+                                  // are cheap to repeat and noisier: more of them)
   double keepModelMargin = 0.03;  // the model's choice stays unless beaten by more than this
 };
 
@@ -65,14 +69,18 @@ class OnlineTuner {
       start(key, s, ranked());
     return pickFor(s);
   }
-  // The measured seconds of the call picked with `sample` (this rank's own time).
+  // This rank's time of the call picked with `sample`.
   void record(const TuneKey& key, int sample, double seconds);
-  // True when key's exploration has all its samples: the caller agrees on samples(key) (the
+  // True when key's exploration has all its samples: the caller agrees on measured(key) (the
   // maximum over ranks of each) and calls conclude().
   bool readyToConclude(const TuneKey& key) const;
-  const std::vector<double>& samples(const TuneKey& key) const;
-  // Chooses the winner from the agreed times (-1: a call that was not timed); returns a
-  // one-line explanation (candidates, their predicted and measured times, the winner).
+  // This rank's time per candidate: the median of its timed calls (-1: none was timed). The
+  // slowest rank's typical call, as a perf test's loop reports it (the maximum over ranks of
+  // their own times), rather than the slowest rank of each call (which, with more ranks than
+  // cores, is nearly always a rank that was descheduled).
+  std::vector<double> measured(const TuneKey& key) const;
+  // Chooses the winner from the agreed times per candidate; returns a one-line explanation
+  // (candidates, their predicted and measured times, the winner).
   std::string conclude(const TuneKey& key, const std::vector<double>& agreedSeconds);
   // A winner learned earlier: used from the key's first call.
   void adopt(const TuneKey& key, const std::string& algo);
@@ -90,6 +98,7 @@ class OnlineTuner {
     int calls = 0;     // calls seen while counting
     int position = 0;  // the next exploring call's index
     std::vector<TuneOption> options;
+    int reps = 0;                 // timed calls per option (settings, scaled by the budget)
     std::vector<double> samples;  // options x reps, -1 = not recorded
     std::string winner;
   };

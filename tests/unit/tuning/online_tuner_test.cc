@@ -1,6 +1,7 @@
 // OnlineTuner's decisions fed with synthetic timings: when exploring starts, which candidates
-// it tries and in what order, which calls it times, which winner it keeps (the fastest by
-// median, the model's own within the margin), adopted winners, and the keys' text form.
+// it tries and in what order, which calls it times, which winner it keeps (the fastest by the
+// median of its calls, the model's own within the margin), adopted winners, and the keys'
+// text form.
 #include "tuning/online_tuner.h"
 
 #include <gtest/gtest.h>
@@ -34,10 +35,8 @@ Exploration explore(OnlineTuner& t, const TuneKey& k,
     OnlineTuner::Pick p = t.next(k, ranked);
     run.algos.push_back(p.algo);
     run.samples.push_back(p.sample);
-    if (p.sample >= 0) {
-      const auto& v = seconds.at(p.algo);
-      t.record(k, p.sample, v[used[p.algo]++ % v.size()]);
-    }
+    if (p.sample >= 0)
+      t.record(k, p.sample, seconds.at(p.algo)[used[p.algo]++ % seconds.at(p.algo).size()]);
   }
   return run;
 }
@@ -69,7 +68,7 @@ TEST(OnlineTuner, UsesTheModelUntilAKeyIsSeenOftenThenTriesItsBestWithinTheFacto
                                                  "ring", "ring", "ring", "tree", "tree", "tree"}));
   EXPECT_EQ(run.samples, (std::vector<int>{-1, 0, 1, -1, 2, 3, -1, 4, 5}));
   EXPECT_EQ(t.exploredCalls(), 9);
-  std::string why = t.conclude(key(), t.samples(key()));
+  std::string why = t.conclude(key(), t.measured(key()));
   EXPECT_EQ(t.winner(key()), "ring") << why;
   EXPECT_NE(why.find("model chose rabenseifner"), std::string::npos) << why;
   EXPECT_NE(why.find("ring predicted 1100 us, measured 1000 us"), std::string::npos) << why;
@@ -93,20 +92,20 @@ TEST(OnlineTuner, TheMedianDecidesAndTheModelsChoiceStaysWithinTheMargin) {
     // ring has one lucky call (0.5 ms) but a median of 1.2 ms: rabenseifner (1.0 ms) wins.
     explore(t, key(),
             {{"rabenseifner", {1.0e-3, 1.0e-3, 5e-3}}, {"ring", {0.5e-3, 1.2e-3, 1.3e-3}}});
-    t.conclude(key(), t.samples(key()));
+    t.conclude(key(), t.measured(key()));
     EXPECT_EQ(t.winner(key()), "rabenseifner");
   }
   {
     OnlineTuner t(s);
     // ring 3% faster by median: within the 5% margin, the model's choice stays.
     explore(t, key(), {{"rabenseifner", {1.0e-3}}, {"ring", {0.97e-3}}});
-    t.conclude(key(), t.samples(key()));
+    t.conclude(key(), t.measured(key()));
     EXPECT_EQ(t.winner(key()), "rabenseifner");
   }
   {
     OnlineTuner t(s);
     explore(t, key(), {{"rabenseifner", {1.0e-3}}, {"ring", {0.90e-3}}});
-    t.conclude(key(), t.samples(key()));
+    t.conclude(key(), t.measured(key()));
     EXPECT_EQ(t.winner(key()), "ring");
   }
 }
@@ -119,7 +118,8 @@ TEST(OnlineTuner, ConcludesOnTheAgreedTimesNotItsOwn) {
   OnlineTuner t(s);
   // This rank saw ring faster; the slowest rank's times (agreed) say rabenseifner.
   explore(t, key(), {{"rabenseifner", {2e-3}}, {"ring", {1e-3}}});
-  t.conclude(key(), {1.5e-3, 4e-3});
+  EXPECT_EQ(t.measured(key()), (std::vector<double>{2e-3, 1e-3}));
+  t.conclude(key(), {2.5e-3, 4e-3});
   EXPECT_EQ(t.winner(key()), "rabenseifner");
 }
 
@@ -129,13 +129,14 @@ TEST(OnlineTuner, CandidatesWithoutTimesAreSkippedAndOneCandidateSettlesAtOnce) 
   s.maxCandidates = 2;
   s.reps = 2;
   OnlineTuner t(s);
-  // The caller could not run rabenseifner (not applicable to that count): no samples.
+  // The caller could not run rabenseifner (not applicable to that count) and ran the model's
+  // choice untimed instead: no samples for it.
   for (int i = 0; i < 6; ++i) {
     OnlineTuner::Pick p = t.next(key(), ranked);
-    if (p.sample >= 0 && p.algo == "ring") t.record(key(), p.sample, 1e-3);
+    if (p.algo == "ring") t.record(key(), p.sample, 1e-3);
   }
   ASSERT_TRUE(t.readyToConclude(key()));
-  std::vector<double> agreed = t.samples(key());
+  std::vector<double> agreed = t.measured(key());
   EXPECT_EQ(agreed[0], -1);
   t.conclude(key(), agreed);
   EXPECT_EQ(t.winner(key()), "ring");
@@ -146,6 +147,29 @@ TEST(OnlineTuner, CandidatesWithoutTimesAreSkippedAndOneCandidateSettlesAtOnce) 
   EXPECT_EQ(p.algo, "rabenseifner");
   EXPECT_TRUE(p.settled);
   EXPECT_EQ(one.exploredCalls(), 0);
+}
+
+TEST(OnlineTuner, SmallCallsAreTimedMoreOftenWithinTheBudget) {
+  TuneSettings s;
+  s.exploreAfter = 0;
+  s.maxCandidates = 2;
+  s.reps = 3;
+  s.maxReps = 15;
+  s.repBudgetSec = 2e-3;
+  auto timedCalls = [&](double predicted) {
+    OnlineTuner t(s);
+    int timed = 0;
+    for (int i = 0; i < 100 && !t.readyToConclude(key()); ++i) {
+      OnlineTuner::Pick p = t.next(key(), [&] {
+        return std::vector<TuneOption>{{"ring", predicted}, {"tree", predicted}};
+      });
+      if (p.sample >= 0) ++timed;
+    }
+    return timed;
+  };
+  EXPECT_EQ(timedCalls(1e-6), 2 * 15);  // capped
+  EXPECT_EQ(timedCalls(1e-4), 2 * 10);  // 2 ms / 0.2 ms of calls
+  EXPECT_EQ(timedCalls(1e-2), 2 * 3);   // at least reps
 }
 
 TEST(OnlineTuner, AdoptedWinnersAreUsedFromTheFirstCall) {
