@@ -8,10 +8,10 @@ per size the median over repetitions of auto busbw / best forced busbw for cold 
 worst size, and what calibration and exploration cost (from the TUNE log).
 
   tools/autotune-bench.py [--build build] [--np 2,4] [--colls all_reduce,all_gather,reduce_scatter]
-                          [--reps 3] [--ranges 16:64K:150,256K:64M:30] [-f 4] [-w 5]
+                          [--reps 3] [--ranges 16:64K:150,256K:64M:45] [-f 4] [-w 5] [-a 1|3]
 
 Each range is MIN:MAX:ITERS, one perf-test invocation (the same cache). A shape's exploration
-takes TUTTI_TUNE_EXPLORE_AFTER (2) + up to 6 candidates x (1 + 3..15) calls (more timed calls
+takes TUTTI_TUNE_EXPLORE_AFTER (2) + up to 6 candidates x (1 + 5..15) calls (more timed calls
 for small sizes): ITERS must cover it for the cold run to finish exploring a size (and leave
 its winner for the warm run), so the cold column includes the exploration and the warm one is
 the choice after it. The calls spent exploring are reported separately.
@@ -35,7 +35,8 @@ def run_perf(a, np, coll, cache, out_csv):
         lo, hi, iters = r.split(":")
         cmd = [os.path.join(a.build, "tools", "tuttirun", "tuttirun"), "-np", str(np),
                os.path.join(a.build, "perf_tests", f"{coll}_perf"), "-b", lo, "-e", hi, "-f", a.f,
-               "-A", "all", "-c", "1", "-w", str(a.w), "-n", iters, "--csv", out_csv]
+               "-A", "all", "-c", "1", "-w", str(a.w), "-n", iters, "-a", a.average,
+               "--csv", out_csv]
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
         if p.returncode != 0:
             sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout[-3000:]}{p.stderr[-3000:]}")
@@ -62,9 +63,11 @@ def main():
     ap.add_argument("--np", default="2,4")
     ap.add_argument("--colls", default="all_reduce,all_gather,reduce_scatter")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--ranges", default="16:64K:150,256K:64M:30")
+    ap.add_argument("--ranges", default="16:64K:150,256K:64M:45")
     ap.add_argument("-f", default="4")
     ap.add_argument("-w", type=int, default=5)
+    ap.add_argument("-a", dest="average", default="1",
+                    help="perf-test time over ranks: 1 mean (nccl-tests' default), 3 the slowest")
     a = ap.parse_args()
     for np in [int(x) for x in a.np.split(",")]:
         for coll in a.colls.split(","):

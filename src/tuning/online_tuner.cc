@@ -120,12 +120,13 @@ bool OnlineTuner::readyToConclude(const TuneKey& key) const {
 }
 
 namespace {
-// The median of the recorded (>= 0) values; -1 when none.
-double medianOf(std::vector<double> v) {
-  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return x < 0; }), v.end());
-  if (v.empty()) return -1;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+// The mean of the recorded (>= 0) values; -1 when none.
+double meanOf(const std::vector<double>& v) {
+  double sum = 0;
+  int n = 0;
+  for (double x : v)
+    if (x >= 0) sum += x, ++n;
+  return n == 0 ? -1 : sum / n;
 }
 }  // namespace
 
@@ -136,8 +137,8 @@ std::vector<double> OnlineTuner::measured(const TuneKey& key) const {
   const size_t reps = static_cast<size_t>(s.reps);
   std::vector<double> out(s.options.size());
   for (size_t i = 0; i < s.options.size(); ++i)
-    out[i] = medianOf({s.samples.begin() + static_cast<long>(i * reps),
-                       s.samples.begin() + static_cast<long>((i + 1) * reps)});
+    out[i] = meanOf({s.samples.begin() + static_cast<long>(i * reps),
+                     s.samples.begin() + static_cast<long>((i + 1) * reps)});
   return out;
 }
 

@@ -39,11 +39,11 @@ struct TuneSettings {
   int maxCandidates = 6;          // the model's best that are tried (at most)
   double withinFactor = 3;        // ... and only those predicted within this factor of the best
   int warmup = 1;                 // untimed calls per candidate (schedule built, caches warm)
-  int reps = 3;                   // timed calls per candidate (their median counts), at least
+  int reps = 5;                   // timed calls per candidate (their mean counts), at least
   int maxReps = 15;               // ... and up to this many while they fit in the budget below
   double repBudgetSec = 2e-3;     // predicted time of all candidates' timed calls (small calls
                                   // are cheap to repeat and noisier: more of them)
-  double keepModelMargin = 0.03;  // the model's choice stays unless beaten by more than this
+  double keepModelMargin = 0.10;  // the model's choice stays unless beaten by more than this
 };
 
 struct TuneOption {
@@ -74,10 +74,10 @@ class OnlineTuner {
   // True when key's exploration has all its samples: the caller agrees on measured(key) (the
   // maximum over ranks of each) and calls conclude().
   bool readyToConclude(const TuneKey& key) const;
-  // This rank's time per candidate: the median of its timed calls (-1: none was timed). The
-  // slowest rank's typical call, as a perf test's loop reports it (the maximum over ranks of
-  // their own times), rather than the slowest rank of each call (which, with more ranks than
-  // cores, is nearly always a rank that was descheduled).
+  // This rank's time per candidate: the mean of its timed calls (-1: none was timed), what a
+  // loop of them costs (a candidate with rare slow calls pays for them). Agreed as the slowest
+  // rank's mean, as a perf test's loop reports it, rather than the slowest rank of each call
+  // (which, with more ranks than cores, is nearly always a rank that was descheduled).
   std::vector<double> measured(const TuneKey& key) const;
   // Chooses the winner from the agreed times per candidate; returns a one-line explanation
   // (candidates, their predicted and measured times, the winner).
