@@ -21,6 +21,15 @@ std::vector<TuneOption> ranked() {
   return {{"rabenseifner", 1.0e-3}, {"ring", 1.1e-3}, {"tree", 2.5e-3}, {"naive", 9e-3}};
 }
 
+// Explores from a key's first call, two candidates, `reps` timed calls each.
+TuneSettings twoCandidates(int reps) {
+  TuneSettings s;
+  s.exploreAfter = 0;
+  s.maxCandidates = 2;
+  s.reps = reps;
+  return s;
+}
+
 // Runs key's calls until the tuner is ready to conclude: returns the algorithms of each call
 // and the samples they were timed under (-1: untimed); `seconds` gives each timed call's time.
 struct Exploration {
@@ -82,10 +91,7 @@ TEST(OnlineTuner, UsesTheModelUntilAKeyIsSeenOftenThenTriesItsBestWithinTheFacto
 }
 
 TEST(OnlineTuner, TheMeanDecidesAndTheModelsChoiceStaysWithinTheMargin) {
-  TuneSettings s;
-  s.exploreAfter = 0;
-  s.maxCandidates = 2;
-  s.reps = 3;
+  TuneSettings s = twoCandidates(3);
   s.keepModelMargin = 0.05;
   {
     OnlineTuner t(s);
@@ -111,10 +117,7 @@ TEST(OnlineTuner, TheMeanDecidesAndTheModelsChoiceStaysWithinTheMargin) {
 }
 
 TEST(OnlineTuner, ConcludesOnTheAgreedTimesNotItsOwn) {
-  TuneSettings s;
-  s.exploreAfter = 0;
-  s.maxCandidates = 2;
-  s.reps = 1;
+  TuneSettings s = twoCandidates(1);
   OnlineTuner t(s);
   // This rank saw ring faster; the slowest rank's times (agreed) say rabenseifner.
   explore(t, key(), {{"rabenseifner", {2e-3}}, {"ring", {1e-3}}});
@@ -124,10 +127,7 @@ TEST(OnlineTuner, ConcludesOnTheAgreedTimesNotItsOwn) {
 }
 
 TEST(OnlineTuner, CandidatesWithoutTimesAreSkippedAndOneCandidateSettlesAtOnce) {
-  TuneSettings s;
-  s.exploreAfter = 0;
-  s.maxCandidates = 2;
-  s.reps = 2;
+  TuneSettings s = twoCandidates(2);
   OnlineTuner t(s);
   // The caller could not run rabenseifner (not applicable to that count) and ran the model's
   // choice untimed instead: no samples for it.
@@ -150,10 +150,7 @@ TEST(OnlineTuner, CandidatesWithoutTimesAreSkippedAndOneCandidateSettlesAtOnce) 
 }
 
 TEST(OnlineTuner, SmallCallsAreTimedMoreOftenWithinTheBudget) {
-  TuneSettings s;
-  s.exploreAfter = 0;
-  s.maxCandidates = 2;
-  s.reps = 3;
+  TuneSettings s = twoCandidates(3);
   s.maxReps = 15;
   s.repBudgetSec = 2e-3;
   auto timedCalls = [&](double predicted) {
