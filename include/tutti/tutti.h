@@ -286,8 +286,8 @@ TUTTI_API tuttiResult_t tuttiAllToAllV(const void* sendbuff, const size_t* sendc
                                        tuttiDataType_t datatype, tuttiComm_t comm,
                                        tuttiStream_t stream);
 /* Rooted collectives (MPI-shaped; tutti additions), scheduled like the collectives above (an
- * algorithm of the registry: "linear" or "binomial", chosen by the cost model or forced with
- * TUTTI_ALGO=gather:NAME / scatter:NAME).
+ * algorithm of the registry: "linear" or "binomial", chosen automatically (the cost model,
+ * refined by measurement: docs/tuning.md) or forced with TUTTI_ALGO=gather:NAME / scatter:NAME).
  * Gather: root receives nranks*count elements in recvbuff, rank r's count at offset r*count;
  * recvbuff is ignored (may be NULL) on other ranks. In place on the root: sendbuff == recvbuff +
  * root*count*sizeof(datatype). count must be the same on every rank; 0 returns at once. */
