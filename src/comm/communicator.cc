@@ -327,15 +327,19 @@ void Communicator::setTimeout(double seconds) {
 }
 
 // TUTTI_CHECK_CALLS: an all-gather of every rank's call tag before the call itself.
-void Communicator::checkSameCall(const CallTag& mine) {
-  std::vector<uint64_t> all(2 * static_cast<size_t>(nranks_));
-  algo::CollArgs a = baseArgs(algo::Coll::kAllGather, 2, tuttiUint64);
+void Communicator::allGatherInCall(const void* mine, void* all, size_t count,
+                                   tuttiDataType_t dtype) {
+  algo::CollArgs a = baseArgs(algo::Coll::kAllGather, count, dtype);
   exec::Schedule s = algo::find(algo::Coll::kAllGather, "bruck")->build(a);
   std::vector<std::byte> tmp(s.scratchBytes);
-  CallTag mineCopy = mine;
-  std::byte* buffers[3] = {reinterpret_cast<std::byte*>(mineCopy.data()),
-                           reinterpret_cast<std::byte*>(all.data()), tmp.data()};
+  std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(mine)),
+                           static_cast<std::byte*>(all), tmp.data()};
   execute(s, buffers);
+}
+
+void Communicator::checkSameCall(const CallTag& mine) {
+  std::vector<uint64_t> all(2 * static_cast<size_t>(nranks_));
+  allGatherInCall(mine.data(), all.data(), 2, tuttiUint64);
   for (int r = 0; r < nranks_; ++r) {
     CallTag theirs{all[2 * r], all[2 * r + 1]};
     if (theirs != mine)

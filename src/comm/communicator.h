@@ -154,10 +154,13 @@ class Communicator {
                   size_t outputAvgOffsetElems, bool applyAvg);
   void ensureWindow();
   void checkSameCall(const CallTag& mine);
+  // Inside a running call (its tag): every rank's `count` elements of `mine`, in rank order,
+  // into `all` (a bruck all-gather built here, outside the planner: never refined or mutated).
+  void allGatherInCall(const void* mine, void* all, size_t count, tuttiDataType_t dtype);
   // Self-tuning (self_tuning_calls.cc): rank 0 publishes its host's tuning cache before the
   // setup barrier, every rank starts from that text after it; calibrate() at the first
   // collective call; refine() after each call online refinement has not settled;
-  // maxOverRanks: every rank's values, the maximum of each (a bruck all-gather in the call).
+  // maxOverRanks: every rank's values, the maximum of each (allGatherInCall).
   void publishTuningCache(const RankPlace& myPlace);
   void startSelfTuning(const RankPlace& myPlace, const Deadline& deadline);
   void calibrate();

@@ -57,13 +57,7 @@ void Communicator::startSelfTuning(const RankPlace& myPlace, const Deadline& dea
 std::vector<double> Communicator::maxOverRanks(const std::vector<double>& mine) {
   const size_t n = mine.size();
   std::vector<double> all(n * static_cast<size_t>(nranks_));
-  algo::CollArgs a = baseArgs(algo::Coll::kAllGather, n, tuttiFloat64);
-  exec::Schedule s = algo::find(algo::Coll::kAllGather, "bruck")->build(a);
-  std::vector<std::byte> tmp(s.scratchBytes);
-  std::vector<double> in = mine;
-  std::byte* buffers[3] = {reinterpret_cast<std::byte*>(in.data()),
-                           reinterpret_cast<std::byte*>(all.data()), tmp.data()};
-  execute(s, buffers);
+  allGatherInCall(mine.data(), all.data(), n, tuttiFloat64);
   std::vector<double> out = mine;
   for (int r = 0; r < nranks_; ++r)
     for (size_t i = 0; i < n; ++i) out[i] = std::max(out[i], all[static_cast<size_t>(r) * n + i]);

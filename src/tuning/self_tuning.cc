@@ -23,10 +23,7 @@ SelfTuning::SelfTuning(TuneSettings settings, const std::string& agreedText, boo
       agreed_ = TuningRecord{};
     }
   }
-  if (useCacheModel_ && !agreed_.calibrated.empty()) {
-    model_ = agreed_.model;
-    model_->origin = "tuning cache";
-  }
+  agreed_.model.origin = "tuning cache";
   for (const auto& [key, algo] : agreed_.choices) tuner_.adopt(key, algo);
 }
 
@@ -34,27 +31,14 @@ bool SelfTuning::needsCalibration(FitLink link) const {
   return useCacheModel_ && cacheEnabled_ && agreed_.calibrated.count(linkName(link)) == 0;
 }
 
+const CostModel* SelfTuning::model() const {
+  return useCacheModel_ && !agreed_.calibrated.empty() ? &agreed_.model : nullptr;
+}
+
 void SelfTuning::calibrated(FitLink link, const CostModel& m) {
-  const char* name = linkName(link);
-  agreed_.calibrated.insert(name);
-  CostModel next = baseModel();
-  if (link == FitLink::kShm)
-    next.intraHost = m.intraHost;
-  else
-    next.interHost = m.interHost;
-  next.gammaPerByte = m.gammaPerByte;
-  next.origin = "tuning cache";
-  agreed_.model = next;
-  model_ = next;
-  if (writer_)
-    writer_->update([&](TuningRecord& r) {
-      if (link == FitLink::kShm)
-        r.model.intraHost = m.intraHost;
-      else
-        r.model.interHost = m.interHost;
-      r.model.gammaPerByte = m.gammaPerByte;
-      r.calibrated.insert(name);
-    });
+  const std::string name = linkName(link);
+  setCalibrated(agreed_, name, m);
+  if (writer_) writer_->update([&](TuningRecord& r) { setCalibrated(r, name, m); });
 }
 
 void SelfTuning::learned(const TuneKey& key, const std::string& algo) {

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "tuning/calibration.h"
@@ -28,7 +27,7 @@ class SelfTuning {
 
   OnlineTuner& tuner() { return tuner_; }
   // The model to plan with, when the cache calibrated one (else null: the planner's own).
-  const CostModel* model() const { return model_ ? &*model_ : nullptr; }
+  const CostModel* model() const;
   // Whether this communicator calibrates `link` at its first call (same answer on every rank).
   bool needsCalibration(FitLink link) const;
   // The model calibrated for `link` (the other link and keys kept): planned with from now on
@@ -37,12 +36,11 @@ class SelfTuning {
   // A winner of online refinement, kept in the cache.
   void learned(const TuneKey& key, const std::string& algo);
   // The model calibration starts from (the cache's, else the built-in one).
-  CostModel baseModel() const { return model_ ? *model_ : CostModel::builtin(); }
+  CostModel baseModel() const { return model() ? *model() : CostModel::builtin(); }
 
  private:
   OnlineTuner tuner_;
-  TuningRecord agreed_;
-  std::optional<CostModel> model_;
+  TuningRecord agreed_;  // the agreed cache text, with what this communicator learned since
   bool useCacheModel_;
   bool cacheEnabled_;
   std::unique_ptr<TuningCache> writer_;

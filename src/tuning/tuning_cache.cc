@@ -131,6 +131,14 @@ TuningRecord parseTuningRecord(const std::string& text, const std::string& name)
   return r;
 }
 
+void setCalibrated(TuningRecord& r, const std::string& link, const CostModel& m) {
+  TUTTI_ASSERT(link == "shm" || link == "tcp");
+  (link == "shm" ? r.model.intraHost : r.model.interHost) =
+      link == "shm" ? m.intraHost : m.interHost;
+  r.model.gammaPerByte = m.gammaPerByte;
+  r.calibrated.insert(link);
+}
+
 std::string tuningRecordText(const TuningRecord& r) {
   std::string text = tuningFileText(r.model);
   for (const std::string& c : r.calibrated) text += "calibrated " + c + "\n";

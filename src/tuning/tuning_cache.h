@@ -25,6 +25,10 @@ struct TuningRecord {
   std::map<TuneKey, std::string> choices;
 };
 
+// Records link `shm` (m's intra-host link) or `tcp` (its inter-host link), and m's gamma, as
+// calibrated in r (the other link and the choices kept).
+void setCalibrated(TuningRecord& r, const std::string& link, const CostModel& m);
+
 // Parses a cache's (or tuning file's) text; throws tutti::Error naming `name`, the line and
 // the problem.
 TuningRecord parseTuningRecord(const std::string& text, const std::string& name);

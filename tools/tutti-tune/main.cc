@@ -246,15 +246,8 @@ int main(int argc, char** argv) {
         tutti::fail(tuttiInvalidArgument, "tutti-tune --cache: the tuning cache is off");
       tuning::TuningCache cache(dir, tutti::hardwareIdentity(tutti::describeLocalPlace()));
       cache.update([&](tuning::TuningRecord& r) {
-        if (!shm.empty() || !runShm.empty()) {
-          r.model.intraHost = m.intraHost;
-          r.calibrated.insert("shm");
-        }
-        if (!tcp.empty()) {
-          r.model.interHost = m.interHost;
-          r.calibrated.insert("tcp");
-        }
-        r.model.gammaPerByte = m.gammaPerByte;
+        if (!shm.empty() || !runShm.empty()) tuning::setCalibrated(r, "shm", m);
+        if (!tcp.empty()) tuning::setCalibrated(r, "tcp", m);
       });
       std::cout << "tutti-tune: wrote the fitted links into " << cache.path() << "\n";
     }
