@@ -47,6 +47,8 @@ exec::Schedule reduceScatterVLinear(const CollArgs& a);
 exec::Schedule gatherVLinear(const CollArgs& a);
 exec::Schedule scatterVLinear(const CollArgs& a);
 exec::Schedule allToAllVLinear(const CollArgs& a);
+exec::Schedule allToAllVHier(const CollArgs& a);
+exec::Schedule hostSendCountsExchange(const CollArgs& a);
 
 exec::Schedule neighborAllReduceFlat(const CollArgs& a);
 exec::Schedule neighborAllReduceHier(const CollArgs& a);

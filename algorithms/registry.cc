@@ -124,6 +124,11 @@ const std::array kRegistry = {
                   always, scatterVLinear},
     AlgorithmInfo{Coll::kAllToAllV, "linear", "every block straight to its rank in one round",
                   always, allToAllVLinear},
+    AlgorithmInfo{Coll::kAllToAllV, "hier",
+                  "hierarchical: one packed message to each member of the host, then one to "
+                  "each rail peer on the other hosts (needs > 1 host, equally many ranks on each; "
+                  "the host's members exchange their send counts first)",
+                  gridHosts, allToAllVHier, true},
 };
 
 const std::array kNeighbor = {
@@ -212,5 +217,9 @@ const AlgorithmInfo* find(Coll coll, std::string_view name) {
 }
 
 std::vector<std::vector<int>> hierHostGroups(const CollArgs& a) { return detail::hostGroups(a); }
+
+exec::Schedule hostSendCountsExchange(const CollArgs& a) {
+  return detail::hostSendCountsExchange(a);
+}
 
 }  // namespace tutti::algo

@@ -10,7 +10,7 @@ with `-A all` times every algorithm and the automatic choice at every size (size
 nccl-tests size column: each rank's whole buffer), checked (-c 1). Printed per size: the best
 flat algorithm, hier, hier / best flat, what auto chose and its time, the line-rate bound (the
 bytes that must cross each host's link: (n - L) / n x size for all-gather and reduce-scatter,
-L x (n - L) / n x size for all-to-all, divided by the rate) with hier's and the best
+L x (n - L) / n x size for all-to-all(-v), divided by the rate) with hier's and the best
 algorithm's share of it, and tutti-sim's prediction for hier and for the best flat algorithm
 (`tutti-sim --hosts H --ranks n --net-gbps rate`, its per-message latency fitted to the best
 flat algorithm's time at the smallest size: see fitted_sim) with its error. --reps > 1 runs everything
@@ -28,7 +28,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PERF = {"allgather": "all_gather_perf", "reducescatter": "reduce_scatter_perf",
-        "alltoall": "alltoall_perf"}
+        "alltoall": "alltoall_perf", "alltoallv": "alltoallv_perf"}
 
 
 def parse_size(s):
@@ -89,7 +89,7 @@ def fitted_sim(args, coll, hosts, n, times):
 
 
 def bound_us(coll, size, n, per_host, rate_gbit):
-    crossing = (n - per_host) / n * size * (per_host if coll == "alltoall" else 1)
+    crossing = (n - per_host) / n * size * (per_host if coll.startswith("alltoall") else 1)
     return crossing / (rate_gbit * 1e9 / 8) * 1e6
 
 

@@ -279,7 +279,9 @@ TUTTI_API tuttiResult_t tuttiScatterV(const void* sendbuff, const size_t* sendco
 /* All-to-all with per-peer counts: sendcounts[j] elements from sdispls[j] go to rank j;
  * recvcounts[j] elements from rank j land at rdispls[j]. sendcounts[j] on rank i must equal
  * recvcounts[i] on rank j. A send range overlapping the receive range (e.g. sendbuff ==
- * recvbuff) is allowed: the send data is copied to a temporary first. */
+ * recvbuff) is allowed: the send data is copied to a temporary first. Algorithms: "linear"
+ * (one round), and "hier" across hosts (the host's ranks exchange their sendcounts first; forced
+ * with TUTTI_ALGO=alltoallv:hier, docs/algorithms.md). */
 TUTTI_API tuttiResult_t tuttiAllToAllV(const void* sendbuff, const size_t* sendcounts,
                                        const size_t* sdispls, void* recvbuff,
                                        const size_t* recvcounts, const size_t* rdispls,

@@ -1,13 +1,85 @@
 // The Communicator's collective entry points: each call's arguments as the CollArgs every
-// schedule is built from (Communicator::collective plans and runs them). Average is a sum
+// schedule is built from, and Communicator::collective, which plans and runs them. Average is a sum
 // divided afterwards on the ranks that receive a reduced result.
+#include <algorithm>
+#include <chrono>
+
 #include "comm/communicator.h"
+#include "comm/planner.h"
+#include "common/dtype.h"
+#include "common/log.h"
+#include "exec/executor.h"
+#include "reduce/reduce.h"
 
 namespace tutti {
 
 namespace {
 tuttiRedOp_t baseOp(tuttiRedOp_t op) { return op == tuttiAvg ? tuttiSum : op; }
 }  // namespace
+
+void Communicator::collective(algo::CollArgs args, const void* send, void* recv, size_t avgElems,
+                              size_t avgOffsetElems, bool applyAvg) {
+  log::setThreadRank(rank_);
+  ensureWindow();
+  args.windowBytes = window_.chunkBytes();  // 0 without a window
+  // The forced algorithms are the communicator's (config, TUTTI_ALGO at init, or
+  // tuttiCommSetAlgorithm): no environment lookup per call (getenv scans the whole
+  // environment, ~500 instructions, a tenth of a small call). An all-to-all-v across hosts
+  // may first need its host's send counts: then it is planned inside the call.
+  const algo::AlgorithmInfo* exchanging = planner_->needsHostSendCounts(args, options_.algo);
+  const Planner::CallPlan* plan = exchanging ? nullptr : &planner_->plan(args, options_.algo);
+  const algo::AlgorithmInfo& info = exchanging ? *exchanging : *plan->info;
+  CallTag tag = calls_.next(args, applyAvg ? tuttiAvg : args.op);
+  const bool calibrating = collectiveCallNumber(tag) == 1 && planner_->selfTuning() != nullptr;
+  calls_.setLastAlgorithm(info.name);
+  runTaggedCall(tag, info.name, [&] {
+    if (calibrating) calibrate();
+    if (exchanging) {
+      args.hostSendCounts = hostSendCounts(args);
+      try {
+        plan = &planner_->plan(args, options_.algo);
+      } catch (const Error& e) {
+        // This rank's own arguments were checked before the call: what fails now are counts
+        // that disagree across the host's ranks, which leaves the ranks out of step.
+        throw exec::CallMismatch(
+            tuttiInvalidUsage,
+            std::string(e.what()) + " (ranks called tuttiAllToAllV with counts that disagree)");
+      }
+    }
+    const bool refining = plan->refining;
+    std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),
+                             static_cast<std::byte*>(recv),
+                             calls_.scratch(plan->planned->schedule.scratchBytes)};
+    const auto t0 =
+        refining ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (const exec::WindowProgram* program = plan->planned->program.get()) {
+      program->run(buffers, callOptions());
+    } else {
+      execute(plan->planned->schedule, plan->planned->peers, buffers);
+    }
+    if (refining)
+      refine(plan->key, plan->sample,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  });
+  if (applyAvg && avgElems > 0) {
+    size_t es = dtypeSize(args.dtype);
+    reduce::divide(static_cast<std::byte*>(recv) + avgOffsetElems * es, avgElems, args.dtype,
+                   nranks_);
+  }
+}
+
+std::vector<size_t> Communicator::hostSendCounts(const algo::CollArgs& args) {
+  static_assert(sizeof(size_t) == sizeof(uint64_t), "send counts travel as uint64");
+  const exec::Schedule s = algo::hostSendCountsExchange(args);
+  const size_t perHost = static_cast<size_t>(
+      std::count(args.hostOf.begin(), args.hostOf.end(), args.hostOf[static_cast<size_t>(rank_)]));
+  std::vector<size_t> all(perHost * static_cast<size_t>(nranks_));
+  std::byte* buffers[3] = {
+      const_cast<std::byte*>(reinterpret_cast<const std::byte*>(args.sendCounts.data())),
+      reinterpret_cast<std::byte*>(all.data()), nullptr};
+  execute(s, buffers);
+  return all;
+}
 
 void Communicator::allReduce(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
                              tuttiRedOp_t op) {

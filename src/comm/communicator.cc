@@ -368,43 +368,6 @@ void Communicator::ensureWindow() {
   }
 }
 
-void Communicator::collective(algo::CollArgs args, const void* send, void* recv, size_t avgElems,
-                              size_t avgOffsetElems, bool applyAvg) {
-  log::setThreadRank(rank_);
-  ensureWindow();
-  args.windowBytes = window_.chunkBytes();  // 0 without a window
-  // The forced algorithms are the communicator's (config, TUTTI_ALGO at init, or
-  // tuttiCommSetAlgorithm): no environment lookup per call (getenv scans the whole
-  // environment, ~500 instructions, a tenth of a small call).
-  const Planner::CallPlan& plan = planner_->plan(args, options_.algo);
-  const algo::AlgorithmInfo& info = *plan.info;
-  const bool refining = plan.refining;
-  const exec::Schedule& schedule = plan.planned->schedule;
-  CallTag tag = calls_.next(args, applyAvg ? tuttiAvg : args.op);
-  const bool calibrating = collectiveCallNumber(tag) == 1 && planner_->selfTuning() != nullptr;
-  calls_.setLastAlgorithm(info.name);
-  std::byte* buffers[3] = {const_cast<std::byte*>(static_cast<const std::byte*>(send)),
-                           static_cast<std::byte*>(recv), calls_.scratch(schedule.scratchBytes)};
-  runTaggedCall(tag, info.name, [&] {
-    if (calibrating) calibrate();
-    const auto t0 =
-        refining ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    if (const exec::WindowProgram* program = plan.planned->program.get()) {
-      program->run(buffers, callOptions());
-    } else {
-      execute(schedule, plan.planned->peers, buffers);
-    }
-    if (refining)
-      refine(plan.key, plan.sample,
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  });
-  if (applyAvg && avgElems > 0) {
-    size_t es = dtypeSize(args.dtype);
-    reduce::divide(static_cast<std::byte*>(recv) + avgOffsetElems * es, avgElems, args.dtype,
-                   nranks_);
-  }
-}
-
 void Communicator::runP2p(std::span<const P2pOp> ops) {
   log::setThreadRank(rank_);
   P2pBatch batch = makeP2pBatch(ops, rank_);

@@ -152,6 +152,9 @@ class Communicator {
   void setupLinks(const RankPlace& myPlace);
   void collective(algo::CollArgs args, const void* send, void* recv, size_t outputAvgElems,
                   size_t outputAvgOffsetElems, bool applyAvg);
+  // All-to-all-v across hosts (algo::hostSendCountsExchange): the send counts of every
+  // member of this rank's host, inside the running call.
+  std::vector<size_t> hostSendCounts(const algo::CollArgs& args);
   void ensureWindow();
   void checkSameCall(const CallTag& mine);
   // Inside a running call (its tag): every rank's `count` elements of `mine`, in rank order,

@@ -142,19 +142,24 @@ const algo::AlgorithmInfo& Planner::chooseByModel(const algo::CollArgs& args,
                     std::to_string(args.root) + "/" + spec;
   if (auto it = choices_.find(key); it != choices_.end()) return *it->second;
   const tuning::CostModel m = model(args);
-  // A V-collective's arrays are this rank's (all-to-all-v's differ between ranks): the model
-  // times the uniform call of the same total instead.
+  // A V-collective's arrays: the model times the uniform call of the same total instead. An
+  // all-to-all-v's differ between ranks (each rank knows only its own row and column), so no
+  // size is known alike on every rank: it is timed at kAllToAllVNominalBytes per rank.
   algo::CollArgs uniform;
   const bool uneven = algo::isUneven(args.coll);
   if (uneven) {
     uniform = args;
     size_t total = 0;
     for (size_t c : args.counts) total += c;
-    uniform.count = total / static_cast<size_t>(std::max(1, args.nranks));
+    const size_t n = static_cast<size_t>(std::max(1, args.nranks));
+    uniform.count = args.coll == algo::Coll::kAllToAllV
+                        ? std::max<size_t>(1, kAllToAllVNominalBytes / dtypeSize(args.dtype) / n)
+                        : total / n;
     uniform.counts.clear();
     uniform.displs.clear();
     uniform.sendCounts.clear();
     uniform.sendDispls.clear();
+    uniform.hostSendCounts.clear();
   }
   auto candidates = tuning::rankCandidates(uneven ? uniform : args, m);
   if (candidates.empty())
@@ -176,9 +181,17 @@ namespace {
 bool sameUnevenCall(const algo::CollArgs& a, const algo::CollArgs& b) {
   return a.coll == b.coll && a.dtype == b.dtype && a.op == b.op && a.root == b.root &&
          a.inPlace == b.inPlace && a.windowBytes == b.windowBytes && a.counts == b.counts &&
-         a.displs == b.displs && a.sendCounts == b.sendCounts && a.sendDispls == b.sendDispls;
+         a.displs == b.displs && a.sendCounts == b.sendCounts && a.sendDispls == b.sendDispls &&
+         a.hostSendCounts == b.hostSendCounts;
 }
 }  // namespace
+
+const algo::AlgorithmInfo* Planner::needsHostSendCounts(const algo::CollArgs& args,
+                                                        std::string_view spec) {
+  if (args.coll != algo::Coll::kAllToAllV || args.hostOf.empty()) return nullptr;
+  const algo::AlgorithmInfo* info = choose(args, std::string(spec)).info;
+  return info->needsHostSendCounts ? info : nullptr;
+}
 
 const Planner::CallPlan& Planner::planUneven(const algo::CollArgs& args, std::string_view spec) {
   if (unevenValid_ && unevenSpec_ == spec && sameUnevenCall(args, unevenArgs_)) return unevenPlan_;

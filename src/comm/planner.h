@@ -1,12 +1,11 @@
 // Planner: what a communicator's collective call runs. It chooses the algorithm (the one the
 // communicator's spec forces, else online refinement's winner where self-tuning has one, else
 // the cheapest applicable under the cost model: the topology's model when the communicator
-// made one, else the calibrated model of the tuning cache, else the fitted shm/tcp model), builds its
-// schedule and, for window-only schedules, compiles it into an exec::WindowProgram. Choices
-// and schedules are cached; a stream of identical calls reuses the last plan without building
-// any cache key. Every rank plans alike from the same arguments, so all choose the same
-// algorithm. It knows nothing of connections or transports beyond the shared window the
-// programs are compiled against.
+// made one, else the calibrated model of the tuning cache, else the fitted shm/tcp model), builds
+// its schedule and, for window-only schedules, compiles it into an exec::WindowProgram. Choices and
+// schedules are cached; a stream of identical calls reuses the last plan without building any cache
+// key. Every rank plans alike from the same arguments, so all choose the same algorithm. It knows
+// nothing of connections or transports beyond the shared window the programs are compiled against.
 #pragma once
 
 #include <cstdint>
@@ -73,6 +72,13 @@ class Planner {
   // tuttiInvalidArgument for a forced algorithm that does not exist or apply. The reference
   // stays valid until the next call.
   const CallPlan& plan(const algo::CollArgs& args, std::string_view spec);
+  // An all-to-all-v whose algorithm (the forced or automatic one) needs the send counts of
+  // its host's members (CollArgs::hostSendCounts): that algorithm, else null. The caller runs
+  // the exchange (algo::hostSendCountsExchange) inside the call, then plan().
+  const algo::AlgorithmInfo* needsHostSendCounts(const algo::CollArgs& args, std::string_view spec);
+  // The all-to-all-v's automatic choice is made for this many bytes per rank: its sizes differ
+  // between ranks, so this is the one size every rank knows alike (docs/algorithms.md).
+  static constexpr size_t kAllToAllVNominalBytes = size_t{64} << 10;
   // A neighbour all-reduce's plan (args.graph, args.graphStep set), cached per graph id,
   // step and size.
   const Planned& neighborPlan(const algo::AlgorithmInfo& info, const algo::CollArgs& args,

@@ -79,6 +79,11 @@ struct CollArgs {
   // own output of reduce-scatter-v / scatter-v (its input of gather-v) is counts[rank]
   // elements at offset 0.
   std::vector<size_t> counts, displs, sendCounts, sendDispls;
+  // All-to-all-v with an algorithm that needsHostSendCounts: the sendCounts of every member of
+  // this rank's host, member p's at [p * nranks, (p + 1) * nranks), members in the order of
+  // hierHostGroups (what hostSendCountsExchange gathers). Empty with no counts at all (the
+  // uniform case).
+  std::vector<size_t> hostSendCounts;
 };
 
 struct AlgorithmInfo {
@@ -87,6 +92,9 @@ struct AlgorithmInfo {
   const char* description;  // one line, printed by tutti-info
   bool (*applicable)(const CollArgs&);
   exec::Schedule (*build)(const CollArgs&);
+  // The builder needs CollArgs::hostSendCounts (all-to-all-v across hosts): the caller runs
+  // hostSendCountsExchange inside the call first.
+  bool needsHostSendCounts = false;
 };
 
 // Every builder compiled in, except the neighbour all-reduce's (they need a graph).
@@ -99,5 +107,9 @@ const AlgorithmInfo* find(Coll coll, std::string_view name);
 // The host groups the hierarchical algorithms (hier, neighbor_hier) build for a's hostOf and
 // ring order: each host's ranks in ring order, the host's leader first (for introspection).
 std::vector<std::vector<int>> hierHostGroups(const CollArgs& a);
+// The exchange that fills CollArgs::hostSendCounts: every rank sends its sendCounts (nranks
+// uint64 values, the input) to every other member of its host and receives theirs; member p's
+// land at [p * nranks, (p + 1) * nranks) of the output. Needs a's ranks on a grid of hosts.
+exec::Schedule hostSendCountsExchange(const CollArgs& a);
 
 }  // namespace tutti::algo
