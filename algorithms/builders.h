@@ -34,6 +34,7 @@ exec::Schedule reduceChain(const CollArgs& a);
 exec::Schedule reduceBinomial(const CollArgs& a);
 
 exec::Schedule allToAllPairwise(const CollArgs& a);
+exec::Schedule allToAllLinear(const CollArgs& a);
 exec::Schedule allToAllHier(const CollArgs& a);
 
 exec::Schedule gatherLinear(const CollArgs& a);

@@ -94,6 +94,10 @@ const std::array kRegistry = {
                   reduceChain},
     AlgorithmInfo{Coll::kReduce, "binomial", "binomial tree towards the root", always,
                   reduceBinomial},
+    AlgorithmInfo{Coll::kAllToAll, "linear",
+                  "every block straight to its rank in one round (every peer at once; listed "
+                  "first: it wins the cost model's ties with pairwise)",
+                  always, allToAllLinear},
     AlgorithmInfo{Coll::kAllToAll, "pairwise", "n-1 rounds of pairwise exchange", always,
                   allToAllPairwise},
     AlgorithmInfo{Coll::kAllToAll, "hier",
