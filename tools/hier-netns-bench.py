@@ -3,6 +3,7 @@
 
     tools/hier-netns-bench.py [--build build] [--layouts 4x2,2x4] [--colls allgather,...]
                               [--rate-gbit 1] [-b 4K] [-e 64M] [-n 5] [--reps 1] [--md FILE]
+                              [--tuning FILE] [--warm N]
 
 For each layout H x L (H hosts of tools/netns-cluster.sh, egress shaped to --rate-gbit with tbf,
 L ranks each, ranks interleaved: rank r on host r % H) and each collective, one perf-test run
@@ -12,11 +13,14 @@ flat algorithm, hier, hier / best flat, what auto chose and its time, the line-r
 bytes that must cross each host's link: (n - L) / n x size for all-gather and reduce-scatter,
 L x (n - L) / n x size for all-to-all(-v), divided by the rate) with hier's and the best
 algorithm's share of it, and tutti-sim's prediction for hier and for the best flat algorithm
-(`tutti-sim --hosts H --ranks n --net-gbps rate`, its per-message latency fitted to the best
+(`tutti-sim --hosts H --ranks n --interleave --net-gbps rate`, its per-message latency fitted to the best
 flat algorithm's time at the smallest size: see fitted_sim) with its error. --reps > 1 runs everything
 again and takes the median time per cell. --tuning FILE gives the ranks and tutti-sim a cost
 model (TUTTI_TUNING_FILE): the tbf shaping is invisible to the topology, so without one the
-automatic choice prices the veth at the built-in tcp speed. Needs root (network namespaces).
+automatic choice prices the veth at the built-in tcp speed. Online refinement (docs/tuning.md)
+explores inside the automatic column's own calls unless --warm N first settles it in an
+automatic-only run of N calls per size (a tuning cache kept for the layout and collective).
+Needs root (network namespaces).
 """
 import argparse
 import csv
@@ -36,16 +40,22 @@ def parse_size(s):
     return int(s[:-1]) * mult[s[-1].upper()] if s[-1].upper() in mult else int(s)
 
 
-def run_perf(args, coll, hosts, per_host):
+def run_perf(args, coll, hosts, per_host, warm_up=False):
+    """One -A all run (warm_up: an automatic-only run of --warm iterations per size first fills
+    the tuning cache, which the -A all run then reads)."""
     n = hosts * per_host
     host_list = ",".join(f"tutti-h{r % hosts}:1" for r in range(n))
     with tempfile.NamedTemporaryFile(suffix=".csv", delete=False) as f:
         path = f.name
+    env = [f"TUTTI_TUNING_CACHE={args.cache_dir}"]
+    if args.tuning:
+        env.append(f"TUTTI_TUNING_FILE={args.tuning}")
+    algos = ["-n", str(args.warm), "-w", "0"] if warm_up else [
+        "-n", str(args.n), "-w", "1", "-A", "all"]
     cmd = [os.path.join(args.build, "tools/tuttirun/tuttirun"), "-np", str(n), "--hosts",
-           host_list, "--timeout", "900"] + (["-x", f"TUTTI_TUNING_FILE={args.tuning}"]
-                                             if args.tuning else []) + [os.path.join(args.build, "perf_tests", PERF[coll]),
-           "-b", args.b, "-e", args.e, "-f", "4", "-n", str(args.n), "-w", "1", "-c", "1",
-           "-A", "all", "--csv", path]
+           host_list, "--timeout", "900"] + [x for e in env for x in ("-x", e)] + [
+           os.path.join(args.build, "perf_tests", PERF[coll]),
+           "-b", args.b, "-e", args.e, "-f", "4", "-c", "1", "--csv", path] + algos
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{out.stdout}\n{out.stderr}")
@@ -58,13 +68,15 @@ def run_perf(args, coll, hosts, per_host):
         if r["wrong"] not in ("", "0"):
             sys.exit(f"{coll} {r['algo_requested']} wrong at {r['size']} B: {r['wrong']}")
         times[(int(r["size"]), r["algo_requested"])] = (float(r["time_us"]), r["algo_used"])
+    if warm_up:
+        return run_perf(args, coll, hosts, per_host)
     return times
 
 
 def run_sim(args, coll, hosts, n, extra_latency_us=0.0):
     cmd = [os.path.join(args.build, "tools/tutti-sim/tutti-sim"), "--coll", coll, "--hosts",
            str(hosts), "--ranks", str(n), "--net-gbps", str(args.rate_gbit), "-b", args.b, "-e",
-           args.e, "-f", "4", "--csv", "--net-latency-us", str(extra_latency_us)]
+           args.e, "-f", "4", "--csv", "--interleave", "--net-latency-us", str(extra_latency_us)]
     if args.tuning:
         cmd += ["--tuning", args.tuning]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
@@ -99,7 +111,8 @@ def report(args, coll, hosts, per_host, reps, sim, md):
     algos = sorted({a for _, a in reps[0]} - {"auto"})
     flat = [a for a in algos if a != "hier"]
     title = (f"{coll}, {hosts} hosts x {per_host} ranks (interleaved), {args.rate_gbit} Gbit/s "
-             f"per host, time in us (median of {len(reps)} run(s), each the mean of -n {args.n})")
+             f"per host, time in us (median of {len(reps)} run(s), each the mean of -n {args.n}; "
+             + (f"auto warm after {args.warm} calls per size)" if args.warm else "auto cold)"))
     head = ("| size | best flat | flat us | hier us | hier/flat speed-up | auto (chose) | "
             "bound us | hier % of bound | best % of bound | sim flat us (err) | sim hier us (err) |")
     lines = [f"\n{title}\n", head, "|" + "---|" * (head.count("|") - 1)]
@@ -139,6 +152,11 @@ def main():
     p.add_argument("-n", type=int, default=5)
     p.add_argument("--reps", type=int, default=1)
     p.add_argument("--md", help="also append the tables (markdown) to this file")
+    p.add_argument("--warm", type=int, default=0,
+                   help="before each -A all run, an automatic-only run of this many iterations "
+                   "per size fills a tuning cache (online refinement settles its choices) that "
+                   "the -A all run then reads: auto is the warm choice. 0 (default): no cache, "
+                   "auto explores inside its own timed calls (cold)")
     p.add_argument("--tuning", help="cost model file for the ranks (TUTTI_TUNING_FILE) and "
                    "tutti-sim: the automatic choice then knows the shaped links' speed")
     args = p.parse_args()
@@ -152,13 +170,17 @@ def main():
         args.tuning = os.path.abspath(args.tuning)
     print(f"# tools/hier-netns-bench.py {' '.join(sys.argv[1:])} at {rev}, "
           f"{os.cpu_count()} cores", flush=True)
+    args.cache_dir = "off"
     try:
         for layout in args.layouts.split(","):
             hosts, per_host = (int(x) for x in layout.split("x"))
             subprocess.run([cluster, "up", str(hosts), "--rate", f"{args.rate_gbit:g}gbit"],
                            check=True, capture_output=True)
             for coll in args.colls.split(","):
-                reps = [run_perf(args, coll, hosts, per_host) for _ in range(args.reps)]
+                with tempfile.TemporaryDirectory(prefix="tutti-tune-") as cache:
+                    args.cache_dir = cache if args.warm > 0 else "off"
+                    reps = [run_perf(args, coll, hosts, per_host, args.warm > 0 and i == 0)
+                            for i in range(args.reps)]
                 sim = fitted_sim(args, coll, hosts, hosts * per_host, reps[0])
                 report(args, coll, hosts, per_host, reps, sim, md)
     finally:

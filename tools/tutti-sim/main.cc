@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -42,6 +43,8 @@ void usage(std::ostream& os) {
         "  --hosts K            hosts in the job (default: as many as the ranks need)\n"
         "  -n, --ranks N        ranks (default: hosts x ranks per host)\n"
         "  --ranks-per-host L   default: GPUs of --topo, else 1\n"
+        "  --interleave         rank r on host r % hosts (tuttirun --hosts h0:1,h1:1,...),\n"
+        "                       else ranks 0..L-1 on the first host and so on\n"
         "  --net-gbps X         network bandwidth per NIC in Gbit/s (default: the NIC speed of\n"
         "                       --topo, else the tuning file's tcp bandwidth); without --topo\n"
         "                       the slower of X and the tcp bandwidth counts\n"
@@ -129,7 +132,8 @@ struct Options {
   size_t minBytes = 1 << 20, maxBytes = size_t{1} << 30;
   double factor = 4;
   bool exact = false, csv = false;
-  bool cpuRanks = false;  // --devices cpu: ranks on the file's NUMA nodes, even with GPUs
+  bool cpuRanks = false;    // --devices cpu: ranks on the file's NUMA nodes, even with GPUs
+  bool interleave = false;  // rank r on host r % hosts (else r / ranks-per-host)
 };
 
 int run(const Options& o) {
@@ -157,8 +161,8 @@ int run(const Options& o) {
   int numa = std::max<int>(1, t.numaNodes.size());
   auto devOf = [&](int r) {
     topo::DeviceRef d;
-    d.host = r / perHost;
-    int local = r % perHost;
+    d.host = o.interleave ? r % hosts : r / perHost;
+    int local = o.interleave ? r / hosts : r % perHost;
     if (!t.gpus.empty() && !o.cpuRanks) {
       d.kind = topo::DevKind::kGpu;
       d.index = local % static_cast<int>(t.gpus.size());
@@ -214,12 +218,14 @@ int run(const Options& o) {
     if (!identity) base.ringOrder = order;
   }
   if (hosts > 1) {
+    // The communicator's order across hosts (comm/ring_order.h): hosts in the order of their
+    // first rank, each host's ranks in rank order.
     base.hostOf.resize(n);
+    for (int r = 0; r < n; ++r) base.hostOf[r] = devOf(r).host;
     base.ringOrder.resize(n);
-    for (int r = 0; r < n; ++r) {
-      base.hostOf[r] = r / perHost;
-      base.ringOrder[r] = r;  // the communicator's order: ranks sorted by host
-    }
+    std::iota(base.ringOrder.begin(), base.ringOrder.end(), 0);
+    std::stable_sort(base.ringOrder.begin(), base.ringOrder.end(),
+                     [&](int x, int y) { return base.hostOf[x] < base.hostOf[y]; });
   }
   std::vector<const algo::AlgorithmInfo*> algos;
   for (const algo::AlgorithmInfo& info : algo::registry()) {
@@ -356,6 +362,8 @@ int main(int argc, char** argv) {
         o.hosts = std::stoi(need(i));
       } else if (f == "-n" || f == "--ranks") {
         o.ranks = std::stoi(need(i));
+      } else if (f == "--interleave") {
+        o.interleave = true;
       } else if (f == "--ranks-per-host") {
         o.perHost = std::stoi(need(i));
       } else if (f == "--net-gbps") {

@@ -64,6 +64,26 @@ TEST(TuttiSimTool, CsvForEveryAlgorithmAndSize) {
   EXPECT_LT(res["ring"][64l << 20], 0.125 * 2) << out;
 }
 
+// Ranks interleaved across 2 hosts (rank r on host r % 2, as tuttirun --hosts h0:1,h1:1,...):
+// recursive doubling's exchanges at distance 2 and 4 stay inside a host, so only its first
+// step (one block per rank) crosses the link and it predicts about the hierarchy's time; in
+// blocks (ranks 0-3 on host 0) its last step (four blocks per rank) crosses: four times the
+// bytes. hier is the same either way.
+TEST(TuttiSimTool, InterleavedPlacement) {
+  int rc = 0;
+  const std::string base = "--coll allgather -n 8 --hosts 2 --net-gbps 1 -b 16M -e 16M --csv";
+  std::string out = runSim(base, &rc);
+  ASSERT_EQ(rc, 0) << out;
+  auto blocked = parseCsv(out);
+  out = runSim(base + " --interleave", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  auto inter = parseCsv(out);
+  const long s = 16l << 20;
+  EXPECT_GT(inter["rd"][s], 1.5 * blocked["rd"][s]) << out;
+  EXPECT_NEAR(inter["rd"][s], inter["hier"][s], 0.05 * inter["hier"][s]) << out;
+  EXPECT_NEAR(inter["hier"][s], blocked["hier"][s], 0.05 * blocked["hier"][s]) << out;
+}
+
 TEST(TuttiSimTool, DgxLike16384GpusInSeconds) {
   int rc = 0;
   auto start = std::chrono::steady_clock::now();
