@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A small "cluster" of network namespaces on one machine, for multi-host tcp tests.
 #
-#   netns-cluster.sh up N [--rate 1gbit] [--delay 1ms]   create tutti-h0..h{N-1}
+#   netns-cluster.sh up N [--rate 1gbit] [--burst 256kb] [--delay 1ms]   create tutti-h0..h{N-1}
 #   netns-cluster.sh down                                remove everything this script made
 #   netns-cluster.sh exec I cmd...                       run cmd inside tutti-hI
 #   netns-cluster.sh status                              list namespaces and addresses
@@ -39,8 +39,8 @@ down() {
   rm -rf "$STATE_DIR"
 }
 
-shape() {  # shape NS RATE DELAY
-  local ns=$1 rate=$2 delay=$3
+shape() {  # shape NS RATE DELAY [BURST]
+  local ns=$1 rate=$2 delay=$3 burst=${4:-256kb}
   [[ -z $rate && -z $delay ]] && return 0
   local parent="root"
   if [[ -n $delay ]]; then
@@ -49,10 +49,11 @@ shape() {  # shape NS RATE DELAY
     parent="parent 1:1"
   fi
   if [[ -n $rate ]]; then
-    # burst: at least 1 ms worth of bytes at the rate, so the token bucket does not starve
-    # the line rate; latency bounds the queue.
+    # burst (default 256kb): at least 1 ms worth of bytes at the rate, so the token bucket does
+    # not starve the line rate; a call of up to about that much per host runs faster than the
+    # rate. latency bounds the queue.
     ip netns exec "$ns" tc qdisc add dev eth0 $parent handle 10: tbf rate "$rate" \
-      burst 256kb latency 50ms ||
+      burst "$burst" latency 50ms ||
       die "cannot add tbf rate $rate on $ns (is the sch_tbf kernel module available?)"
   fi
 }
@@ -60,10 +61,11 @@ shape() {  # shape NS RATE DELAY
 up() {
   local n=${1:-}; shift || true
   [[ $n =~ ^[0-9]+$ ]] && ((n >= 1 && n <= 250)) || die "up: N must be 1..250 (got '${n}')"
-  local rate="" delay=""
+  local rate="" delay="" burst=256kb
   while (($#)); do
     case $1 in
       --rate) rate=${2:?--rate needs a value}; shift 2 ;;
+      --burst) burst=${2:?--burst needs a value}; shift 2 ;;
       --delay) delay=${2:?--delay needs a value}; shift 2 ;;
       *) die "up: unknown option '$1'" ;;
     esac
@@ -86,7 +88,7 @@ up() {
     ip -n "$ns" addr add "${SUBNET}.$((i + 1))/24" dev eth0
     ip -n "$ns" link set eth0 up
     ip -n "$ns" link set lo up
-    shape "$ns" "$rate" "$delay"
+    shape "$ns" "$rate" "$delay" "$burst"
   done
   UP_IN_PROGRESS=0
   mkdir -p "$STATE_DIR"
@@ -116,5 +118,5 @@ case $cmd in
     (($#)) || die "exec: no command given"
     exec ip netns exec "${PREFIX}${i}" "$@" ;;
   status) need_root status; status ;;
-  *) echo "usage: $0 up N [--rate 1gbit] [--delay 1ms] | down | exec I cmd... | status" >&2; exit 2 ;;
+  *) echo "usage: $0 up N [--rate 1gbit] [--burst 256kb] [--delay 1ms] | down | exec I cmd... | status" >&2; exit 2 ;;
 esac
