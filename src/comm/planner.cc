@@ -61,6 +61,9 @@ tuning::CostModel Planner::model(const algo::CollArgs& args) const {
   tuning::CostModel model = topologyModel_                                   ? *topologyModel_
                             : selfTuning_ && selfTuning_->model() != nullptr ? *selfTuning_->model()
                                                                              : tuning::CostModel();
+  // The topology knows the network by its NICs' speed; a calibration measured it.
+  if (topologyModel_ && selfTuning_)
+    if (const tuning::LinkCost* net = selfTuning_->calibratedNetwork()) model.interHost = *net;
   // Ranks on one host share its cores (same machine: every rank computes the same value, so
   // the choice stays rank-independent); across hosts core counts may differ: leave it out.
   if (!topologyModel_ && model.coresPerHost == 0 && args.hostOf.empty())

@@ -1,11 +1,13 @@
 // Planner: what a communicator's collective call runs. It chooses the algorithm (the one the
 // communicator's spec forces, else online refinement's winner where self-tuning has one, else
 // the cheapest applicable under the cost model: the topology's model when the communicator
-// made one, else the calibrated model of the tuning cache, else the fitted shm/tcp model), builds
-// its schedule and, for window-only schedules, compiles it into an exec::WindowProgram. Choices and
-// schedules are cached; a stream of identical calls reuses the last plan without building any cache
-// key. Every rank plans alike from the same arguments, so all choose the same algorithm. It knows
-// nothing of connections or transports beyond the shared window the programs are compiled against.
+// made one (with the calibrated network link in place of its inter-host one, once self-tuning
+// measured it), else the calibrated model of the tuning cache, else the fitted shm/tcp model),
+// builds its schedule and, for window-only schedules, compiles it into an exec::WindowProgram.
+// Choices and schedules are cached; a stream of identical calls reuses the last plan without
+// building any cache key. Every rank plans alike from the same arguments, so all choose the same
+// algorithm. It knows nothing of connections or transports beyond the shared window the programs
+// are compiled against.
 #pragma once
 
 #include <cstdint>

@@ -49,9 +49,12 @@ void Communicator::startSelfTuning(const RankPlace& myPlace, const Deadline& dea
   tuning::TuneSettings settings;
   settings.maxCandidates = static_cast<int>(options_.tuneCandidates);
   settings.exploreAfter = static_cast<int>(options_.tuneExploreAfter);
-  const bool useCacheModel = !options_.tuningFileSet && !planner_->usesTopologyModel();
-  planner_->setSelfTuning(std::make_unique<tuning::SelfTuning>(settings, text, useCacheModel,
-                                                               std::move(writer), cache));
+  const tuning::ModelSource source = options_.tuningFileSet ? tuning::ModelSource::kUser
+                                     : planner_->usesTopologyModel()
+                                         ? tuning::ModelSource::kTopology
+                                         : tuning::ModelSource::kCache;
+  planner_->setSelfTuning(
+      std::make_unique<tuning::SelfTuning>(settings, text, source, std::move(writer), cache));
 }
 
 std::vector<double> Communicator::maxOverRanks(const std::vector<double>& mine) {
@@ -64,8 +67,8 @@ std::vector<double> Communicator::maxOverRanks(const std::vector<double>& mine) 
   return out;
 }
 
-// A ring all-reduce of float32 at three sizes (8 B, 64 KiB, 1 MiB: latency to bandwidth) and
-// the local reduction kernel, timed on every rank; the slowest rank's times fit the link the
+// A ring all-reduce of float32 at three sizes (8 B, 64 KiB, 1 MiB or 4 MiB: latency to bandwidth)
+// and the local reduction kernel, timed on every rank; the slowest rank's times fit the link the
 // communicator's ring crosses (shm on one host, tcp across hosts), as tutti-tune does.
 void Communicator::calibrate() {
   tuning::SelfTuning& st = *planner_->selfTuning();
@@ -74,7 +77,9 @@ void Communicator::calibrate() {
   if (!st.needsCalibration(link)) return;
   const auto start = std::chrono::steady_clock::now();
   const algo::AlgorithmInfo& ring = *algo::find(algo::Coll::kAllReduce, "ring");
-  const size_t counts[] = {2, 16384, 262144};
+  // The bandwidth point: 1 MiB on shm; 4 MiB across hosts, where a shaper's or switch's burst
+  // (tbf's 256 KiB here) would pass a 1 MiB call's messages faster than the link's rate.
+  const size_t counts[] = {2, 16384, link == tuning::FitLink::kTcp ? size_t{1} << 20 : 262144};
   const int reps[] = {7, 3, 3};
   std::vector<double> times;
   std::vector<algo::CollArgs> argsOf;
@@ -114,7 +119,9 @@ void Communicator::calibrate() {
   }
   const double gamma = agreed.back();
   auto [alpha, beta] = tuning::fitAlphaBeta(seconds, features, gamma);
-  tuning::CostModel m = st.baseModel();
+  // On a topology's model an insane fit keeps the topology's link (its NICs' speed).
+  tuning::CostModel m =
+      planner_->usesTopologyModel() ? planner_->model(argsOf.front()) : st.baseModel();
   const bool sane = alpha > 0 && alpha < 1e-2 && beta > 1e-12 && beta < 1e-7 && gamma > 1e-13;
   if (sane) {
     (link == tuning::FitLink::kShm ? m.intraHost : m.interHost) = {alpha, beta};
@@ -122,6 +129,8 @@ void Communicator::calibrate() {
   }
   st.calibrated(link, m);  // an insane fit keeps the base values (and is not tried again)
   planner_->forgetChoices();
+  if (planner_->usesTopologyModel() && sane)
+    TUTTI_INFO(kTuning, "the topology's model takes the calibrated network link");
   TUTTI_INFO(kTuning, "calibrated " << (link == tuning::FitLink::kShm ? "shm" : "tcp") << " in "
                                     << secondsSince(start) * 1e3 << " ms: alpha " << alpha * 1e6
                                     << " us, " << 1e-9 / beta << " GB/s, gamma " << 1e-9 / gamma

@@ -9,12 +9,9 @@ namespace {
 const char* linkName(FitLink link) { return link == FitLink::kShm ? "shm" : "tcp"; }
 }  // namespace
 
-SelfTuning::SelfTuning(TuneSettings settings, const std::string& agreedText, bool useCacheModel,
+SelfTuning::SelfTuning(TuneSettings settings, const std::string& agreedText, ModelSource source,
                        std::unique_ptr<TuningCache> writer, bool cacheEnabled)
-    : tuner_(settings),
-      useCacheModel_(useCacheModel),
-      cacheEnabled_(cacheEnabled),
-      writer_(std::move(writer)) {
+    : tuner_(settings), source_(source), cacheEnabled_(cacheEnabled), writer_(std::move(writer)) {
   if (!agreedText.empty()) {
     try {
       agreed_ = parseTuningRecord(agreedText, "tuning cache");
@@ -28,11 +25,19 @@ SelfTuning::SelfTuning(TuneSettings settings, const std::string& agreedText, boo
 }
 
 bool SelfTuning::needsCalibration(FitLink link) const {
-  return useCacheModel_ && cacheEnabled_ && agreed_.calibrated.count(linkName(link)) == 0;
+  const bool calibrates = source_ == ModelSource::kCache ||
+                          (source_ == ModelSource::kTopology && link == FitLink::kTcp);
+  return calibrates && cacheEnabled_ && agreed_.calibrated.count(linkName(link)) == 0;
 }
 
 const CostModel* SelfTuning::model() const {
-  return useCacheModel_ && !agreed_.calibrated.empty() ? &agreed_.model : nullptr;
+  return source_ == ModelSource::kCache && !agreed_.calibrated.empty() ? &agreed_.model : nullptr;
+}
+
+const LinkCost* SelfTuning::calibratedNetwork() const {
+  return source_ == ModelSource::kTopology && agreed_.calibrated.count("tcp") != 0
+             ? &agreed_.model.interHost
+             : nullptr;
 }
 
 void SelfTuning::calibrated(FitLink link, const CostModel& m) {

@@ -15,19 +15,29 @@
 
 namespace tutti::tuning {
 
+// Where the model a communicator plans with comes from, and so what it calibrates.
+enum class ModelSource {
+  kCache,     // the cache's calibrated model: shm and tcp are calibrated where it lacks them
+  kTopology,  // the topology's links: only the network (tcp) is calibrated, which the topology
+              // knows only by its NICs' speed (not the stack, shaping or congestion); the
+              // planner puts the calibrated link in place of the topology's inter-host one
+  kUser,      // TUTTI_TUNING_FILE: nothing is calibrated
+};
+
 class SelfTuning {
  public:
-  // agreedText: the cache text every rank uses ("" : none). useCacheModel: plan with the
-  // cache's calibrated model and calibrate what it lacks (false where the user gave a model:
-  // TUTTI_TUNING_FILE, or a topology's). writer: this rank's host cache when this rank keeps
-  // what is learned (one rank per host), else null. cacheEnabled: the job has a tuning cache
-  // (without one nothing is calibrated: there is nowhere to keep it).
-  SelfTuning(TuneSettings settings, const std::string& agreedText, bool useCacheModel,
+  // agreedText: the cache text every rank uses ("" : none). source: see ModelSource. writer:
+  // this rank's host cache when this rank keeps what is learned (one rank per host), else
+  // null. cacheEnabled: the job has a tuning cache (without one nothing is calibrated: there
+  // is nowhere to keep it).
+  SelfTuning(TuneSettings settings, const std::string& agreedText, ModelSource source,
              std::unique_ptr<TuningCache> writer, bool cacheEnabled);
 
   OnlineTuner& tuner() { return tuner_; }
   // The model to plan with, when the cache calibrated one (else null: the planner's own).
   const CostModel* model() const;
+  // ModelSource::kTopology: the calibrated network link, once there is one (else null).
+  const LinkCost* calibratedNetwork() const;
   // Whether this communicator calibrates `link` at its first call (same answer on every rank).
   bool needsCalibration(FitLink link) const;
   // The model calibrated for `link` (the other link and keys kept): planned with from now on
@@ -41,7 +51,7 @@ class SelfTuning {
  private:
   OnlineTuner tuner_;
   TuningRecord agreed_;  // the agreed cache text, with what this communicator learned since
-  bool useCacheModel_;
+  ModelSource source_;
   bool cacheEnabled_;
   std::unique_ptr<TuningCache> writer_;
 };

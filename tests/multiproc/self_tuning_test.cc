@@ -4,7 +4,8 @@
 // call; the host's first communicator calibrates (not with a user's model) and the winners
 // land in the cache; a later job with that cache uses them from the first call without
 // exploring; ranks that read different caches still choose alike (the job uses rank 0's);
-// forced algorithms and deterministic mode switch refinement off.
+// across hosts on a topology's model the network is calibrated; forced algorithms and
+// deterministic mode switch refinement off.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -214,6 +215,39 @@ TEST(SelfTuning, AWarmCacheIsUsedFromTheFirstCallAndRanksAgreeOnRankZerosCache) 
   for (const auto& [k, algos] : perShape) EXPECT_EQ(algos.size(), 1u) << "shape " << k;
   EXPECT_EQ(*perShape[0].begin(), "naive");
   EXPECT_EQ(slurp(fileB), textB) << "rank 1 is not its host's lowest rank: it writes nothing";
+}
+
+// Ranks on two hosts (TUTTI_HOSTID) that plan on a topology's model (a file with NICs, ranks
+// on its NUMA node 0): the topology knows the network only by its NICs' speed, so the first
+// call calibrates tcp (and nothing else) and the model takes the calibrated link in place of
+// the NIC's; the cache keeps it for the next job.
+TEST(SelfTuning, AcrossHostsTheTopologysModelTakesTheCalibratedNetwork) {
+  const int n = 2;
+  TempDir dir("tutti-selftune");
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        setenv("TUTTI_HOSTID", ("selftune-net-host-" + std::to_string(rank)).c_str(), 1);
+        setenv("TUTTI_TOPO_FILE", TUTTI_TOPO_DATA_DIR "/hwloc2_pascal_2xP100-pcie_cx5.xml", 1);
+        setenv("TUTTI_TOPO_DEVICE", "numa:0", 1);
+        setenv("TUTTI_TUNING_CACHE", dir.file("cache").c_str(), 1);
+        setenv("TUTTI_DEBUG", "INFO", 1);
+        setenv("TUTTI_DEBUG_SUBSYS", "TUNE", 1);
+        setenv("TUTTI_DEBUG_FILE", dir.file("log." + std::to_string(rank)).c_str(), 1);
+        callStream(n, rank, id, 3, dir.file("seq." + std::to_string(rank)));
+      },
+      240);
+  ASSERT_TRUE(result.allOk()) << result.describe();
+  sameOnEveryRank(dir, n);
+  const std::string log = slurp(dir.file("log.0"));
+  EXPECT_NE(log.find("cost model from the topology"), std::string::npos) << log;
+  EXPECT_NE(log.find("calibrated tcp in"), std::string::npos) << log;
+  EXPECT_NE(log.find("the topology's model takes the calibrated network link"), std::string::npos)
+      << log;
+  const std::string text = slurp(cacheFileIn(dir.file("cache")));
+  EXPECT_NE(text.find("calibrated tcp"), std::string::npos) << text;
+  EXPECT_EQ(text.find("calibrated shm"), std::string::npos) << text;
 }
 
 TEST(SelfTuning, ForcedAlgorithmsAndDeterministicModeDoNotExplore) {
