@@ -237,7 +237,7 @@ const std::vector<FaultInfo>& faults() {
        "the first receive into scratch lands in spare scratch: the readers see the last call's "
        "data",
        {Coll::kAllReduce, Coll::kReduceScatter, Coll::kReduce, Coll::kReduceScatterV,
-        Coll::kAllToAll}},
+        Coll::kAllToAll, Coll::kAllToAllV}},
       {Fault::kDropPeer,
        "peer contribution dropped",
        "the first received (or window) contribution is not reduced",
