@@ -101,7 +101,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
   Deadline deadline(options_.timeoutSec);
   meetMembers(std::move(seed), myPlace, deadline);
   logPlacement(*membership_, stores_.prefix());
-  planner_ = std::make_unique<Planner>(topologyCostModel(*membership_));
+  planner_ = std::make_unique<Planner>(topologyCostModel(*membership_), membership_->hosts);
   bindOnce(options_.bind, membership_->hostOf, rank_);
   makeExecOptions();
   setupLinks(myPlace);

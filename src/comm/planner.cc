@@ -21,8 +21,8 @@ extern "C" __attribute__((weak, visibility("default"))) void tuttiTestMutateSche
 
 namespace tutti {
 
-Planner::Planner(std::unique_ptr<tuning::CostModel> topologyModel)
-    : topologyModel_(std::move(topologyModel)) {}
+Planner::Planner(std::unique_ptr<tuning::CostModel> topologyModel, int hosts)
+    : topologyModel_(std::move(topologyModel)), hosts_(hosts) {}
 
 Planner::~Planner() = default;
 
@@ -79,17 +79,12 @@ bool refinable(const algo::CollArgs& args) {
   return !args.deterministic && !algo::isUneven(args.coll) && args.nranks > 1;
 }
 
-int hostsOf(const algo::CollArgs& args) {
-  int hosts = 1;
-  for (int h : args.hostOf) hosts = std::max(hosts, h + 1);
-  return hosts;
-}
 }  // namespace
 
 Planner::Choice Planner::chooseByRefinement(const algo::CollArgs& args) {
   Choice c;
-  c.key = tuning::tuneKeyOf(args.coll, args.nranks, hostsOf(args),
-                            args.count * dtypeSize(args.dtype), args.windowBytes > 0);
+  c.key = tuning::tuneKeyOf(args.coll, args.nranks, hosts_, args.count * dtypeSize(args.dtype),
+                            args.windowBytes > 0);
   tuning::OnlineTuner::Pick pick = selfTuning_->tuner().next(c.key, [&] {
     std::vector<tuning::TuneOption> ranked;
     for (const auto& cand : tuning::rankCandidates(args, model(args)))

@@ -48,8 +48,9 @@ class Planner {
     tuning::TuneKey key;
   };
 
-  // topologyModel: the cost model on the communicator's links (null: the fitted model).
-  explicit Planner(std::unique_ptr<tuning::CostModel> topologyModel);
+  // topologyModel: the cost model on the communicator's links (null: the fitted model). hosts:
+  // how many hosts the communicator's ranks are on (part of online refinement's keys).
+  Planner(std::unique_ptr<tuning::CostModel> topologyModel, int hosts);
   ~Planner();
   Planner(const Planner&) = delete;
   Planner& operator=(const Planner&) = delete;
@@ -105,6 +106,7 @@ class Planner {
   const Planned& build(const algo::AlgorithmInfo& info, const algo::CollArgs& args);
 
   std::unique_ptr<tuning::CostModel> topologyModel_;
+  int hosts_;
   std::unique_ptr<tuning::SelfTuning> selfTuning_;
   // The last V-collective's plan and what it was made for (a loop that repeats one call with
   // the same counts reuses it).
