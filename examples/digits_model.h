@@ -115,6 +115,41 @@ inline double lossGrad(const Data& d, const std::vector<float>& w, const std::ve
   return loss / static_cast<double>(rows.size());
 }
 
+// The backward pass in parts: forwardDelta gives, per row of `rows`, the softmax output minus
+// the one-hot target over rows.size() (what lossGrad multiplies by x); gradFeatures then adds
+// the gradient of features [from, to), which is params [from * kClasses, to * kClasses), the
+// same values lossGrad adds there.
+inline std::vector<double> forwardDelta(const Data& d, const std::vector<float>& w,
+                                        const std::vector<size_t>& rows) {
+  std::vector<double> delta(rows.size() * kClasses);
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const float* x = &d.x[rows[k] * kFeat];
+    double z[kClasses], zmax = -1e300, sum = 0;
+    for (int c = 0; c < kClasses; ++c) {
+      double s = 0;
+      for (int j = 0; j < kFeat; ++j) s += static_cast<double>(x[j]) * w[j * kClasses + c];
+      z[c] = s;
+      zmax = std::max(zmax, s);
+    }
+    for (int c = 0; c < kClasses; ++c) sum += (z[c] = std::exp(z[c] - zmax));
+    for (int c = 0; c < kClasses; ++c)
+      delta[k * kClasses + c] =
+          (z[c] / sum - (c == d.y[rows[k]] ? 1.0 : 0.0)) / static_cast<double>(rows.size());
+  }
+  return delta;
+}
+
+inline void gradFeatures(const Data& d, const std::vector<size_t>& rows,
+                         const std::vector<double>& delta, int from, int to,
+                         std::vector<float>* grad) {
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const float* x = &d.x[rows[k] * kFeat];
+    for (int c = 0; c < kClasses; ++c)
+      for (int j = from; j < to; ++j)
+        (*grad)[j * kClasses + c] += static_cast<float>(delta[k * kClasses + c] * x[j]);
+  }
+}
+
 inline double regularisedLoss(const Data& d, const std::vector<float>& w,
                               const std::vector<size_t>& rows) {
   double sq = 0;
