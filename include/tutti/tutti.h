@@ -340,14 +340,14 @@ TUTTI_API tuttiResult_t tuttiGroupEnd(void);
 
 /* ---- Host streams and events (tutti additions) ----
  * A host stream runs the calls given it (every collective, the V-collectives,
- * tuttiNeighborAllReduce, tuttiSend, tuttiRecv, and a group's calls on a communicator, which
- * then form one task) one after
- * another, in the order they were issued, on a worker thread of its own that sleeps while the
- * stream is empty (or on the thread of a tuttiStreamSynchronize or tuttiEventSynchronize
- * outside a group that finds the worker asleep: it runs the queued calls itself, in order,
- * and so spares short calls two thread hand-offs). Such a call checks its arguments, enqueues itself and returns tuttiSuccess
- * at once; its buffers (and for the V-collectives nothing else: the arrays are copied) belong
- * to tutti until it completes: do not read or write them before a synchronise, a query or an
+ * tuttiNeighborAllReduce, tuttiSend, tuttiRecv, and a group's calls on a communicator, which then
+ * form one task) one after another, in the order they were issued, on a worker thread of its own
+ * that sleeps while the stream is empty (or on the thread of a tuttiStreamSynchronize or
+ * tuttiEventSynchronize outside a group that finds the worker asleep: it runs the queued calls
+ * itself, in order, and so spares short calls two thread hand-offs). Such a call checks its
+ * arguments, enqueues itself and returns tuttiSuccess at once; its buffers (and for the
+ * V-collectives nothing else: the arrays are copied) belong to tutti until it completes: do not
+ * read or write them before a synchronise, a query or an
  * event says so. A communicator's calls run in the order they were issued, whichever streams
  * carry them and whether or not they block (a blocking call waits for the communicator's
  * earlier stream calls), so calls on several streams never reorder a communicator's calls;
