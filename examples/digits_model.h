@@ -91,37 +91,12 @@ inline void splitRows(Data& d, const std::string& split, uint64_t state) {
   d = std::move(out);
 }
 
-// Adds the mean cross-entropy gradient over `rows` to grad; returns the mean loss.
-inline double lossGrad(const Data& d, const std::vector<float>& w, const std::vector<size_t>& rows,
-                       std::vector<float>* grad) {
-  double loss = 0;
-  for (size_t r : rows) {
-    const float* x = &d.x[r * kFeat];
-    double z[kClasses], zmax = -1e300, sum = 0;
-    for (int c = 0; c < kClasses; ++c) {
-      double s = 0;
-      for (int j = 0; j < kFeat; ++j) s += static_cast<double>(x[j]) * w[j * kClasses + c];
-      z[c] = s;
-      zmax = std::max(zmax, s);
-    }
-    for (int c = 0; c < kClasses; ++c) sum += (z[c] = std::exp(z[c] - zmax));
-    loss += -std::log(z[d.y[r]] / sum);
-    if (grad == nullptr) continue;
-    for (int c = 0; c < kClasses; ++c) {
-      double g = (z[c] / sum - (c == d.y[r] ? 1.0 : 0.0)) / static_cast<double>(rows.size());
-      for (int j = 0; j < kFeat; ++j) (*grad)[j * kClasses + c] += static_cast<float>(g * x[j]);
-    }
-  }
-  return loss / static_cast<double>(rows.size());
-}
-
-// The backward pass in parts: forwardDelta gives, per row of `rows`, the softmax output minus
-// the one-hot target over rows.size() (what lossGrad multiplies by x); gradFeatures then adds
-// the gradient of features [from, to), which is params [from * kClasses, to * kClasses), the
-// same values lossGrad adds there.
+// The forward pass: per row of `rows`, the softmax output minus the one-hot target, over
+// rows.size() (the factor of x in the gradient); *loss (when given) gets the mean loss.
 inline std::vector<double> forwardDelta(const Data& d, const std::vector<float>& w,
-                                        const std::vector<size_t>& rows) {
+                                        const std::vector<size_t>& rows, double* loss = nullptr) {
   std::vector<double> delta(rows.size() * kClasses);
+  double sumLoss = 0;
   for (size_t k = 0; k < rows.size(); ++k) {
     const float* x = &d.x[rows[k] * kFeat];
     double z[kClasses], zmax = -1e300, sum = 0;
@@ -132,13 +107,17 @@ inline std::vector<double> forwardDelta(const Data& d, const std::vector<float>&
       zmax = std::max(zmax, s);
     }
     for (int c = 0; c < kClasses; ++c) sum += (z[c] = std::exp(z[c] - zmax));
+    sumLoss += -std::log(z[d.y[rows[k]]] / sum);
     for (int c = 0; c < kClasses; ++c)
       delta[k * kClasses + c] =
           (z[c] / sum - (c == d.y[rows[k]] ? 1.0 : 0.0)) / static_cast<double>(rows.size());
   }
+  if (loss != nullptr) *loss = sumLoss / static_cast<double>(rows.size());
   return delta;
 }
 
+// The backward pass for features [from, to): adds their gradient, params [from * kClasses,
+// to * kClasses), to grad (rows in order, so a pass in parts adds the same values as one pass).
 inline void gradFeatures(const Data& d, const std::vector<size_t>& rows,
                          const std::vector<double>& delta, int from, int to,
                          std::vector<float>* grad) {
@@ -148,6 +127,15 @@ inline void gradFeatures(const Data& d, const std::vector<size_t>& rows,
       for (int j = from; j < to; ++j)
         (*grad)[j * kClasses + c] += static_cast<float>(delta[k * kClasses + c] * x[j]);
   }
+}
+
+// Adds the mean cross-entropy gradient over `rows` to grad (when given); returns the mean loss.
+inline double lossGrad(const Data& d, const std::vector<float>& w, const std::vector<size_t>& rows,
+                       std::vector<float>* grad) {
+  double loss = 0;
+  const std::vector<double> delta = forwardDelta(d, w, rows, &loss);
+  if (grad != nullptr) gradFeatures(d, rows, delta, 0, kFeat, grad);
+  return loss;
 }
 
 inline double regularisedLoss(const Data& d, const std::vector<float>& w,
