@@ -78,7 +78,6 @@ namespace {
 bool refinable(const algo::CollArgs& args) {
   return !args.deterministic && !algo::isUneven(args.coll) && args.nranks > 1;
 }
-
 }  // namespace
 
 Planner::Choice Planner::chooseByRefinement(const algo::CollArgs& args) {
