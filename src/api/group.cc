@@ -98,7 +98,7 @@ void unregisterComm(uint64_t serial) {
 int groupDepth() { return tlsGroupDepth; }
 
 void deferCollective(tuttiComm_t comm, std::function<void()> run,
-                     std::shared_ptr<HostStream> stream, std::optional<FusibleAllReduce> fusible) {
+                     std::shared_ptr<HostStream> stream, std::optional<FusibleCall> fusible) {
   PerComm& pc = state().of(comm);
   pc.useStream(std::move(stream));
   pc.collectives.push_back(RecordedCall{std::move(run), fusible});

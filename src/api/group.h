@@ -20,10 +20,10 @@ namespace tutti::api {
 
 int groupDepth();
 // Throw tuttiInvalidUsage when an earlier call of the group on comm named another stream.
-// fusible: set for an all-reduce of host buffers that group_fusion.h may pack with others.
+// fusible: set for a call of host buffers that group_fusion.h may fuse or pack with others.
 void deferCollective(tuttiComm_t comm, std::function<void()> run,
                      std::shared_ptr<HostStream> stream,
-                     std::optional<FusibleAllReduce> fusible = std::nullopt);
+                     std::optional<FusibleCall> fusible = std::nullopt);
 void deferP2p(tuttiComm_t comm, const P2pOp& op, std::shared_ptr<HostStream> stream);
 // An init started inside a group on its own thread: tuttiGroupEnd joins it first.
 void deferInit(tuttiComm_t comm);

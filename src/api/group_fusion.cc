@@ -12,9 +12,17 @@ namespace tutti::api {
 
 namespace {
 
-size_t bytesOf(const FusibleAllReduce& a) { return a.count * dtypeSize(a.dtype); }
+size_t bytesOf(const FusibleCall& c) { return std::max(c.sendBytes, c.recvBytes); }
 
-bool sameKind(const FusibleAllReduce& a, const FusibleAllReduce& b) {
+bool reducing(const FusibleCall& c) {
+  return c.coll == algo::Coll::kAllReduce || c.coll == algo::Coll::kReduceScatter;
+}
+
+bool packable(const FusibleCall& c) {
+  return c.coll == algo::Coll::kAllReduce && c.sendBytes <= kFuseMemberBytes;
+}
+
+bool sameKind(const FusibleCall& a, const FusibleCall& b) {
   return rawEnum(a.dtype) == rawEnum(b.dtype) && rawEnum(a.op) == rawEnum(b.op);
 }
 
@@ -23,54 +31,132 @@ bool overlap(const void* a, size_t aBytes, const void* b, size_t bBytes) {
   return aBytes > 0 && bBytes > 0 && x < y + bBytes && y < x + aBytes;
 }
 
-// Whether call k reads what an earlier call of the run [begin, k) writes: packed, it would read
-// the value from before the run, so the run ends before it.
-bool readsEarlierResult(const std::vector<RecordedCall>& calls, size_t begin, size_t k) {
-  const FusibleAllReduce& a = *calls[k].allReduce;
-  for (size_t j = begin; j < k; ++j) {
-    const FusibleAllReduce& b = *calls[j].allReduce;
-    if (overlap(a.send, bytesOf(a), b.recv, bytesOf(b))) return true;
-  }
-  return false;
+// Whether `later` reads what `earlier` writes (run together, it would read the value from
+// before the run).
+bool readsResultOf(const FusibleCall& later, const FusibleCall& earlier) {
+  return overlap(later.send, later.sendBytes, earlier.recv, earlier.recvBytes);
 }
 
-// The end of the run of calls fusible with calls[begin] (begin + 1 when it is not).
-size_t runEnd(const std::vector<RecordedCall>& calls, size_t begin) {
-  const auto& first = calls[begin].allReduce;
-  if (!first) return begin + 1;
+// Whether the two calls' results depend on their order: one reads or writes what the other
+// writes.
+bool dependent(const FusibleCall& later, const FusibleCall& earlier) {
+  return readsResultOf(later, earlier) ||
+         overlap(later.recv, later.recvBytes, earlier.recv, earlier.recvBytes) ||
+         overlap(later.recv, later.recvBytes, earlier.send, earlier.sendBytes);
+}
+
+// The end of the run of all-reduces packable with calls[begin] (begin + 1 when it is not).
+size_t packedRunEnd(const std::vector<RecordedCall>& calls, size_t begin) {
+  const auto& first = calls[begin].fusible;
+  if (!first || !packable(*first)) return begin + 1;
   size_t bytes = 0, end = begin;
-  while (end < calls.size() && end - begin < kFuseRunCalls && calls[end].allReduce &&
-         sameKind(*first, *calls[end].allReduce) &&
-         bytes + bytesOf(*calls[end].allReduce) <= kFuseRunBytes &&
-         !readsEarlierResult(calls, begin, end)) {
-    bytes += bytesOf(*calls[end].allReduce);
+  while (end < calls.size() && end - begin < kFuseRunCalls && calls[end].fusible &&
+         packable(*calls[end].fusible) && sameKind(*first, *calls[end].fusible) &&
+         bytes + bytesOf(*calls[end].fusible) <= kFuseRunBytes) {
+    const FusibleCall& c = *calls[end].fusible;
+    bool reads = false;
+    for (size_t j = begin; j < end && !reads; ++j) reads = readsResultOf(c, *calls[j].fusible);
+    if (reads) break;
+    bytes += bytesOf(c);
     ++end;
   }
   return std::max(end, begin + 1);
 }
 
+// The end of the run of calls that may fuse with calls[begin] (begin when it may not).
+size_t fusedRunEnd(const std::vector<RecordedCall>& calls, size_t begin) {
+  const FusibleCall* reducer = nullptr;
+  size_t bytes = 0, end = begin;
+  for (; end < calls.size() && end - begin < kFuseRunCalls && calls[end].fusible; ++end) {
+    const FusibleCall& c = *calls[end].fusible;
+    if (reducing(c) && reducer != nullptr && !sameKind(*reducer, c)) break;
+    if (bytes + bytesOf(c) > kFuseRunBytes) break;
+    bool depends = false;
+    for (size_t j = begin; j < end && !depends; ++j) depends = dependent(c, *calls[j].fusible);
+    if (depends) break;
+    if (reducing(c) && reducer == nullptr) reducer = &c;
+    bytes += bytesOf(c);
+  }
+  return end;
+}
+
+// The calls' inputs one after another in one buffer (all of one datatype).
+std::vector<std::byte> packInputs(const std::vector<const FusibleCall*>& members) {
+  size_t total = 0;
+  for (const FusibleCall* a : members) total += a->sendBytes;
+  std::vector<std::byte> packed(total);
+  size_t at = 0;
+  for (const FusibleCall* a : members) {
+    if (a->sendBytes > 0) std::memcpy(packed.data() + at, a->send, a->sendBytes);
+    at += a->sendBytes;
+  }
+  return packed;
+}
+
+// The packed results back into the calls' outputs; each call is counted with `share` seconds.
+void unpackOutputs(const std::vector<const FusibleCall*>& members,
+                   const std::vector<std::byte>& packed, double share) {
+  size_t at = 0;
+  for (const FusibleCall* a : members) {
+    if (a->recvBytes > 0) std::memcpy(a->recv, packed.data() + at, a->recvBytes);
+    at += a->recvBytes;
+    if (a->perf != nullptr) a->perf->add(a->perfName, bytesOf(*a), share, true);
+  }
+}
+
 void runPacked(Communicator& comm, const std::vector<RecordedCall>& calls, size_t begin,
                size_t end) {
-  const FusibleAllReduce& first = *calls[begin].allReduce;
-  size_t total = 0;
-  for (size_t k = begin; k < end; ++k) total += calls[k].allReduce->count;
-  const size_t es = dtypeSize(first.dtype);
-  std::vector<std::byte> packed(total * es);
-  size_t at = 0;
+  std::vector<const FusibleCall*> members;
+  size_t count = 0;
   for (size_t k = begin; k < end; ++k) {
-    const FusibleAllReduce& a = *calls[k].allReduce;
-    if (a.count > 0) std::memcpy(packed.data() + at, a.send, a.count * es);
-    at += a.count * es;
+    members.push_back(&*calls[k].fusible);
+    count += calls[k].fusible->count;
   }
+  std::vector<std::byte> packed = packInputs(members);
   const double t0 = nowSeconds();
-  comm.allReduce(packed.data(), packed.data(), total, first.dtype, first.op);
+  comm.allReduce(packed.data(), packed.data(), count, members[0]->dtype, members[0]->op);
+  unpackOutputs(members, packed, (nowSeconds() - t0) / static_cast<double>(members.size()));
+}
+
+// Runs calls [begin, end) as one fused call (their small all-reduces packed into one member);
+// false, having run nothing, when the run is only small all-reduces (packed on their own they
+// may use the shared window) or the communicator cannot fuse it.
+bool runFused(Communicator& comm, const std::vector<RecordedCall>& calls, size_t begin,
+              size_t end) {
+  std::vector<const FusibleCall*> packed, others;
+  for (size_t k = begin; k < end; ++k)
+    (packable(*calls[k].fusible) ? packed : others).push_back(&*calls[k].fusible);
+  if (others.empty()) return false;
+  if (packed.size() == 1) others.insert(others.begin(), packed[0]), packed.clear();
+  std::vector<std::byte> buffer = packInputs(packed);
+  std::vector<Communicator::FusedCall> members;
+  if (!packed.empty()) {
+    size_t count = 0;
+    for (const FusibleCall* a : packed) count += a->count;
+    members.push_back({algo::Coll::kAllReduce, buffer.data(), buffer.data(), count,
+                       packed[0]->dtype, packed[0]->op});
+  }
+  for (const FusibleCall* c : others)
+    members.push_back({c->coll, c->send, c->recv, c->count, c->dtype, c->op});
+  const double t0 = nowSeconds();
+  if (!comm.fusedCollectives(members)) return false;
   const double share = (nowSeconds() - t0) / static_cast<double>(end - begin);
-  at = 0;
-  for (size_t k = begin; k < end; ++k) {
-    const FusibleAllReduce& a = *calls[k].allReduce;
-    if (a.count > 0) std::memcpy(a.recv, packed.data() + at, a.count * es);
-    at += a.count * es;
-    if (a.perf != nullptr) a.perf->add("AllReduce", a.count * es, share, true);
+  unpackOutputs(packed, buffer, share);
+  for (const FusibleCall* c : others)
+    if (c->perf != nullptr) c->perf->add(c->perfName, bytesOf(*c), share, true);
+  return true;
+}
+
+// Calls [begin, end) in order, consecutive small all-reduces packed.
+void runPackedOrAlone(Communicator& comm, const std::vector<RecordedCall>& calls, size_t begin,
+                      size_t end) {
+  while (begin < end) {
+    const size_t stop = std::min(end, packedRunEnd(calls, begin));
+    if (stop - begin >= 2)
+      runPacked(comm, calls, begin, stop);
+    else
+      calls[begin].run();
+    begin = stop;
   }
 }
 
@@ -78,11 +164,9 @@ void runPacked(Communicator& comm, const std::vector<RecordedCall>& calls, size_
 
 void runRecordedCalls(Communicator& comm, const std::vector<RecordedCall>& calls) {
   for (size_t begin = 0; begin < calls.size();) {
-    const size_t end = runEnd(calls, begin);
-    if (end - begin >= 2)
-      runPacked(comm, calls, begin, end);
-    else
-      calls[begin].run();
+    size_t end = fusedRunEnd(calls, begin);
+    if (end - begin < 2 || !runFused(comm, calls, begin, end))
+      runPackedOrAlone(comm, calls, begin, end = std::max(end, begin + 1));
     begin = end;
   }
 }

@@ -1,11 +1,20 @@
-// A group's recorded collectives on one communicator, and how they run at tuttiGroupEnd: in
-// call order, except that consecutive small all-reduces of host buffers with one datatype and
-// op (each at most kFuseMemberBytes) run as one all-reduce of a packed buffer (their inputs copied
-// in, the one call, their results copied out): one call's latency for the run instead of one per
-// call, as NCCL aggregates a group's operations. Every rank records the same calls, so every rank
-// packs the same runs; ranks whose calls differ pack runs of different sizes, and the packed call's
-// mismatch check names the difference (as the packed all-reduce's count). Knows nothing of
-// groups or streams.
+// A group's recorded collectives on one communicator, and how they run at tuttiGroupEnd, with
+// the results of the calls one after another:
+// - Fused (Communicator::fusedCollectives): a run of consecutive all-reduces, all-gathers,
+//   reduce-scatters and all-to-alls on host buffers (each within fuseLimit, the run at most
+//   kFuseRunBytes and kFuseRunCalls calls; the reducing ones of one datatype and op; no call
+//   reading or writing what another call of the run writes) runs as one call whose schedule
+//   interleaves the members' rounds, when the run holds something besides all-reduces and its
+//   members' algorithms merge.
+// - Packed: small all-reduces of one datatype and op (each at most kFuseMemberBytes) run as one
+//   all-reduce of a packed buffer (their inputs copied in, the one call, their results copied
+//   out): inside a fused run as one of its members, elsewhere on their own (consecutive, ending
+//   before a call that reads what an earlier one writes).
+// - Everything else one call after another.
+// One call's latency for the run instead of one per call, as NCCL aggregates a group's
+// operations. Every rank records the same calls, so every rank fuses and packs alike; ranks
+// whose calls differ fuse or pack differently, and the fused or packed call's mismatch check
+// names the difference. Knows nothing of groups or streams.
 #pragma once
 
 #include <cstddef>
@@ -19,29 +28,39 @@
 
 namespace tutti::api {
 
-// A member may hold at most this many bytes, and a packed run at most kFuseRunBytes: above
-// them the bandwidth term dominates and the copies would cost more than the latency saved.
-// A run also ends at kFuseRunCalls calls, and before a call that reads what an earlier call of
-// the run writes (so a packed run gives the results of the calls one after another).
+// An all-reduce packs and fuses when it holds at most kFuseMemberBytes; the other fusible calls
+// fuse when their buffers hold at most kFuseMixedMemberBytes. A packed or fused run holds at
+// most kFuseRunBytes and kFuseRunCalls calls: above them the bandwidth term dominates (and
+// packing's copies would cost more than the latency saved; a larger all-reduce alone may use
+// the shared window, which fused schedules do not).
 constexpr size_t kFuseMemberBytes = 8 << 10;
+constexpr size_t kFuseMixedMemberBytes = 16 << 10;
 constexpr size_t kFuseRunBytes = 512 << 10;
 constexpr size_t kFuseRunCalls = 1024;
 
-struct FusibleAllReduce {
+inline size_t fuseLimit(algo::Coll c) {
+  return c == algo::Coll::kAllReduce ? kFuseMemberBytes : kFuseMixedMemberBytes;
+}
+
+struct FusibleCall {
+  algo::Coll coll = algo::Coll::kAllReduce;  // all-reduce, all-gather, reduce-scatter, all-to-all
   const void* send = nullptr;
+  size_t sendBytes = 0;
   void* recv = nullptr;
-  size_t count = 0;
+  size_t recvBytes = 0;
+  size_t count = 0;  // as the single call takes it
   tuttiDataType_t dtype{};
-  tuttiRedOp_t op{};
-  PerfStats* perf = nullptr;  // PERF counters of the communicator, when they log
+  tuttiRedOp_t op = tuttiSum;  // the caller's (all-reduce, reduce-scatter)
+  PerfStats* perf = nullptr;   // PERF counters of the communicator, when they log
+  const char* perfName = "";   // the call's name in them
 };
 
 struct RecordedCall {
-  std::function<void()> run;                  // the call alone
-  std::optional<FusibleAllReduce> allReduce;  // set for a host all-reduce within the limits
+  std::function<void()> run;           // the call alone
+  std::optional<FusibleCall> fusible;  // set for a host call within fuseLimit
 };
 
-// Runs the calls in order, fusing as described above.
+// Runs the calls in order, fusing and packing as described above.
 void runRecordedCalls(Communicator& comm, const std::vector<RecordedCall>& calls);
 
 }  // namespace tutti::api

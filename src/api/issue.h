@@ -21,6 +21,15 @@
 
 namespace tutti::api {
 
+// The collective a group may fuse (group_fusion.h) that entry point fn makes, if any.
+inline std::optional<algo::Coll> fusibleColl(std::string_view fn) {
+  if (fn == "tuttiAllReduce") return algo::Coll::kAllReduce;
+  if (fn == "tuttiAllGather") return algo::Coll::kAllGather;
+  if (fn == "tuttiReduceScatter") return algo::Coll::kReduceScatter;
+  if (fn == "tuttiAllToAll") return algo::Coll::kAllToAll;
+  return std::nullopt;
+}
+
 template <typename F>
 tuttiResult_t issue(tuttiComm_t comm, const char* fn, const CallInfo& info, const CallBuffers& b,
                     tuttiStream_t stream, F&& body) {
@@ -42,10 +51,12 @@ tuttiResult_t issue(tuttiComm_t comm, const char* fn, const CallInfo& info, cons
       perf->add(callName(fn), std::max(b.sendBytes, b.recvBytes), nowSeconds() - t0, true);
   };
   if (grouped) {
-    std::optional<FusibleAllReduce> fusible;
-    // Only tuttiAllReduce packs (group_fusion.h); the other collectives run as recorded.
-    if (!device && std::string_view(fn) == "tuttiAllReduce" && b.sendBytes <= kFuseMemberBytes)
-      fusible = FusibleAllReduce{b.send, b.recv, info.count, info.dtype, info.op, perf};
+    std::optional<FusibleCall> fusible;
+    // All-reduce, all-gather, reduce-scatter and all-to-all may fuse (group_fusion.h).
+    const std::optional<algo::Coll> coll = fusibleColl(fn);
+    if (!device && coll && std::max(b.sendBytes, b.recvBytes) <= fuseLimit(*coll))
+      fusible = FusibleCall{*coll,      b.send,     b.sendBytes, b.recv, b.recvBytes,
+                            info.count, info.dtype, info.op,     perf,   callName(fn)};
     deferCollective(comm, std::move(run), std::move(host), fusible);
     return tuttiSuccess;
   }

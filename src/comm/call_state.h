@@ -24,6 +24,10 @@ class CallState {
   CallTag next(const algo::CollArgs& args, tuttiRedOp_t userOp) {
     return collectiveCallTag(args, userOp, barrier_, ++calls_);
   }
+  // The tag of the next fused group (call_tag.h): numbers it.
+  CallTag nextFused(size_t members, uint64_t digest) {
+    return fusedCallTag(members, digest, ++calls_);
+  }
   // Runs body() as a barrier: the call it makes is tagged as one.
   template <typename Body>
   void asBarrier(Body&& body) {

@@ -10,6 +10,7 @@ namespace tutti {
 namespace {
 constexpr uint64_t kBarrierCode = 0xff;
 constexpr uint64_t kP2pCode = 0xfe;
+constexpr uint64_t kFusedCode = 0xfd;
 constexpr uint64_t kCountBits = 40;
 
 uint64_t countOf(const CallTag& t) { return t[0] & ((uint64_t{1} << kCountBits) - 1); }
@@ -26,6 +27,11 @@ CallTag collectiveCallTag(const algo::CollArgs& a, tuttiRedOp_t userOp, bool bar
 
 CallTag p2pCallTag(size_t operations) { return {operations, kP2pCode}; }
 
+CallTag fusedCallTag(size_t members, uint64_t digest, uint64_t callNumber) {
+  return {(digest & ((uint64_t{1} << kCountBits) - 1)) | (callNumber << kCountBits),
+          kFusedCode | (static_cast<uint64_t>(members) << 8)};
+}
+
 uint64_t collectiveCallNumber(const CallTag& t) {
   if (t[1] == 0 || (t[1] & 0xff) == kP2pCode) return 0;
   return t[0] >> kCountBits;
@@ -40,6 +46,9 @@ std::string describeCallTag(const CallTag& t, bool withNumber) {
   std::ostringstream os;
   if (code == kBarrierCode) {
     os << "barrier";
+  } else if (code == kFusedCode) {
+    os << "fused group of " << (t[1] >> 8) << " collectives (shapes digest 0x" << std::hex
+       << countOf(t) << std::dec << ")";
   } else {
     int coll = static_cast<int>(code) - 1;
     auto c = static_cast<algo::Coll>(coll);

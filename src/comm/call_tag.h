@@ -6,6 +6,9 @@
 //   word 1 = collective + 1 (0xff: a barrier; 0xfe: a point-to-point batch, in the flight
 //            recorder only: messages of point-to-point calls carry no tag)
 //            | dtype << 8 | the caller's op << 16 | root << 24
+// A fused group (several collectives run as one schedule, comm/fused_plans.h):
+//   word 0 = a digest of the members' shapes (low 40 bits) | call number << 40
+//   word 1 = 0xfd | members << 8
 // {0, 0}: no collective (point-to-point traffic, internal exchanges).
 #pragma once
 
@@ -26,6 +29,7 @@ static_assert(std::is_same_v<CallTag, transport::Window::Tag>,
 CallTag collectiveCallTag(const algo::CollArgs& args, tuttiRedOp_t userOp, bool barrier,
                           uint64_t callNumber);
 CallTag p2pCallTag(size_t operations);
+CallTag fusedCallTag(size_t members, uint64_t digest, uint64_t callNumber);
 // The collective call number a tag carries (0 for point-to-point batches and {0, 0}).
 uint64_t collectiveCallNumber(const CallTag& tag);
 // "allreduce(count 1023, float32, sum)", with withNumber " as its collective call #7".

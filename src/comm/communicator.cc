@@ -11,6 +11,7 @@
 #include "comm/connection_set.h"
 #include "comm/failure_attribution.h"
 #include "comm/failure_monitor.h"
+#include "comm/fused_plans.h"
 #include "comm/membership.h"
 #include "comm/membership_report.h"
 #include "comm/peer_probe.h"
@@ -102,6 +103,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
   meetMembers(std::move(seed), myPlace, deadline);
   logPlacement(*membership_, stores_.prefix());
   planner_ = std::make_unique<Planner>(topologyCostModel(*membership_), membership_->hosts);
+  fused_ = std::make_unique<FusedPlans>();
   bindOnce(options_.bind, membership_->hostOf, rank_);
   makeExecOptions();
   setupLinks(myPlace);

@@ -30,6 +30,7 @@
 
 namespace tutti {
 class ConnectionSet;
+class FusedPlans;
 class Planner;
 namespace tuning {
 struct CostModel;
@@ -80,6 +81,23 @@ class Communicator {
                  std::span<const size_t> sendDispls, void* recv, std::span<const size_t> recvCounts,
                  std::span<const size_t> recvDispls, tuttiDataType_t dtype);
   void barrier();
+  // One collective of a fused group: an all-reduce, all-gather, reduce-scatter or all-to-all
+  // (count as the single call takes it) on host buffers; op is the caller's (tuttiAvg divides
+  // after the call).
+  struct FusedCall {
+    algo::Coll coll = algo::Coll::kAllReduce;
+    const void* send = nullptr;
+    void* recv = nullptr;
+    size_t count = 0;
+    tuttiDataType_t dtype = tuttiFloat32;
+    tuttiRedOp_t op = tuttiSum;
+  };
+  // Runs the calls as one collective call whose schedule interleaves theirs round by round
+  // (comm/fused_plans.h), with the results of the calls one after another, provided that no
+  // call reads or writes what another writes. Returns false having run nothing when they
+  // cannot be fused (another collective, more than FusedPlans::kMaxRanks ranks, a member
+  // with no algorithm that merges): the caller runs them one by one.
+  bool fusedCollectives(std::span<const FusedCall> calls);
   // Neighbour all-reduce (algorithms/neighbor.cc): x <- W x over `graph` (nodes = ranks, or
   // hosts when hierarchical), at the graph's call `step`. graphId names the graph for the
   // schedule cache (same id, same graph).
@@ -211,7 +229,8 @@ class Communicator {
   std::unique_ptr<ConnectionSet> links_;  // transports and lazily made connections
   // Abort, the failure that ended the communicator, the flight recorder, failure records.
   std::unique_ptr<FailureMonitor> monitor_;
-  std::unique_ptr<Planner> planner_;  // algorithm choice, schedules and their caches
+  std::unique_ptr<Planner> planner_;   // algorithm choice, schedules and their caches
+  std::unique_ptr<FusedPlans> fused_;  // fused groups' merged schedules
   // The shared window (made at the first collective), its bookkeeping and tag slots.
   SharedWindow window_;
   CallState calls_;  // call numbers, the call running, its watch and scratch, last algorithm

@@ -174,6 +174,20 @@ const algo::AlgorithmInfo& Planner::chooseByModel(const algo::CollArgs& args,
   return *candidates[0].info;
 }
 
+std::vector<const algo::AlgorithmInfo*> Planner::fusionCandidates(const algo::CollArgs& args,
+                                                                  std::string_view spec) const {
+  std::vector<const algo::AlgorithmInfo*> out;
+  auto [forced, perCollective] = tuning::forcedAlgorithm(std::string(spec), args.coll);
+  if (!forced.empty()) {
+    if (const algo::AlgorithmInfo* info = algo::find(args.coll, forced)) {
+      if (info->applicable(args)) out.push_back(info);
+      return out;
+    }
+  }
+  for (const auto& c : tuning::rankCandidates(args, model(args))) out.push_back(c.info);
+  return out;
+}
+
 namespace {
 bool sameUnevenCall(const algo::CollArgs& a, const algo::CollArgs& b) {
   return a.coll == b.coll && a.dtype == b.dtype && a.op == b.op && a.root == b.root &&

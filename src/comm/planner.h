@@ -82,6 +82,11 @@ class Planner {
   // The all-to-all-v's automatic choice is made for this many bytes per rank: its sizes differ
   // between ranks, so this is the one size every rank knows alike (docs/algorithms.md).
   static constexpr size_t kAllToAllVNominalBytes = size_t{64} << 10;
+  // The algorithms a fused group may run args with (comm/fused_plans.h), best first: the one
+  // spec forces when it applies (none when it does not), else every applicable one as the
+  // model ranks them. Never online refinement's choice (a fused call times no single member).
+  std::vector<const algo::AlgorithmInfo*> fusionCandidates(const algo::CollArgs& args,
+                                                           std::string_view spec) const;
   // A neighbour all-reduce's plan (args.graph, args.graphStep set), cached per graph id,
   // step and size.
   const Planned& neighborPlan(const algo::AlgorithmInfo& info, const algo::CollArgs& args,

@@ -3,7 +3,10 @@
 // of the calls one after another (against closed forms) for mixed datatypes and ops, zero
 // counts, in place, a call reading an earlier call's result, a call above the member limit and
 // another collective between them, blocking and on a host stream; the bytes between the
-// buffers stay untouched; ranks whose groups differ get an error, not a hang.
+// buffers stay untouched; ranks whose groups differ get an error, not a hang. Mixed groups
+// (all-reduce, all-gather, reduce-scatter, all-to-all) fuse into one schedule at 2-4 ranks,
+// blocking and on a host stream, with forced algorithms, or run call by call when a forced
+// algorithm cannot merge; a call reading an earlier result starts a new run.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -222,6 +225,201 @@ TEST(FusionMismatch, DifferentGroupsFailOnEveryRank) {
         EXPECT_NE(tuttiGroupEnd(), tuttiSuccess) << "groups of different calls succeeded";
         EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                   6.0);
+        tuttiCommAbort(comm);
+        tuttiCommDestroy(comm);
+      },
+      60);
+  EXPECT_RANKS_OK(result);
+}
+
+// ---- Mixed groups: all-reduce, all-gather, reduce-scatter and all-to-all fused into one
+// schedule (Communicator::fusedCollectives).
+
+// Element i of member m's input on rank r: distinct per rank, member and element, not periodic.
+int32_t mixedInput(int r, int m, size_t i) {
+  return static_cast<int32_t>(1000003 * m + 7919 * r + static_cast<int64_t>(i * i % 10007) +
+                              static_cast<int64_t>(i));
+}
+
+struct Mixed {
+  enum Kind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kAvg64 } kind;
+  size_t count;
+  bool inPlace = false;
+  int readsCall = -1;  // reduce-scatter of this earlier all-gather's output
+  size_t send = 0, recv = 0;
+};
+
+size_t mixedIn(const Mixed& c, int n) {
+  return c.kind == Mixed::kReduceScatter || c.kind == Mixed::kAllToAll ? c.count * n : c.count;
+}
+size_t mixedOut(const Mixed& c, int n) {
+  return c.kind == Mixed::kAllGather || c.kind == Mixed::kAllToAll ? c.count * n : c.count;
+}
+
+// A float64 average first (a run of its own: another datatype and op), then six sets of the
+// four collectives (in place where the call allows it), one reduce-scatter reading the third
+// set's all-gather (it starts a new run), and one more set after it.
+std::vector<Mixed> mixedCalls() {
+  std::vector<Mixed> calls{{Mixed::kAvg64, 33}};
+  for (int k = 0; k < 7; ++k) {
+    calls.push_back({Mixed::kAllReduce, size_t(50 + 13 * k), k % 2 == 1});
+    calls.push_back({Mixed::kAllGather, size_t(7 + 3 * k)});
+    calls.push_back({Mixed::kReduceScatter, size_t(11 + k)});
+    calls.push_back({Mixed::kAllToAll, size_t(4 + k), k % 2 == 0});
+    if (k == 5) calls.push_back({Mixed::kReduceScatter, size_t(7 + 3 * 2), false, 1 + 4 * 2 + 1});
+  }
+  return calls;
+}
+
+void fillMixed(Arena& arena, std::vector<Mixed>& calls, int rank, int n) {
+  for (size_t k = 0; k < calls.size(); ++k) {
+    Mixed& c = calls[k];
+    const size_t es = c.kind == Mixed::kAvg64 ? 8 : 4;
+    c.recv = arena.add(mixedOut(c, n) * es);
+    if (c.readsCall >= 0) {
+      c.send = calls[c.readsCall].recv;
+      continue;
+    }
+    // In place (all-reduce and all-to-all only): one buffer.
+    c.send = c.inPlace ? c.recv : arena.add(mixedIn(c, n) * es);
+    for (size_t i = 0; i < mixedIn(c, n); ++i) {
+      const int32_t v = mixedInput(rank, static_cast<int>(k), i);
+      if (c.kind == Mixed::kAvg64)
+        arena.at<double>(c.send)[i] = v;
+      else
+        arena.at<int32_t>(c.send)[i] = v;
+    }
+  }
+}
+
+tuttiResult_t issueMixed(tuttiComm_t comm, Arena& arena, const Mixed& c, tuttiStream_t stream) {
+  void* s = arena.bytes.data() + c.send;
+  void* r = arena.bytes.data() + c.recv;
+  switch (c.kind) {
+    case Mixed::kAllReduce:
+      return tuttiAllReduce(s, r, c.count, tuttiInt32, tuttiSum, comm, stream);
+    case Mixed::kAllGather:
+      return tuttiAllGather(s, r, c.count, tuttiInt32, comm, stream);
+    case Mixed::kReduceScatter:
+      return tuttiReduceScatter(s, r, c.count, tuttiInt32, tuttiSum, comm, stream);
+    case Mixed::kAllToAll:
+      return tuttiAllToAll(s, r, c.count, tuttiInt32, comm, stream);
+    case Mixed::kAvg64:
+      return tuttiAllReduce(s, r, c.count, tuttiFloat64, tuttiAvg, comm, stream);
+  }
+  return tuttiInternalError;
+}
+
+// Element i of call k's output on rank r, from the inputs alone.
+double mixedWant(const std::vector<Mixed>& calls, size_t k, int r, int n, size_t i) {
+  const Mixed& c = calls[k];
+  const int m = static_cast<int>(k);
+  double sum = 0;
+  switch (c.kind) {
+    case Mixed::kAllReduce:
+    case Mixed::kAvg64:
+      for (int q = 0; q < n; ++q) sum += mixedInput(q, m, i);
+      return c.kind == Mixed::kAvg64 ? sum / n : sum;
+    case Mixed::kAllGather:
+      return mixedInput(static_cast<int>(i / c.count), m, i % c.count);
+    case Mixed::kReduceScatter:
+      if (c.readsCall >= 0)  // every rank's input is the same all-gather output
+        return double(n) * mixedWant(calls, static_cast<size_t>(c.readsCall), r, n,
+                                     static_cast<size_t>(r) * c.count + i);
+      for (int q = 0; q < n; ++q) sum += mixedInput(q, m, static_cast<size_t>(r) * c.count + i);
+      return sum;
+    case Mixed::kAllToAll:
+      return mixedInput(static_cast<int>(i / c.count), m,
+                        static_cast<size_t>(r) * c.count + i % c.count);
+  }
+  return -1;
+}
+
+std::string checkMixed(Arena& arena, const std::vector<Mixed>& calls, int rank, int n) {
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const Mixed& c = calls[k];
+    for (size_t i = 0; i < mixedOut(c, n); ++i) {
+      const double got =
+          c.kind == Mixed::kAvg64 ? arena.at<double>(c.recv)[i] : arena.at<int32_t>(c.recv)[i];
+      const double want = mixedWant(calls, k, rank, n, i);
+      if (got != want)
+        return "call " + std::to_string(k) + " element " + std::to_string(i) + ": " +
+               std::to_string(got) + " != " + std::to_string(want);
+    }
+  }
+  return arena.damagedGuard();
+}
+
+// spec: an algorithm spec forced on the communicator ("" = automatic); fuses: whether the
+// group's last run must have been fused.
+void runMixed(int n, bool onStream, const char* spec, bool fuses) {
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        tuttiComm_t comm = nullptr;
+        TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+        if (*spec != '\0') TUTTI_ASSERT_OK(tuttiCommSetAlgorithm(comm, spec), comm);
+        tuttiStream_t stream = nullptr;
+        if (onStream) TUTTI_ASSERT_OK(tuttiStreamCreate(&stream), nullptr);
+        for (int round = 0; round < 2; ++round) {
+          Arena arena;
+          arena.bytes.reserve(1 << 20);  // offsets stay valid; pointers are taken after
+          std::vector<Mixed> calls = mixedCalls();
+          fillMixed(arena, calls, rank, n);
+          TUTTI_ASSERT_OK(tuttiGroupStart(), nullptr);
+          for (const Mixed& c : calls) TUTTI_ASSERT_OK(issueMixed(comm, arena, c, stream), comm);
+          TUTTI_ASSERT_OK(tuttiGroupEnd(), comm);
+          if (onStream) TUTTI_ASSERT_OK(tuttiStreamSynchronize(stream), comm);
+          std::string err = checkMixed(arena, calls, rank, n);
+          ASSERT_TRUE(err.empty()) << "rank " << rank << " of " << n << ": " << err;
+          EXPECT_EQ(std::string(tuttiCommLastAlgorithm(comm)) == "fused", fuses)
+              << "last algorithm " << tuttiCommLastAlgorithm(comm);
+        }
+        if (onStream) TUTTI_ASSERT_OK(tuttiStreamDestroy(stream), nullptr);
+        TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+      },
+      60);
+  EXPECT_RANKS_OK(result);
+}
+
+TEST(MixedFusion, ResultsEqualTheCallsOneAfterAnother) {
+  runMixed(2, false, "", true);
+  runMixed(3, true, "", true);
+  runMixed(4, false, "", true);
+}
+
+// Forced algorithms: ones that merge still fuse; a window-only one (direct) cannot, and the
+// group runs call by call with the same results.
+TEST(MixedFusion, ForcedAlgorithmsFuseOrRunCallByCall) {
+  runMixed(4, false, "allreduce:ring,allgather:bruck,reducescatter:ring,alltoall:pairwise", true);
+  runMixed(3, true, "allgather:direct", false);
+}
+
+// Rank 0's group holds an all-gather and a reduce-scatter, rank 1's one more reduce-scatter:
+// the fused calls differ, and both ranks get an error naming a fused group within seconds.
+TEST(MixedFusion, DifferentGroupsFailOnEveryRank) {
+  const int n = 2;
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        tuttiConfig_t config = TUTTI_CONFIG_INITIALIZER;
+        config.timeoutMs = 5000;
+        tuttiComm_t comm = nullptr;
+        TUTTI_ASSERT_OK(tuttiCommInitRankConfig(&comm, n, id, rank, &config), nullptr);
+        std::vector<int32_t> in(64, rank), gathered(128), a(32), b(32);
+        const auto t0 = std::chrono::steady_clock::now();
+        TUTTI_ASSERT_OK(tuttiGroupStart(), nullptr);
+        tuttiAllGather(in.data(), gathered.data(), 64, tuttiInt32, comm, nullptr);
+        tuttiReduceScatter(in.data(), a.data(), 32, tuttiInt32, tuttiSum, comm, nullptr);
+        if (rank == 1)
+          tuttiReduceScatter(in.data(), b.data(), 32, tuttiInt32, tuttiSum, comm, nullptr);
+        EXPECT_NE(tuttiGroupEnd(), tuttiSuccess) << "groups of different calls succeeded";
+        EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                  6.0);
+        EXPECT_NE(std::string(tuttiGetLastError(comm)).find("fused group"), std::string::npos)
+            << tuttiGetLastError(comm);
         tuttiCommAbort(comm);
         tuttiCommDestroy(comm);
       },

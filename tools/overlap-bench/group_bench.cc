@@ -1,6 +1,7 @@
 // Fused groups (issue 32): 64 all-reduces of one size, called one by one against the same 64
 // inside one group (packed into one all-reduce: src/api/group_fusion.h), and a mixed group
-// (all-reduce + all-gather + reduce-scatter, which are not packed) against its parts in a row.
+// (8 x all-reduce + all-gather + reduce-scatter on buffers of their own, fused into one
+// schedule) against its parts in a row, at 1-64 KiB per call.
 // Median batch time over --reps repetitions, the slowest rank's; every result checked.
 //   tuttirun -np 4 build/tools/overlap-bench/tutti-group-bench [--reps 50] [--calls 64]
 #include <algorithm>
@@ -53,6 +54,64 @@ struct Batch {
   }
 };
 
+// A mixed group: 8 x (all-reduce, all-gather, reduce-scatter) of `count` floats per rank, each
+// call on buffers of its own (a training step's parameters and gradients, so the group fuses:
+// src/api/group_fusion.h), against the same calls in a row. Returns the wrong elements.
+long mixedGroup(const tutti::Comm& comm, size_t count, int reps) {
+  constexpr int kSets = 8;
+  const int rank = comm.rank(), n = comm.size();
+  struct Set {
+    std::vector<float> ar, ag, agOut, rs, rsOut;
+  };
+  std::vector<Set> sets(kSets);
+  for (Set& s : sets) {
+    s.ar.resize(count);
+    s.ag.resize(count);
+    s.agOut.resize(count * n);
+    s.rs.resize(count * n);
+    s.rsOut.resize(count);
+  }
+  long wrong = 0;
+  std::vector<double> parts, group;
+  for (int rep = 0; rep < reps + 3; ++rep) {
+    for (int grouped = 0; grouped < 2; ++grouped) {
+      const int call = 2 * rep + grouped;  // inputs differ per call, set and element
+      for (int k = 0; k < kSets; ++k) {
+        Set& s = sets[k];
+        for (size_t i = 0; i < count; ++i) {
+          s.ar[i] = value(rank, 3 * k, call, i);
+          s.ag[i] = value(rank, 3 * k + 1, call, i);
+        }
+        for (size_t i = 0; i < s.rs.size(); ++i) s.rs[i] = value(rank, 3 * k + 2, call, i);
+      }
+      comm.barrier();
+      const double t0 = now();
+      if (grouped) tuttiGroupStart();
+      for (Set& s : sets) {
+        comm.allReduce(s.ar.data(), s.ar.data(), count, tuttiFloat32, tuttiMax);
+        comm.allGather(s.ag.data(), s.agOut.data(), count, tuttiFloat32);
+        comm.reduceScatter(s.rs.data(), s.rsOut.data(), count, tuttiFloat32, tuttiMax);
+      }
+      if (grouped) tutti::check(tuttiGroupEnd());
+      const double t = slowest(comm, now() - t0);
+      for (int k = 0; k < kSets; ++k) {
+        const Set& s = sets[k];
+        for (size_t i = 0; i < count; ++i) {
+          wrong += s.ar[i] != value(n - 1, 3 * k, call, i);
+          wrong += s.rsOut[i] != value(n - 1, 3 * k + 2, call, rank * count + i);
+        }
+        for (size_t i = 0; i < s.agOut.size(); ++i)
+          wrong += s.agOut[i] != value(static_cast<int>(i / count), 3 * k + 1, call, i % count);
+      }
+      if (rep >= 3) (grouped ? group : parts).push_back(t);
+    }
+  }
+  if (rank == 0)
+    std::printf("%-10zu %14.1f %14.1f %8.2f\n", count * sizeof(float), median(parts) * 1e6,
+                median(group) * 1e6, median(parts) / median(group));
+  return wrong;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -97,40 +156,13 @@ int main(int argc, char** argv) {
       std::printf("%-10zu %14.1f %14.1f %8.2f\n", bytes, median(single) * 1e6,
                   median(grouped) * 1e6, median(single) / median(grouped));
   }
-  // A mixed group: all-reduce, all-gather and reduce-scatter of 4 KiB per rank, 8 rounds.
-  {
-    const size_t count = 1024;
-    std::vector<float> ar(count), ag(count), agOut(count * n), rs(count * n), rsOut(count);
-    std::vector<double> parts, group;
-    for (int rep = 0; rep < reps + 3; ++rep) {
-      for (size_t i = 0; i < count; ++i) ar[i] = ag[i] = value(rank, 0, rep, i);
-      for (size_t i = 0; i < rs.size(); ++i) rs[i] = value(rank, 1, rep, i);
-      for (int grouped = 0; grouped < 2; ++grouped) {
-        comm.barrier();
-        const double t0 = now();
-        if (grouped) tuttiGroupStart();
-        for (int k = 0; k < 8; ++k) {
-          comm.allReduce(ar.data(), ar.data(), count, tuttiFloat32, tuttiMax);
-          comm.allGather(ag.data(), agOut.data(), count, tuttiFloat32);
-          comm.reduceScatter(rs.data(), rsOut.data(), count, tuttiFloat32, tuttiMax);
-        }
-        if (grouped) tutti::check(tuttiGroupEnd());
-        const double t = slowest(comm, now() - t0);
-        for (size_t i = 0; i < count; ++i) {
-          wrong += ar[i] != value(n - 1, 0, rep, i);
-          wrong += rsOut[i] != value(n - 1, 1, rep, rank * count + i);
-        }
-        for (size_t i = 0; i < agOut.size(); ++i)
-          wrong += agOut[i] != value(static_cast<int>(i / count), 0, rep, i % count);
-        if (rep >= 3) (grouped ? group : parts).push_back(t);
-      }
-    }
-    if (rank == 0)
-      std::printf(
-          "# mixed group (8 x all-reduce + all-gather + reduce-scatter, 4 KiB): in a "
-          "row %.1f us, grouped %.1f us, speedup %.2f\n",
-          median(parts) * 1e6, median(group) * 1e6, median(parts) / median(group));
-  }
+  if (rank == 0)
+    std::printf(
+        "# mixed group: 8 x (all-reduce max + all-gather + reduce-scatter max), float32\n"
+        "%-10s %14s %14s %8s\n",
+        "# bytes", "in_a_row_us", "grouped_us", "speedup");
+  for (size_t bytes : {size_t{1024}, size_t{4096}, size_t{16384}, size_t{65536}})
+    wrong += mixedGroup(comm, bytes / sizeof(float), reps);
   double all = 0, mine = static_cast<double>(wrong);
   comm.allReduce(&mine, &all, 1, tuttiFloat64, tuttiSum);
   if (rank == 0) std::printf("# wrong elements: %.0f\n", all);
