@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "address_ranges.h"
 #include "arg_checks.h"
 #include "common/clock.h"
 #include "common/dtype.h"
@@ -26,55 +27,50 @@ bool sameKind(const FusibleCall& a, const FusibleCall& b) {
   return rawEnum(a.dtype) == rawEnum(b.dtype) && rawEnum(a.op) == rawEnum(b.op);
 }
 
-bool overlap(const void* a, size_t aBytes, const void* b, size_t bBytes) {
-  const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-  return aBytes > 0 && bBytes > 0 && x < y + bBytes && y < x + aBytes;
-}
-
-// Whether `later` reads what `earlier` writes (run together, it would read the value from
-// before the run).
-bool readsResultOf(const FusibleCall& later, const FusibleCall& earlier) {
-  return overlap(later.send, later.sendBytes, earlier.recv, earlier.recvBytes);
-}
-
-// Whether the two calls' results depend on their order: one reads or writes what the other
-// writes.
-bool dependent(const FusibleCall& later, const FusibleCall& earlier) {
-  return readsResultOf(later, earlier) ||
-         overlap(later.recv, later.recvBytes, earlier.recv, earlier.recvBytes) ||
-         overlap(later.recv, later.recvBytes, earlier.send, earlier.sendBytes);
-}
-
-// The end of the run of all-reduces packable with calls[begin] (begin + 1 when it is not).
+// The end of the run of all-reduces packable with calls[begin] (begin + 1 when it is not): it
+// ends before a call that reads what an earlier call of the run writes.
 size_t packedRunEnd(const std::vector<RecordedCall>& calls, size_t begin) {
   const auto& first = calls[begin].fusible;
   if (!first || !packable(*first)) return begin + 1;
+  AddressRanges written(std::min(calls.size() - begin, kFuseRunCalls));
   size_t bytes = 0, end = begin;
-  while (end < calls.size() && end - begin < kFuseRunCalls && calls[end].fusible &&
-         packable(*calls[end].fusible) && sameKind(*first, *calls[end].fusible) &&
-         bytes + bytesOf(*calls[end].fusible) <= kFuseRunBytes) {
+  for (; end < calls.size() && end - begin < kFuseRunCalls && calls[end].fusible; ++end) {
     const FusibleCall& c = *calls[end].fusible;
-    bool reads = false;
-    for (size_t j = begin; j < end && !reads; ++j) reads = readsResultOf(c, *calls[j].fusible);
-    if (reads) break;
+    if (!packable(c) || !sameKind(*first, c) || bytes + bytesOf(c) > kFuseRunBytes ||
+        written.overlaps(c.send, c.sendBytes))
+      break;
+    written.add(c.recv, c.recvBytes);
     bytes += bytesOf(c);
-    ++end;
   }
   return std::max(end, begin + 1);
 }
 
-// The end of the run of calls that may fuse with calls[begin] (begin when it may not).
+// Whether the fusible calls from begin on (up to the first that is not) hold anything but
+// all-reduces that pack: only then may a fused run pay (runFused).
+bool mixedAhead(const std::vector<RecordedCall>& calls, size_t begin) {
+  for (size_t k = begin; k < calls.size() && calls[k].fusible; ++k)
+    if (!packable(*calls[k].fusible)) return true;
+  return false;
+}
+
+// The end of the run of calls that may fuse with calls[begin] (begin when it may not): it ends
+// before a call whose result depends on its order with an earlier call of the run (it reads or
+// writes what an earlier one writes, or writes what an earlier one reads).
 size_t fusedRunEnd(const std::vector<RecordedCall>& calls, size_t begin) {
   const FusibleCall* reducer = nullptr;
+  const size_t most = std::min(calls.size() - begin, kFuseRunCalls);
+  AddressRanges read(most), written(most);
   size_t bytes = 0, end = begin;
   for (; end < calls.size() && end - begin < kFuseRunCalls && calls[end].fusible; ++end) {
     const FusibleCall& c = *calls[end].fusible;
     if (reducing(c) && reducer != nullptr && !sameKind(*reducer, c)) break;
     if (bytes + bytesOf(c) > kFuseRunBytes) break;
-    bool depends = false;
-    for (size_t j = begin; j < end && !depends; ++j) depends = dependent(c, *calls[j].fusible);
-    if (depends) break;
+    if (written.overlaps(c.send, c.sendBytes) || written.overlaps(c.recv, c.recvBytes) ||
+        read.overlaps(c.recv, c.recvBytes))
+      break;
     if (reducing(c) && reducer == nullptr) reducer = &c;
+    read.add(c.send, c.sendBytes);
+    written.add(c.recv, c.recvBytes);
     bytes += bytesOf(c);
   }
   return end;
@@ -164,9 +160,18 @@ void runPackedOrAlone(Communicator& comm, const std::vector<RecordedCall>& calls
 
 void runRecordedCalls(Communicator& comm, const std::vector<RecordedCall>& calls) {
   for (size_t begin = 0; begin < calls.size();) {
-    size_t end = fusedRunEnd(calls, begin);
-    if (end - begin < 2 || !runFused(comm, calls, begin, end))
-      runPackedOrAlone(comm, calls, begin, end = std::max(end, begin + 1));
+    size_t end = begin;
+    if (mixedAhead(calls, begin)) {
+      end = fusedRunEnd(calls, begin);
+      if (end - begin >= 2 && runFused(comm, calls, begin, end)) {
+        begin = end;
+        continue;
+      }
+    } else {
+      while (end < calls.size() && calls[end].fusible) ++end;  // all-reduces that pack
+    }
+    end = std::max(end, begin + 1);
+    runPackedOrAlone(comm, calls, begin, end);
     begin = end;
   }
 }

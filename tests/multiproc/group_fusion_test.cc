@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -351,12 +352,15 @@ std::string checkMixed(Arena& arena, const std::vector<Mixed>& calls, int rank, 
 }
 
 // spec: an algorithm spec forced on the communicator ("" = automatic); fuses: whether the
-// group's last run must have been fused.
-void runMixed(int n, bool onStream, const char* spec, bool fuses) {
+// group's last run must have been fused; hosts > 1: ranks on that many TUTTI_HOSTID hosts
+// (round robin: shm inside a host, tcp between them).
+void runMixed(int n, bool onStream, const char* spec, bool fuses, int hosts = 1) {
   tuttiUniqueId id = makeId();
   auto result = runRanks(
       n,
       [&](int rank) {
+        if (hosts > 1)
+          setenv("TUTTI_HOSTID", ("fusion-host-" + std::to_string(rank % hosts)).c_str(), 1);
         tuttiComm_t comm = nullptr;
         TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
         if (*spec != '\0') TUTTI_ASSERT_OK(tuttiCommSetAlgorithm(comm, spec), comm);
@@ -388,6 +392,10 @@ TEST(MixedFusion, ResultsEqualTheCallsOneAfterAnother) {
   runMixed(3, true, "", true);
   runMixed(4, false, "", true);
 }
+
+// Two hosts of two ranks: the members' algorithms (hierarchical ones among the candidates)
+// merge over shm and tcp alike.
+TEST(MixedFusion, AcrossHosts) { runMixed(4, false, "", true, 2); }
 
 // Forced algorithms: ones that merge still fuse; a window-only one (direct) cannot, and the
 // group runs call by call with the same results.
