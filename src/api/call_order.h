@@ -25,6 +25,7 @@ class CallOrder {
     Ticket(const Ticket&) = delete;
     Ticket& operator=(const Ticket&) = delete;
     void waitTurn() const;
+    uint64_t number() const { return number_; }
 
    private:
     CallOrder* order_;

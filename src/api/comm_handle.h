@@ -16,6 +16,7 @@
 #include "comm/communicator.h"
 #include "compress/compressed_allreduce.h"
 #include "fork_guard.h"
+#include "p2p_posts.h"
 #include "tutti/tutti.h"
 
 namespace tutti::api {
@@ -67,6 +68,8 @@ struct tuttiComm {
   // The order its calls run in, on the caller's thread or on host streams (call_order.h);
   // tuttiCommDestroy waits for every call issued before it.
   tutti::api::CallOrder order;
+  // Its point-to-point calls waiting for their turn in that order (p2p_posts.h).
+  tutti::api::P2pPosts p2pPosts;
 };
 
 namespace tutti::api {

@@ -2,8 +2,11 @@
 
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "api_guard.h"
+#include "common/clock.h"
+#include "common/error.h"
 #include "common/log.h"
 
 namespace tutti::api {
@@ -36,6 +39,79 @@ void runInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStre
     tuttiResult_t r = guarded(comm, fn, [&] {
       log::setThreadRank(ready(comm).rank());
       run();
+      return tuttiSuccess;
+    });
+    ticket.reset();  // the communicator's next call may start
+    return r;
+  });
+}
+
+namespace {
+
+// The turn of a send or receive that waited in P2pPosts: its operation ran with an earlier
+// call's (reports that run's outcome), or it runs now with the calls waiting after it.
+void runP2pTurn(tuttiComm_t comm, uint64_t ticket, const std::shared_ptr<P2pPosts::Post>& post,
+                const std::function<void(double)>& after) {
+  P2pPosts& posts = comm->p2pPosts;
+  if (!posts.claim(ticket)) {
+    if (post->result != tuttiSuccess) fail(post->result, post->error);
+    if (after) after(0);
+    return;
+  }
+  Communicator& c = ready(comm);
+  log::setThreadRank(c.rank());
+  std::vector<std::shared_ptr<P2pPosts::Post>> absorbed;
+  uint64_t last = ticket;
+  const double t0 = nowSeconds();
+  try {
+    // The calls waiting already start with this one (their peers are connected together).
+    std::vector<P2pOp> first{post->op};
+    posts.absorbFollowing(last, absorbed);
+    for (const auto& p : absorbed) first.push_back(p->op);
+    c.runP2pOpen(
+        first,
+        [&](std::vector<P2pOp>& more) {
+          const size_t before = absorbed.size();
+          if (!posts.absorbFollowing(last, absorbed)) return false;
+          for (size_t i = before; i < absorbed.size(); ++i) more.push_back(absorbed[i]->op);
+          return true;
+        },
+        posts.wakeFd());
+  } catch (const Error& e) {
+    for (auto& p : absorbed) p->result = e.code(), p->error = e.what();
+    throw;
+  }
+  if (after) after(nowSeconds() - t0);
+}
+
+}  // namespace
+
+void runP2pInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStream>& stream,
+                   const P2pOp& op, std::function<void(double)> after) {
+  if (!stream && !comm->order.everQueued()) {  // no stream call yet: nothing waits before it
+    const double t0 = nowSeconds();
+    ready(comm).runP2p({&op, 1});
+    if (after) after(nowSeconds() - t0);
+    return;
+  }
+  auto post = std::make_shared<P2pPosts::Post>();
+  post->op = op;
+  if (!stream) {
+    auto ticket = comm->order.take();
+    comm->p2pPosts.add(ticket->number(), post);
+    ticket->waitTurn();
+    runP2pTurn(comm, ticket->number(), post, after);
+    return;
+  }
+  stream->checkUsableHere();
+  std::lock_guard<std::mutex> lock(issueMutex());
+  comm->order.markQueued();
+  auto ticket = comm->order.take();
+  comm->p2pPosts.add(ticket->number(), post);
+  stream->enqueue([comm, fn, ticket = std::move(ticket), post, after = std::move(after)]() mutable {
+    ticket->waitTurn();
+    tuttiResult_t r = guarded(comm, fn, [&] {
+      runP2pTurn(comm, ticket->number(), post, after);
       return tuttiSuccess;
     });
     ticket.reset();  // the communicator's next call may start

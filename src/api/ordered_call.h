@@ -16,6 +16,14 @@ namespace tutti::api {
 void runInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStream>& stream,
                 std::function<void()> run);
 
+// A send or receive (op: not to or from this rank itself) in the communicator's call order,
+// now or on a host stream, as runInOrder runs a call; once the communicator has had a stream
+// call it waits for its turn in P2pPosts (p2p_posts.h), where the point-to-point call before
+// it may absorb it, and when its turn comes it runs with the calls that wait after it.
+// after(seconds) is called with the time it ran (0 when absorbed) when it succeeds.
+void runP2pInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStream>& stream,
+                   const P2pOp& op, std::function<void(double)> after);
+
 // Waits until the communicator's calls issued so far have finished, and holds its turn while
 // alive (nothing to wait for, and no ticket, until its first stream call: the blocking path
 // stays one atomic load longer): for a blocking call of runInOrder and the blocking calls that

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <mutex>
 #include <utility>
 
@@ -380,6 +381,49 @@ void Communicator::runP2p(std::span<const P2pOp> ops) {
   monitor_->trace().begin(p2pCallTag(messages), "p2p");
   try {
     execute(batch.schedule, batch.buffers);
+  } catch (const Error&) {
+    rethrowCallFailure();
+  }
+  monitor_->trace().end(true);
+}
+
+void Communicator::runP2pOpen(std::span<const P2pOp> first,
+                              const std::function<bool(std::vector<P2pOp>&)>& more, int wakeFd) {
+  log::setThreadRank(rank_);
+  calls_.setLastAlgorithm("p2p");
+  std::deque<exec::Op> ops;
+  std::vector<std::byte*> buffers(exec::kFirstUserBuf, nullptr);
+  // Appends the operations (connecting their peers first) to the open round.
+  auto add = [&](std::span<const P2pOp> more, std::deque<exec::Op>& to,
+                 std::vector<std::byte*>& bufs) {
+    std::vector<int> peers;
+    for (const P2pOp& op : more) {
+      TUTTI_ASSERT(op.peer != rank_);
+      TUTTI_CHECK_ARG(bufs.size() < 65535, "at most ", 65535 - exec::kFirstUserBuf,
+                      " sends and receives run together");
+      exec::Slice slice{static_cast<exec::Buf>(bufs.size()), 0, op.bytes};
+      bufs.push_back(op.buffer);
+      to.push_back(op.isSend ? exec::Schedule::send(op.peer, slice)
+                             : exec::Schedule::recv(op.peer, slice));
+      peers.push_back(op.peer);
+    }
+    std::sort(peers.begin(), peers.end());
+    peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+    connect(peers);
+  };
+  monitor_->trace().begin(p2pCallTag(first.size()), "p2p");
+  try {
+    add(first, ops, buffers);
+    std::vector<P2pOp> extra;
+    exec::executeOpenRound(
+        ops, buffers, links_->table(), callOptions(),
+        [&](std::deque<exec::Op>& to, std::vector<std::byte*>& bufs) {
+          extra.clear();
+          if (!more(extra)) return false;
+          add(extra, to, bufs);
+          return true;
+        },
+        wakeFd);
   } catch (const Error&) {
     rethrowCallFailure();
   }

@@ -3,6 +3,7 @@
 // connects the peers a schedule needs, and runs the schedule with the executor.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -108,6 +109,12 @@ class Communicator {
   int hostCount() const;
   // Runs point-to-point operations together (a group, or a single call).
   void runP2p(std::span<const P2pOp> ops);
+  // Runs point-to-point operations (none to or from this rank itself) together as runP2p does,
+  // and takes in more while they run (exec::executeOpenRound): more(ops) appends operations
+  // and returns whether it did; it is asked between progress passes and once more before the
+  // call returns. wakeFd (-1: none) is readable when `more` may have some.
+  void runP2pOpen(std::span<const P2pOp> first,
+                  const std::function<bool(std::vector<P2pOp>&)>& more, int wakeFd);
 
   std::unique_ptr<Communicator> split(int color, int key, CommOptions options);
 

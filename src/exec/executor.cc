@@ -141,7 +141,35 @@ class RoundRunner {
     queues_.clear();
   }
 
+  // A round of transfers that grows while it runs (executeOpenRound).
+  void runOpen(std::deque<Op>& ops, std::vector<std::byte*>& buffers, const OpenRoundSource& more,
+               int wakeFd) {
+    open_ = &ops;
+    openWakeFd_ = wakeFd;
+    openBuffers_ = &buffers;
+    openMore_ = &more;
+    queueOpenOps();
+    driveTransfers();
+    queues_.clear();
+  }
+
  private:
+  // Queues the open round's ops not queued yet (their buffers may have grown too).
+  void queueOpenOps() {
+    buffers_ = std::span<std::byte* const>(*openBuffers_);
+    for (; openQueued_ < open_->size(); ++openQueued_) {
+      const Op& op = (*open_)[openQueued_];
+      TUTTI_ASSERT(op.type == OpType::kSend || op.type == OpType::kRecv);
+      (op.type == OpType::kSend ? queueOf(op.peer).sends : queueOf(op.peer).recvs).push_back(&op);
+    }
+  }
+  // Asks the open round's source for more ops; true when it added some.
+  bool pullOpenOps() {
+    if (openMore_ == nullptr || !(*openMore_)(*open_, *openBuffers_)) return false;
+    queueOpenOps();
+    return true;
+  }
+
   PeerQueues& queueOf(int peer) {
     TUTTI_ASSERT(peer >= 0 && static_cast<size_t>(peer) < conns_.size() && conns_[peer] != nullptr);
     return queues_[peer];
@@ -316,6 +344,7 @@ class RoundRunner {
       pollfds_.clear();
       for (int fd : fds_) pollfds_.push_back({fd, POLLIN, 0});
       if (options_.abortFd >= 0) pollfds_.push_back({options_.abortFd, POLLIN, 0});
+      if (openWakeFd_ >= 0) pollfds_.push_back({openWakeFd_, POLLIN, 0});
       int ms = static_cast<int>(std::clamp(msLeft, 1.0, 1000.0));
       int rc = ::poll(pollfds_.data(), pollfds_.size(), ms);
       if (rc < 0 && errno != EINTR) throwSystemError("poll in executor");
@@ -331,8 +360,9 @@ class RoundRunner {
     double spinSec = options_.spinUs * 1e-6;
     for (;;) {
       bool allDone = false;
+      if (pullOpenOps()) allDone = false, lastProgress = nowSeconds();
       if (progressAll(allDone)) lastProgress = nowSeconds();
-      if (allDone) return;
+      if (allDone && !pullOpenOps()) return;
       checkAbort();
       double now = nowSeconds();
       double idle = now - lastProgress;
@@ -363,6 +393,12 @@ class RoundRunner {
   const ExecOptions& options_;
   WindowUse win_;
   std::map<int, PeerQueues> queues_;
+  // An open round (runOpen): its ops, how many are queued, its buffers and its source.
+  std::deque<Op>* open_ = nullptr;
+  size_t openQueued_ = 0;
+  std::vector<std::byte*>* openBuffers_ = nullptr;
+  const OpenRoundSource* openMore_ = nullptr;
+  int openWakeFd_ = -1;
   std::vector<int> fds_;
   std::vector<pollfd> pollfds_;
   std::vector<const void*> mixSrcs_;
@@ -442,6 +478,16 @@ void execute(const Schedule& schedule, std::span<std::byte* const> buffers,
   }
   detail::endWindowCall(use, needs);
   if (trace) traceExecuted(schedule, nowSeconds() - t0);
+}
+
+void executeOpenRound(std::deque<Op>& ops, std::vector<std::byte*>& buffers,
+                      std::span<transport::Connection* const> connections,
+                      const ExecOptions& options, const OpenRoundSource& more, int wakeFd) {
+  Schedule transfers;  // the runner's datatype and name: plain transfers reduce nothing
+  transfers.algorithm = "p2p";
+  transfers.dtype = tuttiUint8;
+  RoundRunner runner(transfers, buffers, connections, options, WindowUse{});
+  runner.runOpen(ops, buffers, more, wakeFd);
 }
 
 }  // namespace tutti::exec

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <span>
 #include <vector>
@@ -93,5 +94,18 @@ struct ExecOptions {
 // connections[peer] must be non-null for every peer the schedule uses.
 void execute(const Schedule& schedule, std::span<std::byte* const> buffers,
              std::span<transport::Connection* const> connections, const ExecOptions& options);
+
+// An open round: sends and receives (kSend, kRecv only) that may grow while they run. The
+// source is asked for more between progress passes (and once more when everything has
+// completed); it may append ops to `ops` and buffers to `buffers` (which the ops' slices index)
+// and returns whether it appended any. The round ends when every op has completed and the
+// source adds none. Transfers to one peer in one direction run in the order of `ops`. Used
+// for point-to-point operations posted on host streams while earlier ones wait for peers.
+// wakeFd (-1: none) is readable when the source may have more: a sleeping round wakes for it
+// (its owner drains it).
+using OpenRoundSource = std::function<bool(std::deque<Op>& ops, std::vector<std::byte*>& buffers)>;
+void executeOpenRound(std::deque<Op>& ops, std::vector<std::byte*>& buffers,
+                      std::span<transport::Connection* const> connections,
+                      const ExecOptions& options, const OpenRoundSource& more, int wakeFd);
 
 }  // namespace tutti::exec
