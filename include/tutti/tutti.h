@@ -305,9 +305,9 @@ TUTTI_API tuttiResult_t tuttiScatter(const void* sendbuff, void* recvbuff, size_
                                      tuttiStream_t stream);
 
 /* ---- Point to point ---- */
-/* Host memory only: a CUDA device buffer is tuttiInvalidArgument. Outside a group each call
- * runs alone and may wait for its peer: a rank that both sends and receives in one step puts
- * them in a group. */
+/* Host memory only: a CUDA device buffer is tuttiInvalidArgument. Outside a group a blocking
+ * call runs alone and may wait for its peer: a rank that both sends and receives in one step puts
+ * them in a group, or issues them on host streams (see "Host streams and events"). */
 TUTTI_API tuttiResult_t tuttiSend(const void* sendbuff, size_t count, tuttiDataType_t datatype,
                                   int peer, tuttiComm_t comm, tuttiStream_t stream);
 TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t datatype, int peer,
@@ -369,8 +369,16 @@ TUTTI_API tuttiResult_t tuttiGroupEnd(void);
  * wait for its earlier stream calls (which keep the algorithms and timeout they were issued
  * under).
  * A communicator's calls come from one thread at a time (as without streams).
- * Sends and receives on a stream run in the communicator's call order like blocking ones:
- * a rank that sends and receives in one step puts them in a group. */
+ * Sends and receives on host streams (and blocking ones once the communicator has had a stream
+ * call) run in its call order, and consecutive ones run together: the one whose turn comes takes in
+ * those issued after it, also while it waits for its peers, so a rank may post a receive before the
+ * send its peer waits for, on one stream or several, in any order, without deadlock. Messages
+ * between two ranks match in the order they were issued. A collective, a group or a send to or from
+ * self between them ends such a run (the calls after it wait for it), and a blocking call returns
+ * only after the calls run with it completed. The first operation with a peer connects to it, which
+ * waits until the peer connects too: a cycle of first contacts (every rank's first operation with a
+ * different peer, each waiting for its peer) stalls until the timeout, so make first contacts in a
+ * group or a collective that reaches those peers. */
 TUTTI_API tuttiResult_t tuttiStreamCreate(tuttiStream_t* stream);
 /* Waits for the stream's calls, then frees it. The error of a call not yet reported is
  * returned. */
