@@ -22,14 +22,23 @@ HostStream::~HostStream() { close(); }
 
 uint64_t HostStream::enqueue(Task task) {
   uint64_t position = 0;
+  bool wake = true;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closing_) fail(tuttiInvalidUsage, "the stream was destroyed");
     queue_.push_back(std::move(task));
     position = ++enqueued_;
+    // A worker in a timed sleep finds the task within kLazyWake; a waiter may run it sooner.
+    wake = !(workerAsleep_ && timedSleep_);
+    if (!wake) ++lazyEnqueues_;
   }
-  changed_.notify_all();
+  if (wake) workCv_.notify_one();
   return position;
+}
+
+HostStream::Stats HostStream::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return {ranOnWorker_, ranByHelper_, lazyEnqueues_};
 }
 
 uint64_t HostStream::lastPosition() const {
@@ -44,10 +53,13 @@ bool HostStream::finished(uint64_t position) const {
 
 void HostStream::waitFor(uint64_t position, bool help) {
   std::unique_lock<std::mutex> lock(mutex_);
+  // Waiting for the newest task before it finished: enqueue, then synchronise.
+  if (position == enqueued_ && finished_ < position) ++syncStreak_;
   while (finished_ < position) {
-    if (help && workerAsleep_ && !running_ && !queue_.empty())
+    if (help && workerAsleep_ && !running_ && !queue_.empty()) {
+      ++ranByHelper_;
       runFront(lock);
-    else
+    } else
       changed_.wait(lock);
   }
 }
@@ -66,7 +78,7 @@ void HostStream::close() {
     closing_ = true;
     changed_.wait(lock, [&] { return finished_ >= enqueued_; });
   }
-  changed_.notify_all();  // the worker, asleep on an empty queue, sees closing_ and ends
+  workCv_.notify_one();  // the worker, asleep on an empty queue, sees closing_ and ends
   if (!worker_.joinable()) return;
   if (worker_.get_id() == std::this_thread::get_id())
     worker_.detach();  // the last reference went inside one of its own tasks
@@ -76,15 +88,38 @@ void HostStream::close() {
 
 void HostStream::work() {
   std::unique_lock<std::mutex> lock(mutex_);
+  auto ready = [&] {
+    return !running_ && (!queue_.empty() || (closing_ && finished_ >= enqueued_));
+  };
   for (;;) {
     workerAsleep_ = true;
-    changed_.wait(lock, [&] {
-      return !running_ && (!queue_.empty() || (closing_ && finished_ >= enqueued_));
-    });
+    bool timed = false;
+    while (!ready()) {
+      if (syncStreak_ >= kLazyStreak) {
+        sleepTimed(lock, ready);  // until ready, or idle for long enough
+        timed = true;
+      } else {
+        workCv_.wait(lock);  // woken by an enqueue (or a helper's end): look again
+      }
+    }
     workerAsleep_ = false;
     if (queue_.empty()) return;
+    if (timed) syncStreak_ = 0;  // found by a timed wake-up: nobody synchronised at once
+    ++ranOnWorker_;
     runFront(lock);
   }
+}
+
+template <typename Ready>
+void HostStream::sleepTimed(std::unique_lock<std::mutex>& lock, Ready& ready) {
+  timedSleep_ = true;
+  for (int idle = 0; !ready() && idle < kLazyIdleWakes;) {
+    const uint64_t before = enqueued_;
+    workCv_.wait_for(lock, kLazyWake);
+    if (enqueued_ == before && queue_.empty()) ++idle;  // nothing came: one idle wake-up
+  }
+  timedSleep_ = false;
+  if (!ready()) syncStreak_ = 0;  // idle: enqueues wake the worker again
 }
 
 void HostStream::runFront(std::unique_lock<std::mutex>& lock) {
@@ -100,7 +135,10 @@ void HostStream::runFront(std::unique_lock<std::mutex>& lock) {
   ++finished_;
   if (code != tuttiSuccess && failure_.code == tuttiSuccess)
     failure_ = Failure{code, std::move(text), finished_};
-  changed_.notify_all();
+  changed_.notify_all();  // waiters
+  // A helper ran it while tasks queued up behind it: the worker may take them now. (The
+  // worker itself needs no wake-up: it looks at the queue when it returns.)
+  if (!queue_.empty()) workCv_.notify_one();
 }
 
 namespace {

@@ -1,13 +1,20 @@
 // A host stream (tuttiStreamCreate): calls run one after another, in the order they were
 // enqueued, on the stream's own worker thread, which sleeps on a condition variable while the
 // stream is empty (no core is spent on an idle stream), or on a thread waiting for the stream
-// that finds the worker asleep (waitFor's help). Knows nothing of communicators: a call
-// is a task that returns a result code and leaves its text in threadLastError() (api_guard.h).
-// The first failure stays until a synchronise reports it; events are positions in the stream.
+// that finds the worker asleep (waitFor's help). Synchronous use is learnt: after kLazyStreak
+// waits for the newest task before it finished (enqueue, then synchronise), an enqueue no
+// longer wakes the worker, so the synchronising thread runs the call itself with no thread
+// hand-off; the worker sleeps kLazyWake at a time instead, so a task nobody waits for still
+// starts within kLazyWake (and a task found that way ends the learning), and it goes back to
+// sleeping until woken after kLazyIdleWakes empty wake-ups.
+// Knows nothing of communicators: a call is a task that returns a result code and leaves its
+// text in threadLastError() (api_guard.h). The first failure stays until a synchronise reports
+// it; events are positions in the stream.
 #pragma once
 
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -24,6 +31,9 @@ namespace tutti::api {
 class HostStream {
  public:
   using Task = std::function<tuttiResult_t()>;
+  static constexpr int kLazyStreak = 2;
+  static constexpr std::chrono::microseconds kLazyWake{200};
+  static constexpr int kLazyIdleWakes = 50;
   struct Failure {
     tuttiResult_t code = tuttiSuccess;
     std::string text;
@@ -53,22 +63,36 @@ class HostStream {
   Failure failureUpTo(uint64_t position, bool clear);
   // Waits for the tasks enqueued so far, refuses new ones and ends the worker (destroy).
   void close();
+  struct Stats {
+    uint64_t onWorker = 0, byHelper = 0, lazyEnqueues = 0;
+  };
+  Stats stats() const;
   // Throws tuttiInvalidUsage in a child made by fork() after the stream (fork_guard.h): the
   // child has no copy of its worker thread, so a task enqueued there would never run.
   void checkUsableHere() const;
 
  private:
   void work();
+  // The learnt synchronous use's sleep (see above): kLazyWake at a time until `ready` or
+  // kLazyIdleWakes empty wake-ups; lock held.
+  template <typename Ready>
+  void sleepTimed(std::unique_lock<std::mutex>& lock, Ready& ready);
   // Runs the front task with the lock released (running_ set meanwhile) and records its end.
   void runFront(std::unique_lock<std::mutex>& lock);
 
   mutable std::mutex mutex_;
-  mutable std::condition_variable changed_;
+  mutable std::condition_variable changed_;  // a task finished (waiters)
+  std::condition_variable workCv_;           // work for the worker, or closing
   std::deque<Task> queue_;
   uint64_t enqueued_ = 0;
   uint64_t finished_ = 0;
   bool running_ = false;       // a task runs (on the worker or on a helping waiter)
   bool workerAsleep_ = false;  // the worker waits for work (a waiter may help)
+  bool timedSleep_ = false;    // it sleeps kLazyWake at a time: an enqueue need not wake it
+  int syncStreak_ = 0;         // synchronises on the newest unfinished task since async use
+  // How the tasks ran (tests): on the worker, by a helping waiter, and enqueues that left the
+  // worker asleep.
+  uint64_t ranOnWorker_ = 0, ranByHelper_ = 0, lazyEnqueues_ = 0;
   bool closing_ = false;
   Failure failure_;
   const pid_t creatorPid_ = ::getpid();

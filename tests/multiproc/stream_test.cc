@@ -250,6 +250,75 @@ TEST(HostStream, SynchronizingThreadsRunQueuedCallsInOrder) {
   }
 }
 
+// Synchronous use learnt (host_stream.h: after a few synchronises right after the enqueue, an
+// enqueue no longer wakes the worker): a call that nobody synchronises afterwards still runs,
+// found by the worker's timed wake-up, whether the caller polls tuttiStreamQuery or an event,
+// or sleeps without calling tutti at all; and the learning comes back after that.
+TEST(HostStream, LearntSynchronousUseStillProgressesWithoutAWaiter) {
+  const int n = 2;
+  const size_t count = 17;
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        tuttiComm_t comm = initComm(n, id, rank, "shm");
+        ASSERT_NE(comm, nullptr);
+        tuttiStream_t s = nullptr;
+        TUTTI_ASSERT_OK(tuttiStreamCreate(&s), nullptr);
+        tuttiEvent_t e = nullptr;
+        TUTTI_ASSERT_OK(tuttiEventCreate(&e), nullptr);
+        std::vector<double> in(count), out(count);
+        int call = 0;
+        auto check = [&](const char* how) {
+          for (size_t i = 0; i < count; ++i)
+            ASSERT_EQ(out[i], sumOf(n, call, i)) << how << " call " << call << " element " << i;
+        };
+        auto enqueue = [&] {
+          ++call;
+          for (size_t i = 0; i < count; ++i) in[i] = valueOf(rank, call, i);
+          std::fill(out.begin(), out.end(), -1.0);
+          TUTTI_ASSERT_OK(
+              tuttiAllReduce(in.data(), out.data(), count, tuttiFloat64, tuttiSum, comm, s), comm);
+        };
+        for (int round = 0; round < 3; ++round) {
+          for (int k = 0; k < 20; ++k) {  // enqueue + synchronise: learnt
+            enqueue();
+            TUTTI_ASSERT_OK(tuttiStreamSynchronize(s), comm);
+            check("synchronised");
+          }
+          enqueue();  // polled with tuttiStreamQuery only
+          auto t0 = Clock::now();
+          tuttiResult_t q;
+          while ((q = tuttiStreamQuery(s)) == tuttiInProgress && secondsSince(t0) < 5) usleep(50);
+          ASSERT_EQ(q, tuttiSuccess) << "round " << round;
+          check("queried");
+          for (int k = 0; k < 5; ++k) {
+            enqueue();
+            TUTTI_ASSERT_OK(tuttiStreamSynchronize(s), comm);
+          }
+          enqueue();  // an event polled
+          TUTTI_ASSERT_OK(tuttiEventRecord(e, s), nullptr);
+          t0 = Clock::now();
+          while ((q = tuttiEventQuery(e)) == tuttiInProgress && secondsSince(t0) < 5) usleep(50);
+          ASSERT_EQ(q, tuttiSuccess) << "round " << round;
+          check("event");
+          for (int k = 0; k < 5; ++k) {
+            enqueue();
+            TUTTI_ASSERT_OK(tuttiStreamSynchronize(s), comm);
+          }
+          enqueue();  // nothing asked: it completes while the caller sleeps
+          usleep(200000);
+          EXPECT_EQ(tuttiStreamQuery(s), tuttiSuccess) << "round " << round;
+          check("slept");
+        }
+        TUTTI_ASSERT_OK(tuttiEventDestroy(e), nullptr);
+        TUTTI_ASSERT_OK(tuttiStreamDestroy(s), nullptr);
+        TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+      },
+      60);
+  EXPECT_RANKS_OK(result);
+}
+
 // The neighbour all-reduce through a stream (tutti.h lists it among the stream calls): on a
 // ring of 3 ranks each rank's result is the average of all three inputs.
 TEST(HostStream, NeighborAllReduceThroughAStream) {
