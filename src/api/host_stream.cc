@@ -1,5 +1,6 @@
 #include "host_stream.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -113,10 +114,14 @@ void HostStream::work() {
 template <typename Ready>
 void HostStream::sleepTimed(std::unique_lock<std::mutex>& lock, Ready& ready) {
   timedSleep_ = true;
+  // While a helper runs a long call, each wake-up finding it still running doubles the sleep
+  // (up to kLazyWakeMax): a 64 MiB call would otherwise see a wake-up every kLazyWake.
+  auto sleep = kLazyWake;
   for (int idle = 0; !ready() && idle < kLazyIdleWakes;) {
     const uint64_t before = enqueued_;
-    workCv_.wait_for(lock, kLazyWake);
-    if (enqueued_ == before && queue_.empty()) ++idle;  // nothing came: one idle wake-up
+    workCv_.wait_for(lock, sleep);
+    sleep = running_ ? std::min(2 * sleep, kLazyWakeMax) : kLazyWake;
+    if (!running_ && enqueued_ == before && queue_.empty()) ++idle;  // one idle wake-up
   }
   timedSleep_ = false;
   if (!ready()) syncStreak_ = 0;  // idle: enqueues wake the worker again

@@ -4,9 +4,10 @@
 // that finds the worker asleep (waitFor's help). Synchronous use is learnt: after kLazyStreak
 // waits for the newest task before it finished (enqueue, then synchronise), an enqueue no
 // longer wakes the worker, so the synchronising thread runs the call itself with no thread
-// hand-off; the worker sleeps kLazyWake at a time instead, so a task nobody waits for still
-// starts within kLazyWake (and a task found that way ends the learning), and it goes back to
-// sleeping until woken after kLazyIdleWakes empty wake-ups.
+// hand-off; the worker sleeps kLazyWake at a time instead (doubling up to kLazyWakeMax while a
+// helper's call runs), so a task nobody waits for still starts within kLazyWake (within
+// kLazyWakeMax just after a long call a helper ran), a task found that way ends the learning,
+// and the worker goes back to sleeping until woken after kLazyIdleWakes empty wake-ups.
 // Knows nothing of communicators: a call is a task that returns a result code and leaves its
 // text in threadLastError() (api_guard.h). The first failure stays until a synchronise reports
 // it; events are positions in the stream.
@@ -33,6 +34,7 @@ class HostStream {
   using Task = std::function<tuttiResult_t()>;
   static constexpr int kLazyStreak = 2;
   static constexpr std::chrono::microseconds kLazyWake{200};
+  static constexpr std::chrono::microseconds kLazyWakeMax{6400};
   static constexpr int kLazyIdleWakes = 50;
   struct Failure {
     tuttiResult_t code = tuttiSuccess;
