@@ -392,6 +392,18 @@ TUTTI_API tuttiResult_t tuttiStreamQuery(tuttiStream_t stream);
 /* The stream's later calls wait until the event's position is reached (no-op for an event
  * never recorded, or recorded on the same stream). */
 TUTTI_API tuttiResult_t tuttiStreamWaitEvent(tuttiStream_t stream, tuttiEvent_t event);
+typedef tuttiResult_t (*tuttiHostFn_t)(void* userData);
+/* A host function on a host stream (as cudaLaunchHostFunc): fn(userData) runs in the stream's
+ * order, after the calls enqueued on it before and before those after, on the thread that runs
+ * the stream's calls (its worker, or a synchronising thread); returns at once. A result other
+ * than tuttiSuccess is the stream's failure, reported as a call's is. fn must not wait for its
+ * own stream (a synchronise, destroy or event of it), and a blocking call it makes waits for
+ * that communicator's calls issued before it, so it must not make one on a communicator with
+ * calls enqueued after it. Not inside a group (tuttiInvalidUsage: the group's calls are enqueued
+ * at tuttiGroupEnd, after it). tuttiInvalidArgument for a NULL fn or a stream that is not a host
+ * stream. */
+TUTTI_API tuttiResult_t tuttiStreamLaunchHostFunc(tuttiStream_t stream, tuttiHostFn_t fn,
+                                                  void* userData);
 TUTTI_API tuttiResult_t tuttiEventCreate(tuttiEvent_t* event);
 /* Marks the stream's current end: the event completes when every call enqueued on it so far
  * has. Recording again moves the mark. */

@@ -470,6 +470,10 @@ class Stream {
   }
   // The stream's later calls wait for the event (tuttiStreamWaitEvent).
   inline void wait(const Event& event) const;
+  // fn(userData) runs in the stream's order (tuttiStreamLaunchHostFunc).
+  void launchHostFunc(tuttiHostFn_t fn, void* userData) const {
+    check(tuttiStreamLaunchHostFunc(stream_, fn, userData));
+  }
 
  private:
   tuttiStream_t stream_ = nullptr;

@@ -1,8 +1,10 @@
 // tuttiStream* and tuttiEvent*: host streams (host_stream.h) and positions in them.
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "api_guard.h"
+#include "common/error.h"
 #include "group.h"
 #include "host_stream.h"
 
@@ -83,6 +85,35 @@ TUTTI_API tuttiResult_t tuttiStreamWaitEvent(tuttiStream_t stream, tuttiEvent_t 
     s->enqueue([other = event->stream, position = event->position] {
       other->waitFor(position);
       return tuttiSuccess;
+    });
+    return tuttiSuccess;
+  });
+}
+
+TUTTI_API tuttiResult_t tuttiStreamLaunchHostFunc(tuttiStream_t stream, tuttiHostFn_t fn,
+                                                  void* userData) {
+  return guarded(nullptr, "tuttiStreamLaunchHostFunc", [&] {
+    TUTTI_CHECK_ARG(fn != nullptr, "fn is NULL");
+    if (tutti::api::groupDepth() > 0)
+      tutti::fail(tuttiInvalidUsage,
+                  "tuttiStreamLaunchHostFunc inside a group (the group's calls are enqueued at "
+                  "tuttiGroupEnd, after the host function)");
+    auto s = liveStream(stream);
+    s->enqueue([fn, userData] {
+      tuttiResult_t r = tuttiInternalError;
+      try {
+        r = fn(userData);
+      } catch (...) {
+        tutti::api::threadLastError() =
+            "tuttiStreamLaunchHostFunc: the host function threw an exception";
+        return tuttiInternalError;
+      }
+      if (r != tuttiSuccess)
+        tutti::api::threadLastError() = std::string(
+                                            "tuttiStreamLaunchHostFunc: the host "
+                                            "function returned ") +
+                                        tuttiGetErrorString(r);
+      return r;
     });
     return tuttiSuccess;
   });

@@ -319,6 +319,74 @@ TEST(HostStream, LearntSynchronousUseStillProgressesWithoutAWaiter) {
   EXPECT_RANKS_OK(result);
 }
 
+// Host functions (tuttiStreamLaunchHostFunc) run in the stream's order between its calls: each
+// one checks the all-reduce before it and writes the input of the one after it, on two ranks
+// over shm and tcp; a host function's error is the stream's failure at the synchronise, with its
+// text; bad arguments and a launch inside a group are refused at the call.
+struct Chain {
+  std::vector<double>* in;
+  const std::vector<double>* out;
+  int rank = 0, n = 0, call = 0;
+  int checked = 0, wrong = 0;
+};
+
+tuttiResult_t checkAndRefill(void* p) {
+  auto* c = static_cast<Chain*>(p);
+  for (size_t i = 0; i < c->out->size(); ++i) c->wrong += (*c->out)[i] != sumOf(c->n, c->call, i);
+  ++c->checked;
+  ++c->call;  // the next all-reduce's input, written only now
+  for (size_t i = 0; i < c->in->size(); ++i) (*c->in)[i] = valueOf(c->rank, c->call, i);
+  return tuttiSuccess;
+}
+
+tuttiResult_t refuse(void*) { return tuttiInvalidArgument; }
+
+TEST(HostStream, HostFunctionsRunInStreamOrder) {
+  const int n = 2, calls = 30;
+  const size_t count = 19;
+  for (const char* transport : {"shm", "tcp"}) {
+    tuttiUniqueId id = makeId();
+    auto result = runRanks(
+        n,
+        [&](int rank) {
+          tuttiComm_t comm = initComm(n, id, rank, transport);
+          ASSERT_NE(comm, nullptr);
+          tuttiStream_t s = nullptr;
+          TUTTI_ASSERT_OK(tuttiStreamCreate(&s), nullptr);
+          std::vector<double> in(count), out(count, -1.0);
+          Chain chain{&in, &out, rank, n, 0};
+          for (size_t i = 0; i < count; ++i) in[i] = valueOf(rank, 0, i);
+          for (int k = 0; k < calls; ++k) {
+            TUTTI_ASSERT_OK(
+                tuttiAllReduce(in.data(), out.data(), count, tuttiFloat64, tuttiSum, comm, s),
+                comm);
+            TUTTI_ASSERT_OK(tuttiStreamLaunchHostFunc(s, checkAndRefill, &chain), nullptr);
+            if (k % 7 == 3) TUTTI_ASSERT_OK(tuttiStreamSynchronize(s), nullptr);
+          }
+          TUTTI_ASSERT_OK(tuttiStreamSynchronize(s), nullptr);
+          EXPECT_EQ(chain.checked, calls);
+          EXPECT_EQ(chain.wrong, 0) << transport;
+          // A host function's error: the stream's failure, reported once, with its text.
+          TUTTI_ASSERT_OK(tuttiStreamLaunchHostFunc(s, refuse, nullptr), nullptr);
+          EXPECT_EQ(tuttiStreamSynchronize(s), tuttiInvalidArgument);
+          EXPECT_NE(std::string(tuttiGetLastError(nullptr)).find("host function returned"),
+                    std::string::npos)
+              << tuttiGetLastError(nullptr);
+          EXPECT_EQ(tuttiStreamSynchronize(s), tuttiSuccess);
+          // Refused at the call.
+          EXPECT_EQ(tuttiStreamLaunchHostFunc(s, nullptr, nullptr), tuttiInvalidArgument);
+          EXPECT_EQ(tuttiStreamLaunchHostFunc(nullptr, refuse, nullptr), tuttiInvalidArgument);
+          TUTTI_ASSERT_OK(tuttiGroupStart(), nullptr);
+          EXPECT_EQ(tuttiStreamLaunchHostFunc(s, refuse, nullptr), tuttiInvalidUsage);
+          TUTTI_ASSERT_OK(tuttiGroupEnd(), nullptr);
+          TUTTI_ASSERT_OK(tuttiStreamDestroy(s), nullptr);
+          TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+        },
+        60);
+    EXPECT_RANKS_OK(result);
+  }
+}
+
 // The neighbour all-reduce through a stream (tutti.h lists it among the stream calls): on a
 // ring of 3 ranks each rank's result is the average of all three inputs.
 TEST(HostStream, NeighborAllReduceThroughAStream) {
