@@ -320,25 +320,25 @@ TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t 
  * works). Collectives fuse: a run of consecutive tuttiAllReduce, tuttiAllGather, tuttiReduceScatter
  * and tuttiAllToAll calls on host buffers (all-reduces of at most 8 KiB, the others' buffers at
  * most 16 KiB; the all-reduces and reduce-scatters of one datatype and op; up to 512 KiB and 1024
- * calls; no call reading or writing what another call of the run writes) runs as one call whose
- * schedule interleaves theirs round by round (each with an algorithm whose rounds merge: the forced
- * one if it does, else the cost model's best of them; with none, or above 64 ranks, the calls run
- * one after another), its all-reduces packed into one all-reduce of a packed copy; a run of
- * all-reduces alone runs as that packed all-reduce (which may use the shared window). So 64 small
- * all-reduces cost about one, and a mixed run pays its round trips once instead of once per call
- * (tuttiCommLastAlgorithm says "fused" after it). A mismatch between ranks' groups is then named as
- * the fused or packed call's. Other collectives (and larger calls) run one after another. Several
- * communicators progress at the same time (one thread each beyond the first), so ranks may record
- * the communicators in different orders, and one thread may drive several ranks of one
- * communicator. A blocking init (tuttiCommInitRank*, tuttiCommInitFromEnv, tuttiCommInitMPI) inside
- * a group returns tuttiSuccess at once and initialises on a thread of its own; End waits for it
- * (returning its error) before running the group's calls, so one thread can init several ranks as
- * with NCCL. A split inside a group is not deferred (it blocks until its peers split). End returns
- * the first failure; the text is in tuttiGetLastError(NULL) and on the failed communicator. A
- * communicator's calls in one group name one stream: when it is a host stream, End enqueues them
- * there as one task and returns without waiting for them (their failure is the stream's); a call
- * naming another stream than the group's earlier calls on that communicator is tuttiInvalidUsage.
- * */
+ * calls; no call reading or writing what another call of the run writes, or writing what another
+ * reads) runs as one call whose schedule interleaves theirs round by round (each with an algorithm
+ * whose rounds merge: the forced one if it does, else the cost model's best of them; with none, or
+ * above 64 ranks, the calls run one after another), its all-reduces packed into one all-reduce of a
+ * packed copy; a run of all-reduces alone runs as that packed all-reduce (which may use the shared
+ * window). So 64 small all-reduces cost about one, and a mixed run pays its round trips once
+ * instead of once per call (tuttiCommLastAlgorithm says "fused" after it). A mismatch between
+ * ranks' groups is then named as the fused or packed call's. Other collectives (and larger calls)
+ * run one after another. Several communicators progress at the same time (one thread each beyond
+ * the first), so ranks may record the communicators in different orders, and one thread may drive
+ * several ranks of one communicator. A blocking init (tuttiCommInitRank*, tuttiCommInitFromEnv,
+ * tuttiCommInitMPI) inside a group returns tuttiSuccess at once and initialises on a thread of its
+ * own; End waits for it (returning its error) before running the group's calls, so one thread can
+ * init several ranks as with NCCL. A split inside a group is not deferred (it blocks until its
+ * peers split). End returns the first failure; the text is in tuttiGetLastError(NULL) and on the
+ * failed communicator. A communicator's calls in one group name one stream: when it is a host
+ * stream, End enqueues them there as one task and returns without waiting for them (their failure
+ * is the stream's); a call naming another stream than the group's earlier calls on that
+ * communicator is tuttiInvalidUsage. */
 TUTTI_API tuttiResult_t tuttiGroupStart(void);
 TUTTI_API tuttiResult_t tuttiGroupEnd(void);
 

@@ -3,9 +3,9 @@
 // - Fused (Communicator::fusedCollectives): a run of consecutive all-reduces, all-gathers,
 //   reduce-scatters and all-to-alls on host buffers (each within fuseLimit, the run at most
 //   kFuseRunBytes and kFuseRunCalls calls; the reducing ones of one datatype and op; no call
-//   reading or writing what another call of the run writes) runs as one call whose schedule
-//   interleaves the members' rounds, when the run holds something besides all-reduces and its
-//   members' algorithms merge.
+//   reading or writing what another call of the run writes, or writing what another reads)
+//   runs as one call whose schedule interleaves the members' rounds, when the run holds
+//   something besides all-reduces and its members' algorithms merge.
 // - Packed: small all-reduces of one datatype and op (each at most kFuseMemberBytes) run as one
 //   all-reduce of a packed buffer (their inputs copied in, the one call, their results copied
 //   out): inside a fused run as one of its members, elsewhere on their own (consecutive, ending
