@@ -206,6 +206,11 @@ Coll plainOf(Coll c) {
   }
 }
 
+bool reduces(Coll c) {
+  return c == Coll::kAllReduce || c == Coll::kReduceScatter || c == Coll::kReduce ||
+         c == Coll::kReduceScatterV;
+}
+
 bool blockPerRank(Coll c) {
   c = plainOf(c);
   return c == Coll::kAllGather || c == Coll::kReduceScatter || c == Coll::kAllToAll ||

@@ -192,19 +192,10 @@ tuttiResult_t issueP2p(bool isSend, void* buffer, size_t count, const tuttiDataT
     if (perf != nullptr) perf->add(name, op.bytes, 0, false);
     return tuttiSuccess;
   }
-  const char* fn = isSend ? "tuttiSend" : "tuttiRecv";
-  if (peer == c.rank()) {  // to or from self: a copy, matched inside one call or group
-    tutti::api::runInOrder(comm, fn, host, [&c, op, perf, name] {
-      const double t0 = perf != nullptr ? tutti::nowSeconds() : 0;
-      c.runP2p({&op, 1});
-      if (perf != nullptr) perf->add(name, op.bytes, tutti::nowSeconds() - t0, true);
-    });
-    return tuttiSuccess;
-  }
   std::function<void(double)> after;
   if (perf != nullptr)
     after = [perf, name, bytes = op.bytes](double s) { perf->add(name, bytes, s, true); };
-  tutti::api::runP2pInOrder(comm, fn, host, op, std::move(after));
+  tutti::api::runP2pInOrder(comm, isSend ? "tuttiSend" : "tuttiRecv", host, op, std::move(after));
   return tuttiSuccess;
 }
 

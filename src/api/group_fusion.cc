@@ -15,9 +15,7 @@ namespace {
 
 size_t bytesOf(const FusibleCall& c) { return std::max(c.sendBytes, c.recvBytes); }
 
-bool reducing(const FusibleCall& c) {
-  return c.coll == algo::Coll::kAllReduce || c.coll == algo::Coll::kReduceScatter;
-}
+bool reducing(const FusibleCall& c) { return algo::reduces(c.coll); }
 
 bool packable(const FusibleCall& c) {
   return c.coll == algo::Coll::kAllReduce && c.sendBytes <= kFuseMemberBytes;
@@ -43,14 +41,6 @@ size_t packedRunEnd(const std::vector<RecordedCall>& calls, size_t begin) {
     bytes += bytesOf(c);
   }
   return std::max(end, begin + 1);
-}
-
-// Whether the fusible calls from begin on (up to the first that is not) hold anything but
-// all-reduces that pack: only then may a fused run pay (runFused).
-bool mixedAhead(const std::vector<RecordedCall>& calls, size_t begin) {
-  for (size_t k = begin; k < calls.size() && calls[k].fusible; ++k)
-    if (!packable(*calls[k].fusible)) return true;
-  return false;
 }
 
 // The end of the run of calls that may fuse with calls[begin] (begin when it may not): it ends
@@ -123,7 +113,10 @@ bool runFused(Communicator& comm, const std::vector<RecordedCall>& calls, size_t
   for (size_t k = begin; k < end; ++k)
     (packable(*calls[k].fusible) ? packed : others).push_back(&*calls[k].fusible);
   if (others.empty()) return false;
-  if (packed.size() == 1) others.insert(others.begin(), packed[0]), packed.clear();
+  if (packed.size() == 1) {  // nothing to pack it with: a member of its own
+    others.insert(others.begin(), packed[0]);
+    packed.clear();
+  }
   std::vector<std::byte> buffer = packInputs(packed);
   std::vector<Communicator::FusedCall> members;
   if (!packed.empty()) {
@@ -160,15 +153,18 @@ void runPackedOrAlone(Communicator& comm, const std::vector<RecordedCall>& calls
 
 void runRecordedCalls(Communicator& comm, const std::vector<RecordedCall>& calls) {
   for (size_t begin = 0; begin < calls.size();) {
+    // The fusible calls from begin on: only a stretch holding more than all-reduces that pack
+    // may pay for a fused run (runFused); one of packable all-reduces packs.
     size_t end = begin;
-    if (mixedAhead(calls, begin)) {
+    bool mixed = false;
+    for (; end < calls.size() && calls[end].fusible; ++end)
+      mixed = mixed || !packable(*calls[end].fusible);
+    if (mixed) {
       end = fusedRunEnd(calls, begin);
       if (end - begin >= 2 && runFused(comm, calls, begin, end)) {
         begin = end;
         continue;
       }
-    } else {
-      while (end < calls.size() && calls[end].fusible) ++end;  // all-reduces that pack
     }
     end = std::max(end, begin + 1);
     runPackedOrAlone(comm, calls, begin, end);

@@ -31,15 +31,9 @@ uint64_t HostStream::enqueue(Task task) {
     position = ++enqueued_;
     // A worker in a timed sleep finds the task within kLazyWake; a waiter may run it sooner.
     wake = !(workerAsleep_ && timedSleep_);
-    if (!wake) ++lazyEnqueues_;
   }
   if (wake) workCv_.notify_one();
   return position;
-}
-
-HostStream::Stats HostStream::stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return {ranOnWorker_, ranByHelper_, lazyEnqueues_};
 }
 
 uint64_t HostStream::lastPosition() const {
@@ -57,10 +51,9 @@ void HostStream::waitFor(uint64_t position, bool help) {
   // Waiting for the newest task before it finished: enqueue, then synchronise.
   if (position == enqueued_ && finished_ < position) ++syncStreak_;
   while (finished_ < position) {
-    if (help && workerAsleep_ && !running_ && !queue_.empty()) {
-      ++ranByHelper_;
+    if (help && workerAsleep_ && !running_ && !queue_.empty())
       runFront(lock);
-    } else
+    else
       changed_.wait(lock);
   }
 }
@@ -106,7 +99,6 @@ void HostStream::work() {
     workerAsleep_ = false;
     if (queue_.empty()) return;
     if (timed) syncStreak_ = 0;  // found by a timed wake-up: nobody synchronised at once
-    ++ranOnWorker_;
     runFront(lock);
   }
 }

@@ -65,10 +65,6 @@ class HostStream {
   Failure failureUpTo(uint64_t position, bool clear);
   // Waits for the tasks enqueued so far, refuses new ones and ends the worker (destroy).
   void close();
-  struct Stats {
-    uint64_t onWorker = 0, byHelper = 0, lazyEnqueues = 0;
-  };
-  Stats stats() const;
   // Throws tuttiInvalidUsage in a child made by fork() after the stream (fork_guard.h): the
   // child has no copy of its worker thread, so a task enqueued there would never run.
   void checkUsableHere() const;
@@ -92,9 +88,6 @@ class HostStream {
   bool workerAsleep_ = false;  // the worker waits for work (a waiter may help)
   bool timedSleep_ = false;    // it sleeps kLazyWake at a time: an enqueue need not wake it
   int syncStreak_ = 0;         // synchronises on the newest unfinished task since async use
-  // How the tasks ran (tests): on the worker, by a helping waiter, and enqueues that left the
-  // worker asleep.
-  uint64_t ranOnWorker_ = 0, ranByHelper_ = 0, lazyEnqueues_ = 0;
   bool closing_ = false;
   Failure failure_;
   const pid_t creatorPid_ = ::getpid();

@@ -22,7 +22,7 @@
 namespace tutti::api {
 
 // The collective a group may fuse (group_fusion.h) that entry point fn makes, if any.
-inline std::optional<algo::Coll> fusibleColl(std::string_view fn) {
+inline std::optional<algo::Coll> fusibleCollOf(std::string_view fn) {
   if (fn == "tuttiAllReduce") return algo::Coll::kAllReduce;
   if (fn == "tuttiAllGather") return algo::Coll::kAllGather;
   if (fn == "tuttiReduceScatter") return algo::Coll::kReduceScatter;
@@ -53,7 +53,7 @@ tuttiResult_t issue(tuttiComm_t comm, const char* fn, const CallInfo& info, cons
   if (grouped) {
     std::optional<FusibleCall> fusible;
     // All-reduce, all-gather, reduce-scatter and all-to-all may fuse (group_fusion.h).
-    const std::optional<algo::Coll> coll = fusibleColl(fn);
+    const std::optional<algo::Coll> coll = fusibleCollOf(fn);
     if (!device && coll && std::max(b.sendBytes, b.recvBytes) <= fuseLimit(*coll))
       fusible = FusibleCall{*coll,      b.send,     b.sendBytes, b.recv, b.recvBytes,
                             info.count, info.dtype, info.op,     perf,   callName(fn)};

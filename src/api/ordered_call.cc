@@ -48,6 +48,15 @@ void runInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStre
 
 namespace {
 
+// Runs f; when `after` is set, tells it how long f took (the clock is read only then).
+template <typename F>
+void timed(const std::function<void(double)>& after, F&& f) {
+  if (!after) return f();
+  const double t0 = nowSeconds();
+  f();
+  after(nowSeconds() - t0);
+}
+
 // The turn of a send or receive that waited in P2pPosts: its operation ran with an earlier
 // call's (reports that run's outcome), or it runs now with the calls waiting after it.
 void runP2pTurn(tuttiComm_t comm, uint64_t ticket, const std::shared_ptr<P2pPosts::Post>& post,
@@ -62,36 +71,36 @@ void runP2pTurn(tuttiComm_t comm, uint64_t ticket, const std::shared_ptr<P2pPost
   log::setThreadRank(c.rank());
   std::vector<std::shared_ptr<P2pPosts::Post>> absorbed;
   uint64_t last = ticket;
-  const double t0 = nowSeconds();
+  // Appends the operations of the calls waiting right after the last one taken in.
+  auto takeIn = [&](std::vector<P2pOp>& ops) {
+    const size_t before = absorbed.size();
+    if (!posts.absorbFollowing(last, absorbed)) return false;
+    for (size_t i = before; i < absorbed.size(); ++i) ops.push_back(absorbed[i]->op);
+    return true;
+  };
   try {
     // The calls waiting already start with this one (their peers are connected together).
     std::vector<P2pOp> first{post->op};
-    posts.absorbFollowing(last, absorbed);
-    for (const auto& p : absorbed) first.push_back(p->op);
-    c.runP2pOpen(
-        first,
-        [&](std::vector<P2pOp>& more) {
-          const size_t before = absorbed.size();
-          if (!posts.absorbFollowing(last, absorbed)) return false;
-          for (size_t i = before; i < absorbed.size(); ++i) more.push_back(absorbed[i]->op);
-          return true;
-        },
-        posts.wakeFd());
+    takeIn(first);
+    timed(after, [&] { c.runP2pOpen(first, takeIn, posts.wakeFd()); });
   } catch (const Error& e) {
     for (auto& p : absorbed) p->result = e.code(), p->error = e.what();
     throw;
   }
-  if (after) after(nowSeconds() - t0);
 }
 
 }  // namespace
 
 void runP2pInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStream>& stream,
                    const P2pOp& op, std::function<void(double)> after) {
+  if (op.peer == ready(comm).rank()) {  // to or from self: a copy, matched inside one call
+    runInOrder(comm, fn, stream, [comm, op, after = std::move(after)] {
+      timed(after, [&] { ready(comm).runP2p({&op, 1}); });
+    });
+    return;
+  }
   if (!stream && !comm->order.everQueued()) {  // no stream call yet: nothing waits before it
-    const double t0 = nowSeconds();
-    ready(comm).runP2p({&op, 1});
-    if (after) after(nowSeconds() - t0);
+    timed(after, [&] { ready(comm).runP2p({&op, 1}); });
     return;
   }
   auto post = std::make_shared<P2pPosts::Post>();

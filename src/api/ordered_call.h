@@ -16,11 +16,12 @@ namespace tutti::api {
 void runInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStream>& stream,
                 std::function<void()> run);
 
-// A send or receive (op: not to or from this rank itself) in the communicator's call order,
-// now or on a host stream, as runInOrder runs a call; once the communicator has had a stream
-// call it waits for its turn in P2pPosts (p2p_posts.h), where the point-to-point call before
-// it may absorb it, and when its turn comes it runs with the calls that wait after it.
-// after(seconds) is called with the time it ran (0 when absorbed) when it succeeds.
+// A send or receive in the communicator's call order, now or on a host stream, as runInOrder
+// runs a call (one to or from this rank itself is a copy, run by runInOrder); once the
+// communicator has had a stream call it waits for its turn in P2pPosts (p2p_posts.h), where
+// the point-to-point call before it may absorb it, and when its turn comes it runs with the
+// calls that wait after it. after (may be empty) is called with the time it ran (0 when
+// absorbed) when it succeeds.
 void runP2pInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStream>& stream,
                    const P2pOp& op, std::function<void(double)> after);
 

@@ -54,8 +54,7 @@ std::string describeCallTag(const CallTag& t, bool withNumber) {
     auto c = static_cast<algo::Coll>(coll);
     auto dtype = static_cast<tuttiDataType_t>((t[1] >> 8) & 0xff);
     auto op = static_cast<tuttiRedOp_t>((t[1] >> 16) & 0xff);
-    bool reducing = c == algo::Coll::kAllReduce || c == algo::Coll::kReduceScatter ||
-                    c == algo::Coll::kReduce || c == algo::Coll::kReduceScatterV;
+    const bool reducing = algo::reduces(c);
     bool rooted = c == algo::Coll::kBroadcast || c == algo::Coll::kReduce ||
                   c == algo::Coll::kGather || c == algo::Coll::kScatter ||
                   c == algo::Coll::kGatherV || c == algo::Coll::kScatterV;

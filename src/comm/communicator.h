@@ -99,6 +99,11 @@ class Communicator {
   // cannot be fused (another collective, more than FusedPlans::kMaxRanks ranks, a member
   // with no algorithm that merges): the caller runs them one by one.
   bool fusedCollectives(std::span<const FusedCall> calls);
+  // The collectives fusedCollectives takes.
+  static bool fusible(algo::Coll c) {
+    return c == algo::Coll::kAllReduce || c == algo::Coll::kAllGather ||
+           c == algo::Coll::kReduceScatter || c == algo::Coll::kAllToAll;
+  }
   // Neighbour all-reduce (algorithms/neighbor.cc): x <- W x over `graph` (nodes = ranks, or
   // hosts when hierarchical), at the graph's call `step`. graphId names the graph for the
   // schedule cache (same id, same graph).

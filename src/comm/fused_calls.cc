@@ -12,19 +12,6 @@
 
 namespace tutti {
 
-namespace {
-
-bool fusible(algo::Coll c) {
-  return c == algo::Coll::kAllReduce || c == algo::Coll::kAllGather ||
-         c == algo::Coll::kReduceScatter || c == algo::Coll::kAllToAll;
-}
-
-bool reducing(algo::Coll c) {
-  return c == algo::Coll::kAllReduce || c == algo::Coll::kReduceScatter;
-}
-
-}  // namespace
-
 bool Communicator::fusedCollectives(std::span<const FusedCall> calls) {
   log::setThreadRank(rank_);
   std::vector<algo::CollArgs> members;
@@ -32,7 +19,7 @@ bool Communicator::fusedCollectives(std::span<const FusedCall> calls) {
   for (const FusedCall& c : calls) {
     if (!fusible(c.coll)) return false;
     algo::CollArgs a = baseArgs(c.coll, c.count, c.dtype);  // windowBytes 0: no window
-    if (reducing(c.coll)) a.op = c.op == tuttiAvg ? tuttiSum : c.op;
+    if (algo::reduces(c.coll)) a.op = c.op == tuttiAvg ? tuttiSum : c.op;
     a.inPlace = c.coll == algo::Coll::kAllToAll && c.send == c.recv;
     members.push_back(std::move(a));
   }
@@ -53,9 +40,9 @@ bool Communicator::fusedCollectives(std::span<const FusedCall> calls) {
     }
     execute(plan->schedule, plan->peers, buffers);
   });
+  // Average: all-reduce and reduce-scatter have `count` elements out.
   for (const FusedCall& c : calls)
-    if (reducing(c.coll) && c.op == tuttiAvg &&
-        c.count > 0)  // all-reduce and reduce-scatter: count elements out
+    if (algo::reduces(c.coll) && c.op == tuttiAvg && c.count > 0)
       reduce::divide(c.recv, c.count, c.dtype, nranks_);
   return true;
 }

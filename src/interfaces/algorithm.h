@@ -38,6 +38,8 @@ bool isUneven(Coll c);
 // The collective whose layout a V-collective has with uniform blocks (allgatherv ->
 // allgather, ...); any other collective itself.
 Coll plainOf(Coll c);
+// Takes a reduction op: all-reduce, reduce-scatter(-v), reduce.
+bool reduces(Coll c);
 // One block per rank in one buffer (all-gather, reduce-scatter, all-to-all, gather, scatter and
 // their V forms): count is a rank's block, the buffer nranks blocks.
 bool blockPerRank(Coll c);
