@@ -2,7 +2,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -33,8 +32,8 @@ inline tuttiUniqueId makeId() {
     std::atomic<int> state;  // 0 pending, 1 ok, 2 failed
     tuttiUniqueId id;
   };
-  void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
+  void* mem =
+      mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   EXPECT_NE(mem, MAP_FAILED);
   auto* shared = new (mem) Shared{};
   pid_t parent = getpid();
@@ -51,6 +50,19 @@ inline tuttiUniqueId makeId() {
   tuttiUniqueId id = shared->id;
   munmap(mem, sizeof(Shared));
   return id;
+}
+
+// tuttiCommInitRankConfig with a transport (NULL: by priority) and a timeout; a failure is a
+// test failure (and a null communicator).
+inline tuttiComm_t initComm(int n, const tuttiUniqueId& id, int rank, const char* transport,
+                            int timeoutMs = 20000) {
+  tuttiConfig_t config = TUTTI_CONFIG_INITIALIZER;
+  config.transport = transport;
+  config.timeoutMs = timeoutMs;
+  tuttiComm_t comm = nullptr;
+  EXPECT_EQ(tuttiCommInitRankConfig(&comm, n, id, rank, &config), tuttiSuccess)
+      << tuttiGetLastError(nullptr);
+  return comm;
 }
 
 }  // namespace tutti::test

@@ -20,17 +20,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-tuttiComm_t initComm(int n, const tuttiUniqueId& id, int rank, const char* transport,
-                     int timeoutMs) {
-  tuttiConfig_t config = TUTTI_CONFIG_INITIALIZER;
-  config.transport = transport;
-  config.timeoutMs = timeoutMs;
-  tuttiComm_t comm = nullptr;
-  EXPECT_EQ(tuttiCommInitRankConfig(&comm, n, id, rank, &config), tuttiSuccess)
-      << tuttiGetLastError(nullptr);
-  return comm;
-}
-
 // Element i of message k from rank `from` to rank `to`: distinct per pair, message and element.
 int32_t elementOf(int from, int to, int k, size_t i) {
   return static_cast<int32_t>(1000000 * from + 10000 * to + 97 * k + static_cast<int64_t>(i) * 3 +

@@ -33,17 +33,6 @@ double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-tuttiComm_t initComm(int n, const tuttiUniqueId& id, int rank, const char* transport,
-                     int timeoutMs = 20000) {
-  tuttiConfig_t config = TUTTI_CONFIG_INITIALIZER;
-  config.transport = transport;
-  config.timeoutMs = timeoutMs;
-  tuttiComm_t comm = nullptr;
-  EXPECT_EQ(tuttiCommInitRankConfig(&comm, n, id, rank, &config), tuttiSuccess)
-      << tuttiGetLastError(nullptr);
-  return comm;
-}
-
 // Element i of call k on rank r: distinct per rank, element and call, exact in float64.
 double valueOf(int r, int k, size_t i) { return 1000.0 * (r + 1) + 7.0 * k + 0.5 * i; }
 // The sum over n ranks of valueOf(r, k, i).
