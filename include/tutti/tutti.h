@@ -384,7 +384,9 @@ TUTTI_API tuttiResult_t tuttiStreamCreate(tuttiStream_t* stream);
  * returned. */
 TUTTI_API tuttiResult_t tuttiStreamDestroy(tuttiStream_t stream);
 /* Waits for every call enqueued so far; returns the first failure among them not reported by
- * an earlier synchronise (and clears it), else tuttiSuccess. NULL: tuttiSuccess. */
+ * an earlier synchronise (and clears it), else tuttiSuccess. NULL: tuttiSuccess. Inside a host
+ * function of the same stream it waits for nothing: it reports (and clears) the failure of the
+ * calls enqueued before that function, which have all completed. */
 TUTTI_API tuttiResult_t tuttiStreamSynchronize(tuttiStream_t stream);
 /* tuttiSuccess when every call enqueued so far has completed, tuttiInProgress while some has
  * not, or the pending failure (not cleared). */
@@ -396,8 +398,11 @@ typedef tuttiResult_t (*tuttiHostFn_t)(void* userData);
 /* A host function on a host stream (as cudaLaunchHostFunc): fn(userData) runs in the stream's
  * order, after the calls enqueued on it before and before those after, on the thread that runs
  * the stream's calls (its worker, or a synchronising thread); returns at once. A result other
- * than tuttiSuccess is the stream's failure, reported as a call's is. fn must not wait for its
- * own stream (a synchronise, destroy or event of it), and a blocking call it makes waits for
+ * than tuttiSuccess is the stream's failure, reported as a call's is. fn learns whether the
+ * calls before it succeeded from tuttiStreamSynchronize of its own stream (which then returns
+ * at once; a failure reported there is cleared, so each host function sees the failures since
+ * the previous one that synchronised). fn must not wait for its own stream otherwise (destroy,
+ * or an event recorded after it), and a blocking call it makes waits for
  * that communicator's calls issued before it, so it must not make one on a communicator with
  * calls enqueued after it. Not inside a group (tuttiInvalidUsage: the group's calls are enqueued
  * at tuttiGroupEnd, after it). tuttiInvalidArgument for a NULL fn or a stream that is not a host

@@ -10,6 +10,16 @@
 
 namespace tutti::api {
 
+namespace {
+// The task the calling thread runs (runFront), if any: a task may run another stream's tasks
+// (a host function synchronising with a second stream helps run them), so it nests.
+struct RunningTask {
+  const HostStream* stream = nullptr;
+  uint64_t position = 0;
+};
+thread_local RunningTask tlsRunning;
+}  // namespace
+
 HostStream::HostStream() : forkGeneration_(forkGeneration()), worker_([this] { work(); }) {}
 
 void HostStream::checkUsableHere() const {
@@ -44,6 +54,10 @@ uint64_t HostStream::lastPosition() const {
 bool HostStream::finished(uint64_t position) const {
   std::lock_guard<std::mutex> lock(mutex_);
   return finished_ >= position;
+}
+
+uint64_t HostStream::runningHere() const {
+  return tlsRunning.stream == this ? tlsRunning.position : 0;
 }
 
 void HostStream::waitFor(uint64_t position, bool help) {
@@ -123,8 +137,10 @@ void HostStream::runFront(std::unique_lock<std::mutex>& lock) {
   Task task = std::move(queue_.front());
   queue_.pop_front();
   running_ = true;
+  const RunningTask outer = std::exchange(tlsRunning, RunningTask{this, finished_ + 1});
   lock.unlock();
   tuttiResult_t code = task();
+  tlsRunning = outer;
   std::string text = code == tuttiSuccess ? std::string() : threadLastError();
   task = nullptr;  // what it holds goes before the task counts as finished
   lock.lock();

@@ -54,6 +54,9 @@ class HostStream {
   uint64_t lastPosition() const;
   // Whether every task up to `position` has finished.
   bool finished(uint64_t position) const;
+  // The position of the task of this stream that the calling thread is running (a host
+  // function asking about its own stream), 0 when it runs none.
+  uint64_t runningHere() const;
   // Blocks until every task up to `position` has finished. help: while the worker is asleep
   // (it found the queue empty and has not woken yet), the waiting thread runs the queued tasks
   // itself (in order, one runner at a time), sparing the two thread hand-offs a short call

@@ -330,6 +330,20 @@ tuttiResult_t checkAndRefill(void* p) {
 
 tuttiResult_t refuse(void*) { return tuttiInvalidArgument; }
 
+// What a host function learns from synchronising its own stream: the failure of the calls
+// before it (and the text), at once.
+struct Learnt {
+  tuttiStream_t stream = nullptr;
+  std::vector<tuttiResult_t> results;
+  std::vector<std::string> texts;
+};
+tuttiResult_t learnFailure(void* p) {
+  auto* l = static_cast<Learnt*>(p);
+  l->results.push_back(tuttiStreamSynchronize(l->stream));
+  l->texts.push_back(tuttiGetLastError(nullptr));
+  return tuttiSuccess;
+}
+
 TEST(HostStream, HostFunctionsRunInStreamOrder) {
   const int n = 2, calls = 30;
   const size_t count = 19;
@@ -362,6 +376,21 @@ TEST(HostStream, HostFunctionsRunInStreamOrder) {
                     std::string::npos)
               << tuttiGetLastError(nullptr);
           EXPECT_EQ(tuttiStreamSynchronize(s), tuttiSuccess);
+          // A host function synchronising its own stream: the failure before it, once.
+          Learnt learnt{s, {}, {}};
+          TUTTI_ASSERT_OK(tuttiStreamLaunchHostFunc(s, refuse, nullptr), nullptr);
+          TUTTI_ASSERT_OK(tuttiStreamLaunchHostFunc(s, learnFailure, &learnt), nullptr);
+          TUTTI_ASSERT_OK(
+              tuttiAllReduce(in.data(), out.data(), count, tuttiFloat64, tuttiSum, comm, s), comm);
+          TUTTI_ASSERT_OK(tuttiStreamLaunchHostFunc(s, learnFailure, &learnt), nullptr);
+          TUTTI_ASSERT_OK(tuttiStreamLaunchHostFunc(s, checkAndRefill, &chain), nullptr);
+          EXPECT_EQ(tuttiStreamSynchronize(s), tuttiSuccess);  // reported inside: cleared
+          ASSERT_EQ(learnt.results.size(), 2u);
+          EXPECT_EQ(learnt.results[0], tuttiInvalidArgument);
+          EXPECT_NE(learnt.texts[0].find("host function returned"), std::string::npos)
+              << learnt.texts[0];
+          EXPECT_EQ(learnt.results[1], tuttiSuccess);
+          EXPECT_EQ(chain.wrong, 0);
           // Refused at the call.
           EXPECT_EQ(tuttiStreamLaunchHostFunc(s, nullptr, nullptr), tuttiInvalidArgument);
           EXPECT_EQ(tuttiStreamLaunchHostFunc(nullptr, refuse, nullptr), tuttiInvalidArgument);
