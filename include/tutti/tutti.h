@@ -344,7 +344,7 @@ TUTTI_API tuttiResult_t tuttiGroupEnd(void);
 
 /* ---- Host streams and events (tutti additions) ----
  * A host stream runs the calls given it (every collective, the V-collectives,
- * tuttiNeighborAllReduce, tuttiSend, tuttiRecv, and a group's calls on a communicator, which then
+ * tuttiNeighborAllReduce, tuttiAllReduceCompressed, tuttiSend, tuttiRecv, and a group's calls on a communicator, which then
  * form one task) one after another, in the order they were issued, on a worker thread of its own
  * that sleeps while the stream is empty (or on the thread of a tuttiStreamSynchronize or
  * tuttiEventSynchronize outside a group that finds the worker asleep: it runs the queued calls
@@ -365,8 +365,8 @@ TUTTI_API tuttiResult_t tuttiGroupEnd(void);
  * calls after it still run (on a failed communicator they fail at once). tuttiCommAbort ends
  * the communicator's calls in flight; tuttiCommDestroy waits for its calls issued before it;
  * the blocking calls tuttiCommSplit, tuttiCommShrink (after revoking them with
- * TUTTI_SHRINK_ABORT), tuttiCommSetAlgorithm, tuttiCommSetTimeout and tuttiAllReduceCompressed
- * wait for its earlier stream calls (which keep the algorithms and timeout they were issued
+ * TUTTI_SHRINK_ABORT), tuttiCommSetAlgorithm, tuttiCommSetTimeout, tuttiCompressionStats and
+ * tuttiCompressionResetKey wait for its earlier stream calls (which keep the algorithms and timeout they were issued
  * under).
  * A communicator's calls come from one thread at a time (as without streams).
  * Sends and receives on host streams (and blocking ones once the communicator has had a stream
@@ -457,7 +457,8 @@ TUTTI_API tuttiResult_t tuttiCommDumpTrace(tuttiComm_t comm, const char* path);
  * feedback residual and step counter (the RNG stream of QSGD) are kept per (comm, key). With
  * useErrorFeedback != 0 the residual of key is added before compression and updated after.
  * Every rank must pass the same count, datatype, compressor, key and useErrorFeedback.
- * Blocking (host memory); not allowed between tuttiGroupStart and tuttiGroupEnd. */
+ * Host memory; blocking with a NULL stream, enqueued on a host stream (see "Host streams");
+ * not allowed between tuttiGroupStart and tuttiGroupEnd. */
 TUTTI_API tuttiResult_t tuttiAllReduceCompressed(const void* sendbuff, void* recvbuff, size_t count,
                                                  tuttiDataType_t datatype, const char* compressor,
                                                  uint64_t key, int useErrorFeedback,

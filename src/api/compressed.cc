@@ -76,15 +76,21 @@ TUTTI_API tuttiResult_t tuttiAllReduceCompressed(const void* sendbuff, void* rec
                                        {sendbuff, bytes, recvbuff, bytes}, stream, false, false,
                                        opCount);
     }
-    const auto t0 = std::chrono::steady_clock::now();
     std::string spec = compressor != nullptr ? compressor : "";
     if (spec.empty()) spec = tutti::env::getString("TUTTI_COMPRESS");
     if (spec.empty()) spec = "none";
-    tutti::api::BlockingTurn turn(comm);  // after the communicator's calls on host streams
-    compressedOf(comm).run(sendbuff, recvbuff, count, datatype, spec, key, useErrorFeedback != 0);
-    if (perf != nullptr)
-      perf->add("AllReduceCompressed", count * tutti::dtypeSize(datatype),
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), true);
+    // Now, or on a host stream in the communicator's call order (ordered_call.h).
+    tutti::api::runInOrder(
+        comm, "tuttiAllReduceCompressed", tutti::api::hostStreamOf(stream),
+        [=, spec = std::move(spec)] {
+          const auto t0 = std::chrono::steady_clock::now();
+          compressedOf(comm).run(sendbuff, recvbuff, count, datatype, spec, key,
+                                 useErrorFeedback != 0);
+          if (perf != nullptr)
+            perf->add("AllReduceCompressed", count * tutti::dtypeSize(datatype),
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                      true);
+        });
     return tuttiSuccess;
   });
 }
@@ -93,6 +99,7 @@ TUTTI_API tuttiResult_t tuttiCompressionStats(tuttiComm_t comm, tuttiCompression
   return guarded(comm, "tuttiCompressionStats", [&] {
     TUTTI_CHECK_ARG(comm != nullptr, "comm is NULL");
     TUTTI_CHECK_ARG(stats != nullptr, "stats is NULL");
+    tutti::api::BlockingTurn turn(comm);  // after the calls issued before on host streams
     *stats = compressedOf(comm).stats();
     return tuttiSuccess;
   });
@@ -101,6 +108,7 @@ TUTTI_API tuttiResult_t tuttiCompressionStats(tuttiComm_t comm, tuttiCompression
 TUTTI_API tuttiResult_t tuttiCompressionResetKey(tuttiComm_t comm, uint64_t key) {
   return guarded(comm, "tuttiCompressionResetKey", [&] {
     TUTTI_CHECK_ARG(comm != nullptr, "comm is NULL");
+    tutti::api::BlockingTurn turn(comm);  // after the calls issued before on host streams
     compressedOf(comm).resetKey(key);
     return tuttiSuccess;
   });

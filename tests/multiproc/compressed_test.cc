@@ -91,6 +91,37 @@ TEST_P(Compressed, NoneIsExactRankOrderSum) {
               << tuttiCommLastAlgorithm(det) << ")";
           TUTTI_ASSERT_OK(tuttiCommDestroy(det), nullptr);
         }
+        // On a host stream, in order with the calls around it: the all-reduce after it reads
+        // its result, the one before it writes its input.
+        {
+          tuttiStream_t s = nullptr;
+          TUTTI_ASSERT_OK(tuttiStreamCreate(&s), nullptr);
+          std::vector<float> in(d, -5.0f), viaStream(d, -3.0f), twice(d, -4.0f);
+          TUTTI_ASSERT_OK(tuttiAllGather(g.data() + static_cast<size_t>(rank) * (d / n), in.data(),
+                                         d / n, tuttiFloat32, comm, s),
+                          comm);
+          // After the all-gather `in` is the same on every rank: part r of rank r's gradient
+          // at part r, -5 past the parts.
+          std::vector<float> want(d, static_cast<float>(n) * -5.0f);
+          for (int r = 0; r < n; ++r) {
+            const std::vector<float> gr = gradient(r, d);
+            for (size_t i = r * (d / n); i < (r + 1) * (d / n); ++i)
+              want[i] = static_cast<float>(n) * gr[i];
+          }
+          TUTTI_ASSERT_OK(tuttiAllReduceCompressed(in.data(), viaStream.data(), d, tuttiFloat32,
+                                                   "none", 2, 0, comm, s),
+                          comm);
+          TUTTI_ASSERT_OK(
+              tuttiAllReduce(viaStream.data(), twice.data(), d, tuttiFloat32, tuttiSum, comm, s),
+              comm);
+          TUTTI_ASSERT_OK(tuttiStreamSynchronize(s), nullptr);
+          for (size_t i = 0; i < d; ++i) {
+            ASSERT_FLOAT_EQ(viaStream[i], want[i]) << "element " << i;
+            ASSERT_FLOAT_EQ(twice[i], static_cast<float>(n) * want[i]) << "element " << i;
+          }
+          EXPECT_EQ(stats(comm).wireBytesLastCall, 4 * d);
+          TUTTI_ASSERT_OK(tuttiStreamDestroy(s), nullptr);
+        }
         // In place.
         TUTTI_ASSERT_OK(tuttiAllReduceCompressed(g.data(), g.data(), d, tuttiFloat32, "none", 1, 0,
                                                  comm, nullptr),
