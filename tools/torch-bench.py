@@ -71,7 +71,7 @@ def worker(reps):
                 dist.all_reduce(t, op=dist.ReduceOp.MAX, group=groups["gloo"])
                 res.setdefault(f"allreduce {label} {name}", []).append(t.item())
                 if os.environ.get("TORCH_BENCH_DEBUG") and rank == 0:
-                    print(label, name, _C.queue_stats(groups["tutti"]), total[name],
+                    print(label, name, _C.stream_stats(groups["tutti"]), total[name],
                           file=sys.stderr)
 
     # Two MLPs with 16.8 MB of float32 gradients each: "dense" spends most of its step in

@@ -78,13 +78,12 @@ PYBIND11_MODULE(_C, m) {
         tuttiGroup(pg).rawAllreduce(tensor);
       },
       py::call_guard<py::gil_scoped_release>());
-  m.def("queue_stats", [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
-    auto s = tuttiGroup(pg).queueStats();
+  m.def("stream_stats", [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+    auto s = tuttiGroup(pg).streamStats();
     py::dict d;
     d["at_submit"] = s.atSubmit;
     d["by_waiter"] = s.byWaiter;
     d["on_worker"] = s.onWorker;
-    d["learnt_sync"] = s.learntSync;
     return d;
   });
   m.def(

@@ -34,11 +34,6 @@ size_t inlineBytesFromEnv() {
 
 size_t bytesOf(const at::Tensor& t) { return t.numel() * t.element_size(); }
 
-// The size given for point-to-point work: never run at submit on the caller's thread (an
-// irecv there would block the caller until the peer sends, and the caller may be the one
-// who has to send first). wait() may still run it when it is next.
-constexpr size_t kNeverAtSubmit = WorkQueue::kNeverAtSubmit;
-
 void* ptr(const at::Tensor& t) { return t.numel() == 0 ? nullptr : t.data_ptr(); }
 
 at::Tensor single(const std::vector<at::Tensor>& tensors, const char* op) {
@@ -59,29 +54,72 @@ void checkSameType(const at::Tensor& a, const at::Tensor& b, const char* op) {
                                 c10::toString(b.scalar_type()) + ")");
 }
 
-// Every tensor of list flattened into one contiguous 1-D tensor (in list order).
-at::Tensor flatten(const std::vector<at::Tensor>& list, const at::Tensor& like) {
-  if (list.empty()) return at::empty({0}, like.options());
-  std::vector<at::Tensor> flat;
-  flat.reserve(list.size());
-  for (const auto& t : list) flat.push_back(t.reshape({-1}));
-  return at::cat(flat);
+// fn as a step when cond holds, else no step (an empty one costs no host function).
+template <typename F>
+std::function<void()> when(bool cond, F fn) {
+  return cond ? std::function<void()>(std::move(fn)) : std::function<void()>();
 }
 
-// Copies consecutive slices of flat back into each tensor of list.
-void unflatten(const at::Tensor& flat, std::vector<at::Tensor>& list) {
-  int64_t off = 0;
-  for (auto& t : list) {
-    t.copy_(flat.narrow(0, off, t.numel()).view(t.sizes()));
-    off += t.numel();
+// A tensor as the tutti calls see it: the user's own when contiguous, else a contiguous
+// buffer allocated at submit, filled before the calls and copied back after them, in stream
+// order (the user's tensor is read and written only once the operations before completed).
+struct Dense {
+  at::Tensor user, buf;
+  explicit Dense(const at::Tensor& t)
+      : user(t), buf(t.is_contiguous() ? t : at::empty(t.sizes(), t.options())) {}
+  bool staged() const { return !buf.is_same(user); }
+  void in() const {
+    if (staged()) buf.copy_(user);
   }
-}
+  void out() const {
+    if (staged()) user.copy_(buf);
+  }
+};
 
-// The tensor itself when contiguous, else a contiguous copy (written back by finish()).
-at::Tensor dense(const at::Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
-void finish(at::Tensor& user, const at::Tensor& work) {
-  if (!work.is_same(user)) user.copy_(work);
-}
+// An input the calls must not change: the tensor itself when contiguous and not to be
+// scaled, else a contiguous copy made before the calls (times the factor of PREMUL_SUM).
+struct Input {
+  at::Tensor user, buf;
+  bool scale = false;
+  double factor = 1.0;
+  explicit Input(const at::Tensor& t, const Reduction& red = {})
+      : user(t),
+        buf(t.is_contiguous() && !red.premultiply ? t : at::empty(t.sizes(), t.options())),
+        scale(red.premultiply),
+        factor(red.factor) {}
+  bool staged() const { return !buf.is_same(user); }
+  void in() const {
+    if (!staged()) return;
+    buf.copy_(user);
+    if (scale) buf.mul_(factor);
+  }
+};
+
+// A list of tensors side by side in one contiguous 1-D buffer (list order), allocated at
+// submit.
+struct Flat {
+  std::vector<at::Tensor> list;
+  at::Tensor buf;
+  Flat(std::vector<at::Tensor> tensors, const at::Tensor& like) : list(std::move(tensors)) {
+    int64_t n = 0;
+    for (const auto& t : list) n += t.numel();
+    buf = at::empty({n}, like.options());
+  }
+  void in() const {
+    int64_t off = 0;
+    for (const auto& t : list) {
+      buf.narrow(0, off, t.numel()).view(t.sizes()).copy_(t);
+      off += t.numel();
+    }
+  }
+  void out() const {
+    int64_t off = 0;
+    for (const auto& t : list) {
+      t.copy_(buf.narrow(0, off, t.numel()).view(t.sizes()));
+      off += t.numel();
+    }
+  }
+};
 
 // The pairs of a coalesced all-gather (gather: each output holds size x its input) or
 // reduce-scatter (each input holds size x its output): checked like the single calls; returns
@@ -144,7 +182,7 @@ ProcessGroupTutti::ProcessGroupTutti(const c10::intrusive_ptr<c10d::Store>& stor
     throw std::runtime_error(std::string("tutti: communicator init failed: ") +
                              tuttiGetErrorString(r) + ": " + tuttiGetLastError(nullptr));
   commTimeout_ = std::chrono::milliseconds(config.timeoutMs > 0 ? config.timeoutMs : 0);
-  startQueue();
+  startStream();
 }
 
 ProcessGroupTutti::ProcessGroupTutti(tuttiComm_t comm, std::chrono::milliseconds timeout,
@@ -153,12 +191,12 @@ ProcessGroupTutti::ProcessGroupTutti(tuttiComm_t comm, std::chrono::milliseconds
       store_(std::move(store)),
       comm_(comm),
       commTimeout_(timeout) {
-  startQueue();
+  startStream();
 }
 
-void ProcessGroupTutti::startQueue() {
+void ProcessGroupTutti::startStream() {
   inlineBytes_ = inlineBytesFromEnv();
-  queue_ = std::make_shared<WorkQueue>(inlineBytes_);
+  stream_ = std::make_unique<WorkStream>([this] { failed_ = true; });
   pending_->submit = [this](std::vector<P2p> batch) {
     submitBatch(std::move(batch), "tutti:p2p_group");
   };
@@ -170,7 +208,7 @@ ProcessGroupTutti::~ProcessGroupTutti() {
     std::lock_guard lock(pending_->mu);
     pending_->submit = nullptr;
   }
-  queue_.reset();  // runs (or fails) what is queued
+  stream_.reset();  // runs (or fails) what was submitted
   if (destroyed_) return;
   if (failed_) tuttiCommAbort(comm_);  // a failed group leaves without waiting for peers
   tuttiCommDestroy(comm_);
@@ -183,19 +221,16 @@ void ProcessGroupTutti::abort() {
 
 void ProcessGroupTutti::shutdown() {
   if (destroyed_) return;
-  pending_->flush();
-  queue_.reset();
+  quiesce();
   if (failed_) tuttiCommAbort(comm_);
   tuttiCommDestroy(comm_);
-  comm_ = nullptr;
+  comm_ = nullptr;  // later operations fail at the C call
   destroyed_ = true;
-  queue_ = std::make_shared<WorkQueue>(0);  // later operations fail at the C call
 }
 
 void ProcessGroupTutti::quiesce() {
   pending_->flush();
-  auto old = std::exchange(queue_, std::make_shared<WorkQueue>(inlineBytes_));
-  old.reset();  // joins its worker once what is queued has run (or failed)
+  stream_->synchronize();
 }
 
 std::chrono::milliseconds ProcessGroupTutti::childTimeout(
@@ -306,13 +341,10 @@ void ProcessGroupTutti::check(tuttiResult_t r, const char* what) {
                            ": " + tuttiGetLastError(comm_));
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(OpType type, const char* title,
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(const OpInfo& op,
                                                           std::vector<at::Tensor> outputs,
-                                                          size_t bytes, Body body, CallOpts call) {
+                                                          WorkSteps steps, CallOpts call) {
   pending_->flush();  // point-to-point posted before this operation runs before it
-  // A synchronous call (async_op=False) runs at submit whenever nothing is queued before it.
-  if (!call.asyncOp && bytes != kNeverAtSubmit) bytes = 0;
-  if (call.timeout.count() > 0) body = withCallTimeout(std::move(body), call.timeout);
   {
     std::lock_guard lock(coalesceMu_);
     if (coalescing_)
@@ -321,30 +353,40 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(OpType type, const cha
           "(batch_isend_irecv)");
   }
   ++sequence_;
-  auto work = c10::make_intrusive<TuttiWork>(rank_, type, title, std::move(outputs),
-                                             std::move(body), bytes);
+  auto work = c10::make_intrusive<TuttiWork>(rank_, op.type, op.title, std::move(outputs));
   work->defaultTimeout = timeout_;
+  work->helpBound = commTimeout_;
   work->onTimeout = [comm = comm_, this] {
     failed_ = true;
     tuttiCommAbort(comm);
   };
-  queue_->submit(work);
+  if (call.timeout.count() > 0) {
+    // tuttiCommSetTimeout waits for the communicator's calls before it: such an operation
+    // runs now, once the earlier ones completed.
+    stream_->synchronize();
+    steps.issue = withCallTimeout(std::move(steps.issue), call.timeout);
+    stream_->runNow(work, op.what, std::move(steps), comm_);
+    return work;
+  }
+  // A synchronous call (async_op=False) or a small one runs now when nothing is in flight.
+  const bool now = op.bytes != kNeverNow && (!call.asyncOp || op.bytes <= inlineBytes_);
+  if (now && stream_->idle())
+    stream_->runNow(work, op.what, std::move(steps), comm_);
+  else
+    stream_->submit(work, op.what, std::move(steps), comm_);
   return work;
 }
 
-ProcessGroupTutti::Body ProcessGroupTutti::withCallTimeout(Body body,
-                                                           std::chrono::milliseconds timeout) {
+ProcessGroupTutti::Issue ProcessGroupTutti::withCallTimeout(Issue issue,
+                                                            std::chrono::milliseconds timeout) {
   const int ms = static_cast<int>(std::min<int64_t>(timeout.count(), INT32_MAX));
-  return [this, body = std::move(body), ms] {
+  return [this, issue = std::move(issue), ms](tuttiStream_t stream) {
     int base = 0;
-    check(tuttiCommGetTimeout(comm_, &base), "get timeout");
-    check(tuttiCommSetTimeout(comm_, ms), "set timeout");
-    struct Restore {
-      tuttiComm_t comm;
-      int ms;
-      ~Restore() { tuttiCommSetTimeout(comm, ms); }
-    } restore{comm_, base};
-    body();
+    if (tuttiResult_t r = tuttiCommGetTimeout(comm_, &base); r != tuttiSuccess) return r;
+    if (tuttiResult_t r = tuttiCommSetTimeout(comm_, ms); r != tuttiSuccess) return r;
+    const tuttiResult_t r = issue(stream);
+    tuttiCommSetTimeout(comm_, base);
+    return r;
   };
 }
 
@@ -357,16 +399,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce(std::vector<at::Tens
   at::Tensor t = single(tensors, "allreduce");
   Reduction red = reductionOf(opts.reduceOp, t.scalar_type());
   auto dtype = dataTypeOf(t);
-  return enqueue(
-      OpType::ALLREDUCE, "tutti:all_reduce", {t}, bytesOf(t),
-      [this, t, red, dtype] {
-        at::Tensor user = t, d = dense(t);
-        if (red.premultiply) d.mul_(red.factor);  // in place: the result overwrites it anyway
-        check(tuttiAllReduce(ptr(d), ptr(d), d.numel(), dtype, red.op, comm_, nullptr),
-              "allreduce");
-        finish(user, d);
-      },
-      callOpts(opts));
+  Dense d(t);
+  WorkSteps s;
+  // In place: the result overwrites the premultiplied input anyway.
+  s.before = when(d.staged() || red.premultiply, [d, red] {
+    d.in();
+    if (red.premultiply) d.buf.mul_(red.factor);
+  });
+  s.issue = [this, d, red, dtype](tuttiStream_t st) {
+    return tuttiAllReduce(ptr(d.buf), ptr(d.buf), d.buf.numel(), dtype, red.op, comm_, st);
+  };
+  s.after = when(d.staged(), [d] { d.out(); });
+  return enqueue({OpType::ALLREDUCE, "tutti:all_reduce", "allreduce", bytesOf(t)}, {t},
+                 std::move(s), callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce_coalesced(
@@ -375,18 +420,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce_coalesced(
   for (const auto& t : tensors) checkSameType(tensors[0], t, "allreduce_coalesced");
   Reduction red = reductionOf(opts.reduceOp, tensors[0].scalar_type());
   auto dtype = dataTypeOf(tensors[0]);
-  size_t bytes = 0;
-  for (const auto& t : tensors) bytes += bytesOf(t);
-  return enqueue(
-      OpType::ALLREDUCE_COALESCED, "tutti:all_reduce_coalesced", tensors, bytes,
-      [this, tensors, red, dtype]() mutable {
-        at::Tensor flat = flatten(tensors, tensors[0]);
-        if (red.premultiply) flat.mul_(red.factor);
-        check(tuttiAllReduce(ptr(flat), ptr(flat), flat.numel(), dtype, red.op, comm_, nullptr),
-              "allreduce_coalesced");
-        unflatten(flat, tensors);
-      },
-      callOpts(opts));
+  Flat flat(tensors, tensors[0]);
+  WorkSteps s;
+  s.before = [flat, red] {
+    flat.in();
+    if (red.premultiply) flat.buf.mul_(red.factor);
+  };
+  s.issue = [this, flat, red, dtype](tuttiStream_t st) {
+    return tuttiAllReduce(ptr(flat.buf), ptr(flat.buf), flat.buf.numel(), dtype, red.op, comm_, st);
+  };
+  s.after = [flat] { flat.out(); };
+  return enqueue({OpType::ALLREDUCE_COALESCED, "tutti:all_reduce_coalesced", "allreduce_coalesced",
+                  bytesOf(flat.buf)},
+                 tensors, std::move(s), callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce(std::vector<at::Tensor>& tensors,
@@ -395,19 +441,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce(std::vector<at::Tensor>
   checkRoot(opts.rootRank, size_, "reduce");
   Reduction red = reductionOf(opts.reduceOp, t.scalar_type());
   auto dtype = dataTypeOf(t);
-  int root = opts.rootRank;
-  return enqueue(
-      OpType::REDUCE, "tutti:reduce", {t}, bytesOf(t),
-      [this, t, red, dtype, root] {
-        at::Tensor user = t, in = dense(t);
-        if (red.premultiply) in = in.mul(red.factor);  // a non-root's tensor must not change
-        // Only the root's tensor changes: other ranks reduce into scratch.
-        at::Tensor out = rank_ == root ? in : at::empty_like(in);
-        check(tuttiReduce(ptr(in), ptr(out), in.numel(), dtype, red.op, root, comm_, nullptr),
-              "reduce");
-        if (rank_ == root) finish(user, out);
-      },
-      callOpts(opts));
+  const int root = opts.rootRank;
+  const bool isRoot = rank_ == root;
+  // A non-root's tensor must not change: it reduces into scratch, from a copy when scaled.
+  Input in(t, red);
+  at::Tensor out = isRoot ? in.buf : at::empty(t.sizes(), t.options());
+  WorkSteps s;
+  s.before = when(in.staged(), [in] { in.in(); });
+  s.issue = [this, in, out, red, dtype, root](tuttiStream_t st) {
+    return tuttiReduce(ptr(in.buf), ptr(out), in.buf.numel(), dtype, red.op, root, comm_, st);
+  };
+  s.after = when(isRoot && in.staged(), [t, out] { t.copy_(out); });
+  return enqueue({OpType::REDUCE, "tutti:reduce", "reduce", bytesOf(t)}, {t}, std::move(s),
+                 callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter(
@@ -425,17 +471,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter(
   }
   Reduction red = reductionOf(opts.reduceOp, out.scalar_type());
   auto dtype = dataTypeOf(out);
-  auto in = inputs[0];
+  Flat flat(inputs[0], out);
+  Dense d(out);
+  WorkSteps s;
+  s.before = [flat, red] {
+    flat.in();
+    if (red.premultiply) flat.buf.mul_(red.factor);
+  };
+  s.issue = [this, flat, d, red, dtype](tuttiStream_t st) {
+    return tuttiReduceScatter(ptr(flat.buf), ptr(d.buf), d.buf.numel(), dtype, red.op, comm_, st);
+  };
+  s.after = when(d.staged(), [d] { d.out(); });
   return enqueue(
-      OpType::REDUCE_SCATTER, "tutti:reduce_scatter", {out}, bytesOf(out) * size_,
-      [this, out, in, red, dtype] {
-        at::Tensor user = out, flat = flatten(in, out), d = dense(out);
-        if (red.premultiply) flat.mul_(red.factor);
-        check(tuttiReduceScatter(ptr(flat), ptr(d), d.numel(), dtype, red.op, comm_, nullptr),
-              "reduce_scatter");
-        finish(user, d);
-      },
-      callOpts(opts));
+      {OpType::REDUCE_SCATTER, "tutti:reduce_scatter", "reduce_scatter", bytesOf(out) * size_},
+      {out}, std::move(s), callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_reduce_scatter_base(
@@ -447,17 +496,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_reduce_scatter_base(
                                 std::to_string(size_) + ") x the output's elements");
   Reduction red = reductionOf(opts.reduceOp, output.scalar_type());
   auto dtype = dataTypeOf(output);
-  at::Tensor out = output, in = input;
-  return enqueue(
-      OpType::_REDUCE_SCATTER_BASE, "tutti:reduce_scatter_base", {out}, bytesOf(in),
-      [this, out, in, red, dtype] {
-        at::Tensor user = out, d = dense(out), src = dense(in);
-        if (red.premultiply) src = src.mul(red.factor);
-        check(tuttiReduceScatter(ptr(src), ptr(d), d.numel(), dtype, red.op, comm_, nullptr),
-              "reduce_scatter_tensor");
-        finish(user, d);
-      },
-      callOpts(opts));
+  Dense d(output);
+  Input in(input, red);
+  WorkSteps s;
+  s.before = when(in.staged(), [in] { in.in(); });
+  s.issue = [this, d, in, red, dtype](tuttiStream_t st) {
+    return tuttiReduceScatter(ptr(in.buf), ptr(d.buf), d.buf.numel(), dtype, red.op, comm_, st);
+  };
+  s.after = when(d.staged(), [d] { d.out(); });
+  return enqueue({OpType::_REDUCE_SCATTER_BASE, "tutti:reduce_scatter_base",
+                  "reduce_scatter_tensor", bytesOf(input)},
+                 {output}, std::move(s), callOpts(opts));
 }
 
 // ---- data movement ----
@@ -469,15 +518,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::broadcast(std::vector<at::Tens
   if (opts.rootTensor != 0)
     throw std::invalid_argument("tutti broadcast: rootTensor must be 0 (one tensor per process)");
   auto dtype = dataTypeOf(t);
-  int root = opts.rootRank;
-  return enqueue(
-      OpType::BROADCAST, "tutti:broadcast", {t}, bytesOf(t),
-      [this, t, dtype, root] {
-        at::Tensor user = t, d = dense(t);
-        check(tuttiBroadcast(ptr(d), ptr(d), d.numel(), dtype, root, comm_, nullptr), "broadcast");
-        finish(user, d);
-      },
-      callOpts(opts));
+  const int root = opts.rootRank;
+  Dense d(t);
+  WorkSteps s;
+  s.before = when(d.staged() && rank_ == root, [d] { d.in(); });
+  s.issue = [this, d, dtype, root](tuttiStream_t st) {
+    return tuttiBroadcast(ptr(d.buf), ptr(d.buf), d.buf.numel(), dtype, root, comm_, st);
+  };
+  s.after = when(d.staged(), [d] { d.out(); });
+  return enqueue({OpType::BROADCAST, "tutti:broadcast", "broadcast", bytesOf(t)}, {t}, std::move(s),
+                 callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather(
@@ -503,20 +553,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather(
                                 " elements but this rank's input has " +
                                 std::to_string(in.numel()));
   auto dtype = dataTypeOf(in);
-  auto outs = outputs[0];
-  return enqueue(
-      OpType::ALLGATHER, "tutti:all_gather", outs, total * in.element_size(),
-      [this, in, outs, counts, displs, even, total, dtype]() mutable {
-        at::Tensor src = dense(in), flat = at::empty({int64_t(total)}, in.options());
-        if (even)
-          check(tuttiAllGather(ptr(src), ptr(flat), counts[0], dtype, comm_, nullptr), "allgather");
-        else
-          check(tuttiAllGatherV(ptr(src), src.numel(), ptr(flat), counts.data(), displs.data(),
-                                dtype, comm_, nullptr),
-                "allgather");
-        unflatten(flat, outs);
-      },
-      callOpts(opts));
+  Input src(in);
+  Flat flat(outputs[0], in);
+  WorkSteps s;
+  s.before = when(src.staged(), [src] { src.in(); });
+  s.issue = [this, src, flat, counts, displs, even, dtype](tuttiStream_t st) {
+    if (even) return tuttiAllGather(ptr(src.buf), ptr(flat.buf), counts[0], dtype, comm_, st);
+    return tuttiAllGatherV(ptr(src.buf), src.buf.numel(), ptr(flat.buf), counts.data(),
+                           displs.data(), dtype, comm_, st);
+  };
+  s.after = [flat] { flat.out(); };
+  return enqueue({OpType::ALLGATHER, "tutti:all_gather", "allgather", total * in.element_size()},
+                 outputs[0], std::move(s), callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_allgather_base(
@@ -527,16 +575,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_allgather_base(
     throw std::invalid_argument("tutti all_gather_into_tensor: output must hold world_size (" +
                                 std::to_string(size_) + ") x the input's elements");
   auto dtype = dataTypeOf(input);
-  at::Tensor out = output, in = input;
+  Dense d(output);
+  Input src(input);
+  WorkSteps s;
+  s.before = when(src.staged(), [src] { src.in(); });
+  s.issue = [this, d, src, dtype](tuttiStream_t st) {
+    return tuttiAllGather(ptr(src.buf), ptr(d.buf), src.buf.numel(), dtype, comm_, st);
+  };
+  s.after = when(d.staged(), [d] { d.out(); });
   return enqueue(
-      OpType::_ALLGATHER_BASE, "tutti:all_gather_base", {out}, bytesOf(out),
-      [this, out, in, dtype] {
-        at::Tensor user = out, d = dense(out), src = dense(in);
-        check(tuttiAllGather(ptr(src), ptr(d), src.numel(), dtype, comm_, nullptr),
-              "all_gather_into_tensor");
-        finish(user, d);
-      },
-      callOpts(opts));
+      {OpType::_ALLGATHER_BASE, "tutti:all_gather_base", "all_gather_into_tensor", bytesOf(output)},
+      {output}, std::move(s), callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_coalesced(
@@ -572,18 +621,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_coalesced(
   auto dtype = dataTypeOf(inputs[0]);
   std::vector<at::Tensor> all;
   for (auto& l : outputLists) all.insert(all.end(), l.begin(), l.end());
-  return enqueue(
-      OpType::ALLGATHER_COALESCED, "tutti:all_gather_coalesced", all,
-      total * inputs[0].element_size(),
-      [this, inputs, all, counts, displs, total, dtype]() mutable {
-        at::Tensor src = flatten(inputs, inputs[0]);
-        at::Tensor flat = at::empty({int64_t(total)}, inputs[0].options());
-        check(tuttiAllGatherV(ptr(src), src.numel(), ptr(flat), counts.data(), displs.data(), dtype,
-                              comm_, nullptr),
-              "allgather_coalesced");
-        unflatten(flat, all);
-      },
-      callOpts(opts));
+  Flat src(inputs, inputs[0]), flat(all, inputs[0]);
+  WorkSteps s;
+  s.before = [src] { src.in(); };
+  s.issue = [this, src, flat, counts, displs, dtype](tuttiStream_t st) {
+    return tuttiAllGatherV(ptr(src.buf), src.buf.numel(), ptr(flat.buf), counts.data(),
+                           displs.data(), dtype, comm_, st);
+  };
+  s.after = [flat] { flat.out(); };
+  return enqueue({OpType::ALLGATHER_COALESCED, "tutti:all_gather_coalesced", "allgather_coalesced",
+                  total * inputs[0].element_size()},
+                 all, std::move(s), callOpts(opts));
 }
 
 // gather's outputs / scatter's inputs: world_size tensors like `like` on the root, none
@@ -614,21 +662,21 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::gather(
     const c10d::GatherOptions& opts) {
   at::Tensor in = single(inputs, "gather");
   checkRoot(opts.rootRank, size_, "gather");
-  int root = opts.rootRank;
+  const int root = opts.rootRank;
   std::vector<at::Tensor> outs = rootList(outputs, in, root, "gather", "output");
   auto dtype = dataTypeOf(in);
-  return enqueue(
-      OpType::GATHER, "tutti:gather", outs, bytesOf(in) * size_,
-      [this, in, outs, root, dtype]() mutable {
-        at::Tensor src = dense(in);
-        at::Tensor flat =
-            rank_ == root ? at::empty({src.numel() * size_}, in.options()) : at::Tensor();
-        check(tuttiGather(ptr(src), rank_ == root ? ptr(flat) : nullptr, src.numel(), dtype, root,
-                          comm_, nullptr),
-              "gather");
-        if (rank_ == root) unflatten(flat, outs);
-      },
-      callOpts(opts));
+  Input src(in);
+  Flat flat(outs, in);  // empty on other ranks
+  const bool isRoot = rank_ == root;
+  WorkSteps s;
+  s.before = when(src.staged(), [src] { src.in(); });
+  s.issue = [this, src, flat, root, dtype, isRoot](tuttiStream_t st) {
+    return tuttiGather(ptr(src.buf), isRoot ? ptr(flat.buf) : nullptr, src.buf.numel(), dtype, root,
+                       comm_, st);
+  };
+  s.after = when(isRoot, [flat] { flat.out(); });
+  return enqueue({OpType::GATHER, "tutti:gather", "gather", bytesOf(in) * size_}, outs,
+                 std::move(s), callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::scatter(
@@ -636,20 +684,21 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::scatter(
     const c10d::ScatterOptions& opts) {
   at::Tensor out = single(outputs, "scatter");
   checkRoot(opts.rootRank, size_, "scatter");
-  int root = opts.rootRank;
+  const int root = opts.rootRank;
   std::vector<at::Tensor> ins = rootList(inputs, out, root, "scatter", "input");
   auto dtype = dataTypeOf(out);
-  return enqueue(
-      OpType::SCATTER, "tutti:scatter", {out}, bytesOf(out) * size_,
-      [this, out, ins, root, dtype] {
-        at::Tensor user = out, d = dense(out);
-        at::Tensor flat = rank_ == root ? flatten(ins, out) : at::Tensor();
-        check(tuttiScatter(rank_ == root ? ptr(flat) : nullptr, ptr(d), d.numel(), dtype, root,
-                           comm_, nullptr),
-              "scatter");
-        finish(user, d);
-      },
-      callOpts(opts));
+  Dense d(out);
+  Flat flat(ins, out);  // empty on other ranks
+  const bool isRoot = rank_ == root;
+  WorkSteps s;
+  s.before = when(isRoot, [flat] { flat.in(); });
+  s.issue = [this, d, flat, root, dtype, isRoot](tuttiStream_t st) {
+    return tuttiScatter(isRoot ? ptr(flat.buf) : nullptr, ptr(d.buf), d.buf.numel(), dtype, root,
+                        comm_, st);
+  };
+  s.after = when(d.staged(), [d] { d.out(); });
+  return enqueue({OpType::SCATTER, "tutti:scatter", "scatter", bytesOf(out) * size_}, {out},
+                 std::move(s), callOpts(opts));
 }
 
 namespace {
@@ -701,23 +750,21 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall_base(at::Tensor& outp
   std::vector<size_t> sc, sd, rc, rd;
   splitsToCounts(input, inputSplits, size_, "input", sc, sd);
   splitsToCounts(output, outputSplits, size_, "output", rc, rd);
-  const bool even = inputSplits.empty() && outputSplits.empty();
+  const bool even = inputSplits.empty() && outputSplits.empty() && input.numel() == output.numel();
   auto dtype = dataTypeOf(input);
-  at::Tensor out = output, in = input;
-  return enqueue(
-      OpType::ALLTOALL_BASE, "tutti:all_to_all", {out}, bytesOf(in),
-      [this, out, in, sc, sd, rc, rd, even, dtype] {
-        at::Tensor user = out, d = dense(out), src = dense(in);
-        if (even && src.numel() == d.numel())
-          check(tuttiAllToAll(ptr(src), ptr(d), src.numel() / size_, dtype, comm_, nullptr),
-                "alltoall_base");
-        else
-          check(tuttiAllToAllV(ptr(src), sc.data(), sd.data(), ptr(d), rc.data(), rd.data(), dtype,
-                               comm_, nullptr),
-                "alltoall_base");
-        finish(user, d);
-      },
-      callOpts(opts));
+  Dense d(output);
+  Input src(input);
+  WorkSteps s;
+  s.before = when(src.staged(), [src] { src.in(); });
+  s.issue = [this, d, src, sc, sd, rc, rd, even, dtype](tuttiStream_t st) {
+    if (even)
+      return tuttiAllToAll(ptr(src.buf), ptr(d.buf), src.buf.numel() / size_, dtype, comm_, st);
+    return tuttiAllToAllV(ptr(src.buf), sc.data(), sd.data(), ptr(d.buf), rc.data(), rd.data(),
+                          dtype, comm_, st);
+  };
+  s.after = when(d.staged(), [d] { d.out(); });
+  return enqueue({OpType::ALLTOALL_BASE, "tutti:all_to_all", "alltoall_base", bytesOf(input)},
+                 {output}, std::move(s), callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall(std::vector<at::Tensor>& outputs,
@@ -739,78 +786,92 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall(std::vector<at::Tenso
     rOff += rc[r];
   }
   auto dtype = dataTypeOf(inputs[0]);
+  Flat src(inputs, inputs[0]), flat(outputs, inputs[0]);
+  WorkSteps s;
+  s.before = [src] { src.in(); };
+  s.issue = [this, src, flat, sc, sd, rc, rd, dtype](tuttiStream_t st) {
+    return tuttiAllToAllV(ptr(src.buf), sc.data(), sd.data(), ptr(flat.buf), rc.data(), rd.data(),
+                          dtype, comm_, st);
+  };
+  s.after = [flat] { flat.out(); };
   return enqueue(
-      OpType::ALLTOALL, "tutti:all_to_all_list", outputs, sOff * inputs[0].element_size(),
-      [this, outputs, inputs, sc, sd, rc, rd, rOff, dtype]() mutable {
-        at::Tensor src = flatten(inputs, inputs[0]);
-        at::Tensor flat = at::empty({int64_t(rOff)}, inputs[0].options());
-        check(tuttiAllToAllV(ptr(src), sc.data(), sd.data(), ptr(flat), rc.data(), rd.data(), dtype,
-                             comm_, nullptr),
-              "alltoall");
-        unflatten(flat, outputs);
-      },
-      callOpts(opts));
+      {OpType::ALLTOALL, "tutti:all_to_all_list", "alltoall", sOff * inputs[0].element_size()},
+      outputs, std::move(s), callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::barrier(const c10d::BarrierOptions& opts) {
-  return enqueue(
-      OpType::BARRIER, "tutti:barrier", {}, 0,
-      [this] { check(tuttiBarrier(comm_, nullptr), "barrier"); }, callOpts(opts));
+  WorkSteps s;
+  s.issue = [this](tuttiStream_t st) { return tuttiBarrier(comm_, st); };
+  return enqueue({OpType::BARRIER, "tutti:barrier", "barrier", 0}, {}, std::move(s),
+                 callOpts(opts));
 }
+
+// ---- coalesced collectives: one tutti group (fused where the library can) ----
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions& opts) {
   const size_t bytes = checkCoalesced(outputs, inputs, size_, true);
-  return enqueue(
-      OpType::COALESCED, "tutti:all_gather_into_tensor_coalesced", outputs, bytes,
-      [this, outputs, inputs]() mutable {
-        std::vector<at::Tensor> dst(outputs.size()), src(inputs.size());
-        grouped("all_gather_into_tensor_coalesced", inputs.size(), [&](size_t i) {
-          dst[i] = dense(outputs[i]);
-          src[i] = dense(inputs[i]);
-          return tuttiAllGather(ptr(src[i]), ptr(dst[i]), src[i].numel(), dataTypeOf(src[i]), comm_,
-                                nullptr);
-        });
-        for (size_t i = 0; i < outputs.size(); ++i) finish(outputs[i], dst[i]);
-      },
-      callOpts(opts));
+  std::vector<Dense> dst(outputs.begin(), outputs.end());
+  std::vector<Input> src(inputs.begin(), inputs.end());
+  WorkSteps s;
+  s.before = [src] {
+    for (const auto& i : src) i.in();
+  };
+  s.issue = [this, dst, src](tuttiStream_t st) {
+    return grouped(dst.size(), [&](size_t i) {
+      return tuttiAllGather(ptr(src[i].buf), ptr(dst[i].buf), src[i].buf.numel(),
+                            dataTypeOf(src[i].buf), comm_, st);
+    });
+  };
+  s.after = [dst] {
+    for (const auto& d : dst) d.out();
+  };
+  return enqueue({OpType::COALESCED, "tutti:all_gather_into_tensor_coalesced",
+                  "all_gather_into_tensor_coalesced", bytes},
+                 outputs, std::move(s), callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::ReduceScatterOptions& opts) {
   const size_t bytes = checkCoalesced(outputs, inputs, size_, false);
+  std::vector<Dense> dst(outputs.begin(), outputs.end());
+  std::vector<Input> src;
   std::vector<Reduction> reds;
-  for (const auto& out : outputs) reds.push_back(reductionOf(opts.reduceOp, out.scalar_type()));
-  return enqueue(
-      OpType::COALESCED, "tutti:reduce_scatter_tensor_coalesced", outputs, bytes,
-      [this, outputs, inputs, reds]() mutable {
-        std::vector<at::Tensor> dst(outputs.size()), src(inputs.size());
-        grouped("reduce_scatter_tensor_coalesced", inputs.size(), [&](size_t i) {
-          dst[i] = dense(outputs[i]);
-          src[i] = dense(inputs[i]);
-          if (reds[i].premultiply) src[i] = src[i].mul(reds[i].factor);
-          return tuttiReduceScatter(ptr(src[i]), ptr(dst[i]), dst[i].numel(), dataTypeOf(dst[i]),
-                                    reds[i].op, comm_, nullptr);
-        });
-        for (size_t i = 0; i < outputs.size(); ++i) finish(outputs[i], dst[i]);
-      },
-      callOpts(opts));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    reds.push_back(reductionOf(opts.reduceOp, outputs[i].scalar_type()));
+    src.emplace_back(inputs[i], reds.back());
+  }
+  WorkSteps s;
+  s.before = [src] {
+    for (const auto& i : src) i.in();
+  };
+  s.issue = [this, dst, src, reds](tuttiStream_t st) {
+    return grouped(dst.size(), [&](size_t i) {
+      return tuttiReduceScatter(ptr(src[i].buf), ptr(dst[i].buf), dst[i].buf.numel(),
+                                dataTypeOf(dst[i].buf), reds[i].op, comm_, st);
+    });
+  };
+  s.after = [dst] {
+    for (const auto& d : dst) d.out();
+  };
+  return enqueue({OpType::COALESCED, "tutti:reduce_scatter_tensor_coalesced",
+                  "reduce_scatter_tensor_coalesced", bytes},
+                 outputs, std::move(s), callOpts(opts));
 }
 
 void ProcessGroupTutti::monitoredBarrier(const c10d::BarrierOptions& opts, bool) {
   auto work = barrier(opts);
   work->wait(opts.timeout.count() > 0 ? opts.timeout : std::chrono::milliseconds(0));
 }
-
 // ---- point to point ----
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::send(std::vector<at::Tensor>& tensors, int dst,
                                                        int tag) {
   at::Tensor t = single(tensors, "send");
   checkRoot(dst, size_, "send");
-  return postP2p(true, dst, dense(t), OpType::SEND, "tutti:send");
+  return postP2p(true, dst, t, OpType::SEND, "tutti:send");
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::recv(std::vector<at::Tensor>& tensors, int src,
@@ -822,8 +883,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::recv(std::vector<at::Tensor>& 
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::postP2p(bool isSend, int peer, at::Tensor tensor,
                                                           OpType type, const char* title) {
-  auto work = c10::make_intrusive<TuttiWork>(rank_, type, title, std::vector<at::Tensor>{tensor},
-                                             nullptr, bytesOf(tensor));
+  auto work = c10::make_intrusive<TuttiWork>(rank_, type, title, std::vector<at::Tensor>{tensor});
   {
     std::lock_guard lock(coalesceMu_);
     if (coalescing_) {  // batch_isend_irecv: runs at endCoalescing
@@ -883,47 +943,52 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::endCoalescing() {
   return submitBatch(std::move(batch), "tutti:batch_p2p");
 }
 
+// The batch's sends and receives as one tutti group on the stream (they progress together, so
+// any order of posting on the ranks completes); each operation's own work completes with it.
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::submitBatch(std::vector<P2p> batch,
                                                               const char* title) {
   std::vector<at::Tensor> outputs;
-  for (const auto& p : batch)
+  std::vector<Dense> bufs;
+  std::vector<c10::intrusive_ptr<TuttiWork>> works;
+  bool stagedSend = false;
+  for (const auto& p : batch) {
     if (!p.isSend) outputs.push_back(p.tensor);
-  return enqueue(OpType::COALESCED, title, outputs, kNeverAtSubmit, [this, batch]() mutable {
-    std::exception_ptr error;
-    try {
-      runBatch(batch);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    for (auto& p : batch) p.work->complete(error);
-    if (error) std::rethrow_exception(error);
+    bufs.emplace_back(p.tensor);
+    works.push_back(p.work);
+    stagedSend = stagedSend || (p.isSend && bufs.back().staged());
+  }
+  WorkSteps s;
+  s.before = when(stagedSend, [batch, bufs] {
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (batch[i].isSend) bufs[i].in();
   });
+  s.issue = [this, batch, bufs](tuttiStream_t st) {
+    return grouped(batch.size(), [&](size_t i) {
+      const auto& b = bufs[i].buf;
+      if (batch[i].isSend)
+        return tuttiSend(ptr(b), b.numel(), dataTypeOf(b), batch[i].peer, comm_, st);
+      return tuttiRecv(ptr(b), b.numel(), dataTypeOf(b), batch[i].peer, comm_, st);
+    });
+  };
+  s.after = [batch, bufs] {
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (!batch[i].isSend) bufs[i].out();
+  };
+  s.done = [works](std::exception_ptr error) {
+    for (const auto& w : works) w->complete(error);
+  };
+  return enqueue({OpType::COALESCED, title, "batch_isend_irecv", kNeverNow}, outputs, std::move(s));
 }
 
-// call(i) for i < n inside one tutti group (they progress together); throws the first failure.
-void ProcessGroupTutti::grouped(const char* what, size_t n,
-                                const std::function<tuttiResult_t(size_t)>& call) {
-  check(tuttiGroupStart(), what);
+// call(i) for i < n inside one tutti group (they progress together, and small collectives
+// fuse); the first failure.
+tuttiResult_t ProcessGroupTutti::grouped(size_t n,
+                                         const std::function<tuttiResult_t(size_t)>& call) {
+  if (tuttiResult_t r = tuttiGroupStart(); r != tuttiSuccess) return r;
   tuttiResult_t r = tuttiSuccess;
   for (size_t i = 0; i < n && r == tuttiSuccess; ++i) r = call(i);
-  tuttiResult_t end = tuttiGroupEnd();
-  check(r != tuttiSuccess ? r : end, what);
-}
-
-// The batch's sends and receives as one tutti group (they progress together, so any order of
-// posting on the ranks completes).
-void ProcessGroupTutti::runBatch(std::vector<P2p>& batch) {
-  if (batch.empty()) return;
-  std::vector<at::Tensor> recvDense(batch.size());
-  grouped("batch_isend_irecv", batch.size(), [&](size_t i) {
-    auto& p = batch[i];
-    auto dtype = dataTypeOf(p.tensor);
-    if (p.isSend) return tuttiSend(ptr(p.tensor), p.tensor.numel(), dtype, p.peer, comm_, nullptr);
-    recvDense[i] = dense(p.tensor);
-    return tuttiRecv(ptr(recvDense[i]), recvDense[i].numel(), dtype, p.peer, comm_, nullptr);
-  });
-  for (size_t i = 0; i < batch.size(); ++i)
-    if (!batch[i].isSend) finish(batch[i].tensor, recvDense[i]);
+  const tuttiResult_t end = tuttiGroupEnd();
+  return r != tuttiSuccess ? r : end;
 }
 
 // ---- tutti additions ----
@@ -938,15 +1003,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduceCompressed(at::Tensor
   if (dtype != tuttiFloat32 && dtype != tuttiFloat16 && dtype != tuttiBfloat16)
     throw std::invalid_argument(
         "tutti allreduce_compressed: float32, float16 or bfloat16 tensors only");
+  Dense d(t);
+  WorkSteps s;
+  s.before = when(d.staged(), [d] { d.in(); });
+  s.issue = [this, d, compressor, key, errorFeedback, dtype](tuttiStream_t st) {
+    return tuttiAllReduceCompressed(ptr(d.buf), ptr(d.buf), d.buf.numel(), dtype,
+                                    compressor.c_str(), key, errorFeedback ? 1 : 0, comm_, st);
+  };
+  s.after = when(d.staged(), [d] { d.out(); });
   return enqueue(
-      OpType::ALLREDUCE, "tutti:all_reduce_compressed", {t}, bytesOf(t),
-      [this, t, compressor, key, errorFeedback, dtype] {
-        at::Tensor user = t, d = dense(t);
-        check(tuttiAllReduceCompressed(ptr(d), ptr(d), d.numel(), dtype, compressor.c_str(), key,
-                                       errorFeedback ? 1 : 0, comm_, nullptr),
-              "allreduce_compressed");
-        finish(user, d);
-      });
+      {OpType::ALLREDUCE, "tutti:all_reduce_compressed", "allreduce_compressed", bytesOf(t)}, {t},
+      std::move(s));
 }
 
 void ProcessGroupTutti::rawAllreduce(at::Tensor& tensor) {
@@ -975,14 +1042,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::neighborAllreduce(
         "tutti neighbor_allreduce: float32, float64, float16 or bfloat16 tensors only");
   if (!graph || graph->graph == nullptr)
     throw std::invalid_argument("tutti neighbor_allreduce: no graph");
-  return enqueue(
-      OpType::ALLREDUCE, "tutti:neighbor_allreduce", {t}, bytesOf(t), [this, t, graph, dtype] {
-        at::Tensor user = t, d = dense(t);
-        check(
-            tuttiNeighborAllReduce(ptr(d), ptr(d), d.numel(), dtype, graph->graph, comm_, nullptr),
-            "neighbor_allreduce");
-        finish(user, d);
-      });
+  Dense d(t);
+  WorkSteps s;
+  s.before = when(d.staged(), [d] { d.in(); });
+  // The graph lives until the last step ran (the steps hold it).
+  s.issue = [this, d, graph, dtype](tuttiStream_t st) {
+    return tuttiNeighborAllReduce(ptr(d.buf), ptr(d.buf), d.buf.numel(), dtype, graph->graph, comm_,
+                                  st);
+  };
+  s.after = [d, graph] { d.out(); };
+  return enqueue({OpType::ALLREDUCE, "tutti:neighbor_allreduce", "neighbor_allreduce", bytesOf(t)},
+                 {t}, std::move(s));
 }
 
 void ProcessGroupTutti::setAlgorithm(const std::string& spec) {

@@ -1,6 +1,7 @@
 // c10d::Backend (torch 2.x) over a tutti communicator: the "tutti" torch.distributed backend.
-// Every operation is checked on the caller's thread, then runs in issue order on the
-// WorkQueue (tensors made contiguous on the way in and copied back on the way out).
+// Every operation is checked on the caller's thread, then runs on the group's tutti host stream
+// in issue order (work_stream.h; tensors made contiguous on the way in and copied back on the
+// way out), or now when it is synchronous or small and nothing is in flight.
 #pragma once
 
 #include <atomic>
@@ -14,12 +15,12 @@
 
 #include "tutti/tutti.h"
 #include "work.h"
-#include "work_queue.h"
+#include "work_stream.h"
 
 namespace tutti::torch_backend {
 
 // A neighbour-averaging graph of a group's communicator (tuttiGraphCreate), destroyed with the
-// last reference (queued works hold one).
+// last reference (the steps of operations in flight hold one).
 struct GraphHandle {
   tuttiGraph_t graph = nullptr;
   GraphHandle() = default;
@@ -128,13 +129,14 @@ class ProcessGroupTutti : public c10d::Backend {
   void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
   // Ends work in flight on every rank's communicator (tuttiCommAbort); later calls fail.
   void abort() override;
-  // Runs what is queued, then destroys the communicator (a collective with the peers).
+  // Waits for the operations in flight, then destroys the communicator (a collective with the
+  // peers).
   void shutdown() override;
   // SUCCESS, TIMEOUT or REMOTE_ERROR from the communicator's first failure.
   c10d::ErrorType getError() override;
   // torch.distributed.shrink_group: the group without ranks_to_exclude (tuttiCommShrink;
-  // collective over the other ranks; works after a rank died, this group failed). Work queued
-  // here runs (or fails) first; shrink_flags SHRINK_ABORT (1) aborts it instead.
+  // collective over the other ranks; works after a rank died, this group failed). Work in
+  // flight here runs (or fails) first; shrink_flags SHRINK_ABORT (1) aborts it instead.
   bool supportsShrinking() const override { return true; }
   c10::intrusive_ptr<c10d::Backend> shrink(const std::vector<int64_t>& ranks_to_exclude,
                                            int shrink_flags,
@@ -154,33 +156,45 @@ class ProcessGroupTutti : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> allreduceCompressed(at::Tensor& tensor,
                                                      const std::string& compressor, uint64_t key,
                                                      bool errorFeedback);
-  // Neighbour all-reduce: a graph of the group's ranks (tuttiGraphCreate, once the queue has
-  // drained: collective), and tensor <- W tensor over it, in place (tuttiNeighborAllReduce).
+  // Neighbour all-reduce: a graph of the group's ranks (tuttiGraphCreate, once the operations in
+  // flight completed: collective), and tensor <- W tensor over it, in place
+  // (tuttiNeighborAllReduce).
   std::shared_ptr<GraphHandle> makeGraph(int kind, int rows, bool hierarchical);
   c10::intrusive_ptr<c10d::Work> neighborAllreduce(at::Tensor& tensor,
                                                    std::shared_ptr<GraphHandle> graph);
   // The raw C call on the caller's thread (the overhead benchmark's baseline).
   void rawAllreduce(at::Tensor& tensor);
   tuttiComm_t comm() const { return comm_; }
-  // Forces algorithms (tuttiCommSetAlgorithm) once the queue has drained.
+  // Forces algorithms (tuttiCommSetAlgorithm) once the operations in flight completed.
   void setAlgorithm(const std::string& spec);
   std::string lastAlgorithm();
-  // Where this group's operations ran so far (work_queue.h).
-  WorkQueue::Stats queueStats() { return queue_->stats(); }
+  // Where this group's operations ran so far (work_stream.h).
+  WorkStream::Stats streamStats() { return stream_->stats(); }
 
  private:
-  using Body = std::function<void()>;
+  // What names an operation: its type and profiling title for c10d, its name in error texts,
+  // and its bytes (kNeverNow: never run at submit).
+  struct OpInfo {
+    c10d::OpType type;
+    const char* title;
+    const char* what;
+    size_t bytes;
+  };
+  // Point-to-point batches never run at submit: the caller may be the one who has to post the
+  // matching operation first.
+  static constexpr size_t kNeverNow = SIZE_MAX;
+  using Issue = std::function<tuttiResult_t(tuttiStream_t)>;
   template <typename Opts>
   static CallOpts callOpts(const Opts& o) {
     return {o.asyncOp, o.timeout.count() > 0 ? o.timeout : std::chrono::milliseconds(0)};
   }
-  // body with the communicator's timeout set to `timeout` while it runs (tuttiCommSetTimeout).
-  Body withCallTimeout(Body body, std::chrono::milliseconds timeout);
-  // Runs the operation now on the caller's thread (opts.asyncOp false: no queue hand-off,
-  // no worker) or queues it.
-  c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const char* title,
-                                         std::vector<at::Tensor> outputs, size_t bytes, Body body,
-                                         CallOpts call = {});
+  // issue with the communicator's timeout set to `timeout` while its calls run.
+  Issue withCallTimeout(Issue issue, std::chrono::milliseconds timeout);
+  // Runs the operation now on the caller's thread (synchronous or at most inlineBytes_, and
+  // nothing in flight; or with a timeout of its own, after what is in flight) or submits it
+  // to the stream.
+  c10::intrusive_ptr<c10d::Work> enqueue(const OpInfo& op, std::vector<at::Tensor> outputs,
+                                         WorkSteps steps, CallOpts call = {});
   // Throws with tutti's error text when r is not tuttiSuccess (marks the group failed).
   void check(tuttiResult_t r, const char* what);
   void drain();
@@ -201,20 +215,20 @@ class ProcessGroupTutti : public c10d::Backend {
   using P2p = P2pOp;
   std::vector<P2p> batch_;
   std::shared_ptr<PendingP2p> pending_ = std::make_shared<PendingP2p>();
-  void runBatch(std::vector<P2p>& batch);
-  void grouped(const char* what, size_t n, const std::function<tuttiResult_t(size_t)>& call);
-  // Queues the batch as one work that completes each operation's own work.
+  // call(i) for i < n inside one tutti group; the first failure.
+  static tuttiResult_t grouped(size_t n, const std::function<tuttiResult_t(size_t)>& call);
+  // Submits the batch as one work that completes each operation's own work.
   c10::intrusive_ptr<c10d::Work> submitBatch(std::vector<P2p> batch, const char* title);
   // A send or receive posted outside a batch: pending until flushed (PendingP2p).
   c10::intrusive_ptr<c10d::Work> postP2p(bool isSend, int peer, at::Tensor tensor,
                                          c10d::OpType type, const char* title);
-  // Runs (or fails) every operation issued so far, on a fresh queue from then on.
+  // Waits until every operation issued so far has run (or failed).
   void quiesce();
   // The communicator config for a child: opts' timeout when given, else this group's.
   std::chrono::milliseconds childTimeout(const c10::intrusive_ptr<Options>& opts) const;
-  void startQueue();
+  void startStream();
   size_t inlineBytes_ = 0;
-  std::shared_ptr<WorkQueue> queue_;  // works hold it weakly (wait() may run them)
+  std::unique_ptr<WorkStream> stream_;
 };
 
 }  // namespace tutti::torch_backend

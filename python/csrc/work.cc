@@ -1,30 +1,14 @@
 #include "work.h"
 
-#include <time.h>
-
 #include <stdexcept>
-
-#include "work_queue.h"
 
 namespace tutti::torch_backend {
 
 TuttiWork::TuttiWork(int rank, c10d::OpType type, const char* profilingTitle,
-                     std::vector<at::Tensor> outputs, std::function<void()> body, size_t bytes)
-    : c10d::Work(rank, type, profilingTitle),
-      outputs_(std::move(outputs)),
-      body_(std::move(body)),
-      bytes_(bytes) {}
+                     std::vector<at::Tensor> outputs)
+    : c10d::Work(rank, type, profilingTitle), outputs_(std::move(outputs)) {}
 
-void TuttiWork::run() {
-  std::exception_ptr error;
-  try {
-    body_();
-  } catch (...) {
-    error = std::current_exception();
-  }
-  body_ = nullptr;  // drops the tensors the body holds
-  complete(error);
-}
+TuttiWork::~TuttiWork() { tuttiEventDestroy(event_); }
 
 void TuttiWork::complete(std::exception_ptr error) {
   finish(error);
@@ -43,7 +27,6 @@ void TuttiWork::markFuture(std::exception_ptr error) {
 
 c10::intrusive_ptr<c10::ivalue::Future> TuttiWork::getFuture() {
   if (beforeUse) beforeUse();
-  if (auto queue = queue_.lock()) queue->noteAsync();  // DDP's hooks: asynchronous use
   std::lock_guard lock(futureMu_);
   if (future_) return future_;
   future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
@@ -58,39 +41,17 @@ c10::intrusive_ptr<c10::ivalue::Future> TuttiWork::getFuture() {
   return future_;
 }
 
-namespace {
-std::chrono::nanoseconds threadCpuTime() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
-}
-}  // namespace
-
-void TuttiWork::markSubmitted() {
-  submittedAt_ = std::chrono::steady_clock::now();
-  submitterCpu_ = threadCpuTime();
-  submitter_ = std::this_thread::get_id();
-}
-
-bool TuttiWork::waitedRightAway(std::chrono::microseconds cpuGap,
-                                std::chrono::microseconds wallGap) const {
-  return std::this_thread::get_id() == submitter_ && threadCpuTime() - submitterCpu_ < cpuGap &&
-         std::chrono::steady_clock::now() - submittedAt_ < wallGap;
-}
-
 bool TuttiWork::isCompleted() {
   if (beforeUse) beforeUse();
-  if (auto queue = queue_.lock()) queue->noteAsync();
   return c10d::Work::isCompleted();
 }
 
 bool TuttiWork::wait(std::chrono::milliseconds timeout) {
   if (beforeUse) beforeUse();
-  if (auto queue = queue_.lock()) {
-    queue->noteWait(this);
-    queue->runIfNext(this);
-  }
   if (timeout == kNoTimeout) timeout = defaultTimeout;
+  if (event_ != nullptr &&
+      (timeout == kNoTimeout || (helpBound != kNoTimeout && timeout >= helpBound)))
+    tuttiEventSynchronize(event_);  // the outcome is the work's own, set by its last step
   std::unique_lock lock(mutex_);
   if (timeout == kNoTimeout) {
     cv_.wait(lock, [&] { return completed_; });

@@ -402,10 +402,43 @@ def checks():
     expect(lst == [("hello", n - 1), {"k": [1, 2, 3]}], "broadcast_object_list")
 
 
+def stream_order():
+    """Asynchronous operations left in flight read what the ones before them wrote: copies in
+    and out of non-contiguous tensors, a PREMUL_SUM scaling, a send of an all-reduce's result,
+    all issued before any wait (the group's stream keeps them in order). Above the 64 KiB that
+    run at submit when nothing is in flight."""
+    c = next_call()
+    base = values(rank, c, 96 * 160, torch.float64).reshape(96, 160)
+    view = base.t()  # 160 x 96 (120 KiB), non-contiguous
+    total = reduced(n, c, 96 * 160, torch.float64, "sum").reshape(96, 160).t()
+    w1 = dist.all_reduce(view, op=dist._make_nccl_premul_sum(0.5), async_op=True)
+    w2 = dist.all_reduce(view, async_op=True)  # n x (0.5 x total)
+    gathered = torch.full((n * 160, 96), -1.0, dtype=torch.float64)
+    w3 = dist.all_gather_into_tensor(gathered, view, async_op=True)
+    w4 = dist.all_reduce(view, op=dist.ReduceOp.MAX, async_op=True)  # unchanged (all equal)
+    w4.wait()
+    for w in (w1, w2, w3):
+        expect(w.is_completed(), "stream order: earlier works completed with the last")
+    want = total * 0.5 * n
+    expect(exact_equal(view, want), "stream order: chained all-reduces on a strided view")
+    expect(exact_equal(gathered, want.repeat(n, 1)), "stream order: all-gather of the result")
+    if n > 1:
+        c = next_call()
+        t = values(rank, c, 30000, torch.float32)
+        got = torch.full((30000,), -1.0)
+        works = [dist.all_reduce(t, async_op=True),
+                 dist.isend(t, (rank + 1) % n), dist.irecv(got, (rank - 1) % n)]
+        for w in reversed(works):
+            w.wait()
+        expect(exact_equal(got, reduced(n, c, 30000, torch.float32, "sum")),
+               "stream order: a send issued after an all-reduce sends its result")
+
 
 for mode in MODES:
     ASYNC = mode == "async"
     checks()
+    if ASYNC:
+        stream_order()
 dist.barrier()
 dist.destroy_process_group()
 if failures:

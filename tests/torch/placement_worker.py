@@ -1,5 +1,5 @@
 """Where the backend runs operations (python/csrc/work_queue.h), checked through
-tutti.torch._C.queue_stats: synchronous all-reduces (torch 2.x passes async_op=False) run on
+tutti.torch._C.stream_stats: synchronous all-reduces (torch 2.x passes async_op=False) run on
 the caller's thread; asynchronous use -- work left in flight while the caller sleeps,
 DDP-style futures -- runs on the worker and progresses without a wait. Every result is checked
 against the verifiable data of verifiable.py.
@@ -35,13 +35,13 @@ def want(call):
 
 
 def delta(before):
-    after = _C.queue_stats(pg)
+    after = _C.stream_stats(pg)
     return {k: after[k] - before[k] for k in after}
 
 
 call = 0
 # Synchronous: after the first kSyncStreak (2) calls, every call runs at submit.
-before = _C.queue_stats(pg)
+before = _C.stream_stats(pg)
 for _ in range(12):
     call += 1
     t = data(call)
@@ -54,7 +54,7 @@ expect(d["at_submit"] == 12 and d["on_worker"] == 0,
        f"sync all-reduces did not run on the caller's thread: {d}")
 
 # Asynchronous with work in between: the worker runs them while the caller sleeps.
-before = _C.queue_stats(pg)
+before = _C.stream_stats(pg)
 for k in range(6):
     call += 1
     t = data(call)
@@ -74,7 +74,7 @@ for _ in range(4):  # synchronous first, so that there is something to unlearn
     call += 1
     t = data(call)
     dist.all_reduce(t)
-before = _C.queue_stats(pg)
+before = _C.stream_stats(pg)
 futs, calls, tensors = [], [], []
 for k in range(6):
     call += 1

@@ -27,6 +27,11 @@ def test_per_call_timeout_names_the_late_rank():
     assert all(rc == 0 for rc, _, _ in results), describe(results)
 
 
+def test_wait_timeout_on_work_in_flight_aborts():
+    results = run_ranks(2, "wait_timeout_worker.py", timeout=120)
+    assert all(rc == 0 for rc, _, _ in results), describe(results)
+
+
 @pytest.mark.parametrize("n,victim,transport", [(4, 1, "shm"), (3, 2, "tcp")])
 def test_survivors_shrink_and_finish_training(n, victim, transport):
     """A rank killed in DDP training: the survivors name it, agree, shrink_group and finish
