@@ -368,12 +368,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(const OpInfo& op,
     stream_->runNow(work, op.what, std::move(steps), comm_);
     return work;
   }
-  // A synchronous call (async_op=False) or a small one runs now when nothing is in flight.
-  const bool now = op.bytes != kNeverNow && (!call.asyncOp || op.bytes <= inlineBytes_);
-  if (now && stream_->idle())
+  // A synchronous call (async_op=False), a small one, or a larger one whose kind of use was
+  // learnt as synchronous (sync_use.h) runs now when nothing is in flight.
+  const bool idle = stream_->idle();
+  const bool learnable = call.asyncOp && op.bytes != kNeverNow && op.bytes > inlineBytes_;
+  bool now = op.bytes != kNeverNow && (!call.asyncOp || op.bytes <= inlineBytes_) && idle;
+  if (learnable) {
+    work->watchSyncUse(syncUse_);
+    now = syncUse_->submitted(work.get(), idle);
+  }
+  if (now)
     stream_->runNow(work, op.what, std::move(steps), comm_);
   else
     stream_->submit(work, op.what, std::move(steps), comm_);
+  if (learnable) work->markSubmitted();  // a synchronous caller's wait comes right after this
   return work;
 }
 
@@ -986,7 +994,12 @@ tuttiResult_t ProcessGroupTutti::grouped(size_t n,
                                          const std::function<tuttiResult_t(size_t)>& call) {
   if (tuttiResult_t r = tuttiGroupStart(); r != tuttiSuccess) return r;
   tuttiResult_t r = tuttiSuccess;
-  for (size_t i = 0; i < n && r == tuttiSuccess; ++i) r = call(i);
+  try {
+    for (size_t i = 0; i < n && r == tuttiSuccess; ++i) r = call(i);
+  } catch (...) {
+    tuttiGroupEnd();  // the calls made so far still run: the peers wait for them
+    throw;
+  }
   const tuttiResult_t end = tuttiGroupEnd();
   return r != tuttiSuccess ? r : end;
 }

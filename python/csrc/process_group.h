@@ -13,6 +13,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
+#include "sync_use.h"
 #include "tutti/tutti.h"
 #include "work.h"
 #include "work_stream.h"
@@ -229,6 +230,7 @@ class ProcessGroupTutti : public c10d::Backend {
   void startStream();
   size_t inlineBytes_ = 0;
   std::unique_ptr<WorkStream> stream_;
+  std::shared_ptr<SyncUse> syncUse_ = std::make_shared<SyncUse>();  // works hold it weakly
 };
 
 }  // namespace tutti::torch_backend

@@ -27,6 +27,7 @@ void TuttiWork::markFuture(std::exception_ptr error) {
 
 c10::intrusive_ptr<c10::ivalue::Future> TuttiWork::getFuture() {
   if (beforeUse) beforeUse();
+  if (auto u = syncUse_.lock()) u->async();  // DDP's hooks: asynchronous use
   std::lock_guard lock(futureMu_);
   if (future_) return future_;
   future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
@@ -43,11 +44,13 @@ c10::intrusive_ptr<c10::ivalue::Future> TuttiWork::getFuture() {
 
 bool TuttiWork::isCompleted() {
   if (beforeUse) beforeUse();
+  if (auto u = syncUse_.lock()) u->async();
   return c10d::Work::isCompleted();
 }
 
 bool TuttiWork::wait(std::chrono::milliseconds timeout) {
   if (beforeUse) beforeUse();
+  if (auto u = syncUse_.lock()) u->waited(this, submit_.waitedRightAway());
   if (timeout == kNoTimeout) timeout = defaultTimeout;
   if (event_ != nullptr &&
       (timeout == kNoTimeout || (helpBound != kNoTimeout && timeout >= helpBound)))

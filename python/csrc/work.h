@@ -11,6 +11,7 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <vector>
 
+#include "sync_use.h"
 #include "tutti/tutti.h"
 
 namespace tutti::torch_backend {
@@ -35,6 +36,10 @@ class TuttiWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   // The work's position in the group's stream (recorded after its last step); owned.
   void setEvent(tuttiEvent_t event) { event_ = event; }
+  // The group's detector of synchronous use (sync_use.h), told of this work's first wait and
+  // of asynchronous use; set for operations above the inline size, with the submit marked.
+  void watchSyncUse(std::weak_ptr<SyncUse> syncUse) { syncUse_ = std::move(syncUse); }
+  void markSubmitted() { submit_.mark(); }
   // Called first by wait(), isCompleted() and getFuture() (pending point-to-point work is
   // flushed into a group there).
   std::function<void()> beforeUse;
@@ -48,6 +53,8 @@ class TuttiWork : public c10d::Work {
  private:
   std::vector<at::Tensor> outputs_;
   tuttiEvent_t event_ = nullptr;
+  std::weak_ptr<SyncUse> syncUse_;
+  SyncUse::Submit submit_;
   void markFuture(std::exception_ptr error);
   std::mutex futureMu_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;  // made on first getFuture()

@@ -22,6 +22,17 @@ std::exception_ptr guardedRun(const std::function<void()>& fn) {
 
 std::string lastError(tuttiComm_t comm) { return tuttiGetLastError(comm); }
 
+// steps.issue(stream); an exception it throws is kept in `thrown` (the calls it issued before
+// stand: the peers wait for them).
+tuttiResult_t issueCalls(const WorkSteps& steps, tuttiStream_t stream, std::exception_ptr& thrown) {
+  try {
+    return steps.issue(stream);
+  } catch (...) {
+    thrown = std::current_exception();
+    return tuttiSuccess;
+  }
+}
+
 }  // namespace
 
 // A submitted operation, owned by its last host function (finish) once enqueued.
@@ -64,8 +75,9 @@ void WorkStream::synchronize() { tuttiStreamSynchronize(stream_); }
 void WorkStream::runNow(const c10::intrusive_ptr<TuttiWork>& work, const char* what,
                         WorkSteps steps, tuttiComm_t comm) {
   // The calls run even when the local work before them failed: the peers wait for them.
-  std::exception_ptr error = guardedRun(steps.before);
-  const tuttiResult_t r = steps.issue(nullptr);
+  std::exception_ptr error = guardedRun(steps.before), thrown;
+  const tuttiResult_t r = issueCalls(steps, nullptr, thrown);
+  if (!error) error = thrown;
   if (r != tuttiSuccess && !error) error = failure(what, r, lastError(comm));
   if (!error) error = guardedRun(steps.after);
   count(&Stats::atSubmit);
@@ -111,7 +123,7 @@ void WorkStream::submit(const c10::intrusive_ptr<TuttiWork>& work, const char* w
   };
   if (p->steps.before && tuttiStreamLaunchHostFunc(stream_, runBefore, p.get()) != tuttiSuccess)
     refused();
-  const tuttiResult_t r = p->steps.issue(stream_);
+  const tuttiResult_t r = issueCalls(p->steps, stream_, p->issueError);
   if (r != tuttiSuccess) p->issueError = failure(what, r, lastError(comm));
   if (tuttiStreamLaunchHostFunc(stream_, finish, p.get()) != tuttiSuccess) refused();
   p.release();  // finish owns it now

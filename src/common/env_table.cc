@@ -193,9 +193,10 @@ constexpr Var kVars[] = {
      "Default compressor for tuttiAllReduceCompressed: none, topk:RATIO, qsgd:S."},
     // ---- the torch backend (python/csrc, read when a process group is created) ----
     {"TUTTI_TORCH_INLINE_BYTES", Type::kInt, "65536", "TORCH",
-     "The torch backend runs an operation of at most this many bytes on the caller's thread "
-     "when its worker is idle and nothing is queued (docs/pytorch.md); 0: every operation "
-     "goes through the worker. Not a non-negative integer: the process group is refused."},
+     "The torch backend runs an asynchronous operation of at most this many bytes on the "
+     "caller's thread, with blocking calls, when none of the group's operations is in flight "
+     "(docs/pytorch.md); 0: only synchronous ones run there, the others go through the group's "
+     "host stream. Not a non-negative integer: the process group is refused."},
     // ---- test only: for tutti's own tests, not for users ----
     {"TUTTI_TEST_DIE_AT", Type::kString, "", "TEST ONLY (not for users)",
      "Test only: PHASE:RANK makes that rank kill itself (SIGKILL) when it reaches the phase: "

@@ -1,4 +1,4 @@
-"""Where the backend runs operations (python/csrc/work_queue.h), checked through
+"""Where the backend runs operations (python/csrc/work_stream.h, sync_use.h), checked through
 tutti.torch._C.stream_stats: synchronous all-reduces (torch 2.x passes async_op=False) run on
 the caller's thread; asynchronous use -- work left in flight while the caller sleeps,
 DDP-style futures -- runs on the worker and progresses without a wait. Every result is checked
@@ -40,7 +40,7 @@ def delta(before):
 
 
 call = 0
-# Synchronous: after the first kSyncStreak (2) calls, every call runs at submit.
+# Synchronous: every call runs at submit.
 before = _C.stream_stats(pg)
 for _ in range(12):
     call += 1
@@ -49,9 +49,20 @@ for _ in range(12):
     expect(exact_equal(t, want(call)), f"sync call {call}")
 d = delta(before)
 # torch 2.x tells the backend (opts.asyncOp = False): every one runs at submit, none waits for
-# the heuristic of work_queue.h to learn it.
+# the heuristic of sync_use.h to learn it.
 expect(d["at_submit"] == 12 and d["on_worker"] == 0,
        f"sync all-reduces did not run on the caller's thread: {d}")
+
+# Asynchronous calls waited for at once (pg.allreduce([t]).wait()): learnt as synchronous
+# after two (sync_use.h), the rest run at submit.
+before = _C.stream_stats(pg)
+for _ in range(10):
+    call += 1
+    t = data(call)
+    pg.allreduce([t]).wait()
+    expect(exact_equal(t, want(call)), f"waited-at-once call {call}")
+d = delta(before)
+expect(d["at_submit"] >= 8, f"async calls waited at once were not learnt as synchronous: {d}")
 
 # Asynchronous with work in between: the worker runs them while the caller sleeps.
 before = _C.stream_stats(pg)
