@@ -65,7 +65,7 @@ void HostStream::waitFor(uint64_t position, bool help) {
   // Waiting for the newest task before it finished: enqueue, then synchronise.
   if (position == enqueued_ && finished_ < position) ++syncStreak_;
   while (finished_ < position) {
-    if (help && workerAsleep_ && !running_ && !queue_.empty())
+    if ((help || workerGone_) && (workerAsleep_ || workerGone_) && !running_ && !queue_.empty())
       runFront(lock);
     else
       changed_.wait(lock);
@@ -84,7 +84,12 @@ void HostStream::close() {
   {
     std::unique_lock<std::mutex> lock(mutex_);
     closing_ = true;
-    changed_.wait(lock, [&] { return finished_ >= enqueued_; });
+    while (finished_ < enqueued_) {
+      if (workerGone_ && !running_ && !queue_.empty())
+        runFront(lock);  // nobody else will
+      else
+        changed_.wait(lock);
+    }
   }
   workCv_.notify_one();  // the worker, asleep on an empty queue, sees closing_ and ends
   if (!worker_.joinable()) return;
@@ -133,13 +138,31 @@ void HostStream::sleepTimed(std::unique_lock<std::mutex>& lock, Ready& ready) {
   if (!ready()) syncStreak_ = 0;  // idle: enqueues wake the worker again
 }
 
+// A task that ends its thread (pthread_exit inside a host function: an interpreter finalising
+// while the function waits for its lock ends threads that way) still counts as finished, as a
+// failure, so that waiters and close() do not wait for it for ever; when the thread was the
+// worker, the tasks after it are run by waiters and close() (workerGone_).
+HostStream::ThreadExitGuard::~ThreadExitGuard() {
+  if (!armed) return;
+  std::lock_guard<std::mutex> lock(stream.mutex_);
+  stream.running_ = false;
+  ++stream.finished_;
+  if (stream.worker_.get_id() == std::this_thread::get_id()) stream.workerGone_ = true;
+  if (stream.failure_.code == tuttiSuccess)
+    stream.failure_ = Failure{
+        tuttiInternalError, "a task of the stream ended the thread that ran it", stream.finished_};
+  stream.changed_.notify_all();
+}
+
 void HostStream::runFront(std::unique_lock<std::mutex>& lock) {
   Task task = std::move(queue_.front());
   queue_.pop_front();
   running_ = true;
   const RunningTask outer = std::exchange(tlsRunning, RunningTask{this, finished_ + 1});
   lock.unlock();
+  ThreadExitGuard exiting{*this};
   tuttiResult_t code = task();
+  exiting.armed = false;
   tlsRunning = outer;
   std::string text = code == tuttiSuccess ? std::string() : threadLastError();
   task = nullptr;  // what it holds goes before the task counts as finished

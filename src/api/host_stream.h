@@ -80,6 +80,11 @@ class HostStream {
   void sleepTimed(std::unique_lock<std::mutex>& lock, Ready& ready);
   // Runs the front task with the lock released (running_ set meanwhile) and records its end.
   void runFront(std::unique_lock<std::mutex>& lock);
+  struct ThreadExitGuard {
+    HostStream& stream;
+    bool armed = true;
+    ~ThreadExitGuard();
+  };
 
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;  // a task finished (waiters)
@@ -92,6 +97,7 @@ class HostStream {
   bool timedSleep_ = false;    // it sleeps kLazyWake at a time: an enqueue need not wake it
   int syncStreak_ = 0;         // synchronises on the newest unfinished task since async use
   bool closing_ = false;
+  bool workerGone_ = false;  // the worker's thread ended inside a task (ThreadExitGuard)
   Failure failure_;
   const pid_t creatorPid_ = ::getpid();
   const uint64_t forkGeneration_;

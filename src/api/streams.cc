@@ -1,4 +1,6 @@
 // tuttiStream* and tuttiEvent*: host streams (host_stream.h) and positions in them.
+#include <cxxabi.h>
+
 #include <memory>
 #include <string>
 #include <utility>
@@ -105,6 +107,8 @@ TUTTI_API tuttiResult_t tuttiStreamLaunchHostFunc(tuttiStream_t stream, tuttiHos
       tuttiResult_t r = tuttiInternalError;
       try {
         r = fn(userData);
+      } catch (const abi::__forced_unwind&) {
+        throw;  // the thread is exiting (pthread_exit, cancellation): never swallowed
       } catch (...) {
         tutti::api::threadLastError() =
             "tuttiStreamLaunchHostFunc: the host function threw an exception";

@@ -5,6 +5,7 @@
 // mismatch, an abort) surfacing at the synchronise with the call and the rank named; destroy
 // with calls pending; an idle stream spending no CPU.
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -403,6 +404,38 @@ TEST(HostStream, HostFunctionsRunInStreamOrder) {
         60);
     EXPECT_RANKS_OK(result);
   }
+}
+
+tuttiResult_t endThread(void*) { pthread_exit(nullptr); }
+tuttiResult_t countRun(void* p) {
+  ++*static_cast<std::atomic<int>*>(p);
+  return tuttiSuccess;
+}
+
+// A host function that ends the thread running it (pthread_exit; an interpreter finalising
+// ends threads that wait for its lock this way): the stream fails, saying so, instead of
+// waiting for it for ever, and the tasks after it still run (on the synchronising thread).
+TEST(HostStream, HostFunctionEndingItsThreadFailsTheStream) {
+  tuttiStream_t s = nullptr;
+  TUTTI_ASSERT_OK(tuttiStreamCreate(&s), nullptr);
+  TUTTI_ASSERT_OK(tuttiStreamLaunchHostFunc(s, endThread, nullptr), nullptr);
+  // Polled (a query never runs tasks): the worker runs it, not this thread.
+  tuttiResult_t r = tuttiInProgress;
+  for (int i = 0; i < 5000 && r == tuttiInProgress; ++i) {
+    r = tuttiStreamQuery(s);
+    if (r == tuttiInProgress) usleep(1000);
+  }
+  EXPECT_EQ(r, tuttiInternalError);
+  EXPECT_NE(std::string(tuttiGetLastError(nullptr)).find("ended the thread"), std::string::npos)
+      << tuttiGetLastError(nullptr);
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 3; ++i)
+    TUTTI_ASSERT_OK(tuttiStreamLaunchHostFunc(s, countRun, &ran), nullptr);
+  EXPECT_EQ(tuttiStreamSynchronize(s), tuttiInternalError);  // reported once
+  EXPECT_EQ(ran.load(), 3);
+  TUTTI_ASSERT_OK(tuttiStreamLaunchHostFunc(s, countRun, &ran), nullptr);
+  TUTTI_ASSERT_OK(tuttiStreamDestroy(s), nullptr);  // runs it, then ends
+  EXPECT_EQ(ran.load(), 4);
 }
 
 // The neighbour all-reduce through a stream (tutti.h lists it among the stream calls): on a
