@@ -36,6 +36,29 @@ tuttiResult_t reported(HostStream& s, uint64_t position, bool clear) {
   return f.code;
 }
 
+// fn(userData) as a stream task: a result other than success, or an exception, is the
+// stream's failure with a text naming the host function; a forced unwind (the thread exiting:
+// pthread_exit, cancellation) goes on, as swallowing it aborts the process. UBSan's check of the
+// reference a catch binds does not know the forced unwind, which has no exception object.
+__attribute__((no_sanitize("undefined"))) tuttiResult_t runHostFunction(tuttiHostFn_t fn,
+                                                                        void* userData) {
+  tuttiResult_t r = tuttiInternalError;
+  try {
+    r = fn(userData);
+  } catch (const abi::__forced_unwind&) {
+    throw;
+  } catch (...) {
+    tutti::api::threadLastError() =
+        "tuttiStreamLaunchHostFunc: the host function threw an exception";
+    return tuttiInternalError;
+  }
+  if (r != tuttiSuccess)
+    tutti::api::threadLastError() =
+        std::string("tuttiStreamLaunchHostFunc: the host function returned ") +
+        tuttiGetErrorString(r);
+  return r;
+}
+
 }  // namespace
 
 extern "C" {
@@ -103,24 +126,7 @@ TUTTI_API tuttiResult_t tuttiStreamLaunchHostFunc(tuttiStream_t stream, tuttiHos
                   "tuttiStreamLaunchHostFunc inside a group (the group's calls are enqueued at "
                   "tuttiGroupEnd, after the host function)");
     auto s = liveStream(stream);
-    s->enqueue([fn, userData] {
-      tuttiResult_t r = tuttiInternalError;
-      try {
-        r = fn(userData);
-      } catch (const abi::__forced_unwind&) {
-        throw;  // the thread is exiting (pthread_exit, cancellation): never swallowed
-      } catch (...) {
-        tutti::api::threadLastError() =
-            "tuttiStreamLaunchHostFunc: the host function threw an exception";
-        return tuttiInternalError;
-      }
-      if (r != tuttiSuccess)
-        tutti::api::threadLastError() = std::string(
-                                            "tuttiStreamLaunchHostFunc: the host "
-                                            "function returned ") +
-                                        tuttiGetErrorString(r);
-      return r;
-    });
+    s->enqueue([fn, userData] { return runHostFunction(fn, userData); });
     return tuttiSuccess;
   });
 }
