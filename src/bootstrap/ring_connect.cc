@@ -110,9 +110,11 @@ UniqueFd BootstrapRing::connectLevel(int level, const std::string& theirs, const
     socklen_t len = sizeof(err);
     ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
   }
-  // A refusal means it is gone.
-  if (err == ECONNREFUSED)
-    fail(tuttiRemoteError, name_, ": rank ", rank_, ": ", what, ": refused (rank ", peer,
+  // A refusal means it is gone; a reset, that it closed its listener with this connection
+  // still waiting to be accepted (it failed during init).
+  if (err == ECONNREFUSED || err == ECONNRESET)
+    fail(tuttiRemoteError, name_, ": rank ", rank_, ": ", what,
+         err == ECONNREFUSED ? ": refused (rank " : ": reset (rank ", peer,
          level == 0 ? ", next on the bootstrap ring," : ", on the bootstrap ring,",
          " exited or failed)");
   if (err != 0) throwSystemError(name_ + ": " + what, err);
