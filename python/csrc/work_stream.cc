@@ -1,5 +1,7 @@
 #include "work_stream.h"
 
+#include <Python.h>
+
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -21,6 +23,17 @@ std::exception_ptr guardedRun(const std::function<void()>& fn) {
 }
 
 std::string lastError(tuttiComm_t comm) { return tuttiGetLastError(comm); }
+
+// Whether the Python interpreter is shutting down: a thread that takes its lock then is ended
+// (pthread_exit), which aborts the process when it unwinds through a destructor (a torch
+// future's Python callback takes it when completed or destroyed).
+bool interpreterFinalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
 
 // steps.issue(stream); an exception it throws is kept in `thrown` (the calls it issued before
 // stand: the peers wait for them).
@@ -94,6 +107,14 @@ tuttiResult_t WorkStream::runBefore(void* arg) {
 tuttiResult_t WorkStream::finish(void* arg) {
   std::unique_ptr<Pending> p(static_cast<Pending*>(arg));
   WorkStream& self = *p->owner;
+  if (interpreterFinalizing()) {
+    // The process is exiting with this operation in flight (the group destroyed at exit):
+    // its work, future and tensors are left as they are, since completing or freeing them may
+    // run Python code.
+    self.inFlight_.fetch_sub(1, std::memory_order_release);
+    (void)p.release();
+    return tuttiSuccess;
+  }
   // From inside its own host function: the failure of the calls since the previous
   // operation's finish (this operation's), which it clears.
   const tuttiResult_t r = tuttiStreamSynchronize(self.stream_);

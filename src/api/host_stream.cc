@@ -179,13 +179,18 @@ void HostStream::runFront(std::unique_lock<std::mutex>& lock) {
 
 namespace {
 
+// Never destroyed: at exit a stream that was not destroyed is abandoned with its worker (the
+// process ends it), as a thread of the caller's would be. Destroying the registry at exit would
+// wait for the tasks in flight, and a task completing a framework's work then may run code of
+// an interpreter that is shutting down (a torch future's Python callback aborts the process
+// there).
 std::mutex& registryMutex() {
-  static std::mutex m;
-  return m;
+  static auto* m = new std::mutex;
+  return *m;
 }
 std::map<const void*, std::shared_ptr<HostStream>>& registry() {
-  static std::map<const void*, std::shared_ptr<HostStream>> r;
-  return r;
+  static auto* r = new std::map<const void*, std::shared_ptr<HostStream>>;
+  return *r;
 }
 
 }  // namespace

@@ -74,10 +74,13 @@ TUTTI_API tuttiResult_t tuttiStreamCreate(tuttiStream_t* stream) {
 TUTTI_API tuttiResult_t tuttiStreamDestroy(tuttiStream_t stream) {
   return guarded(nullptr, "tuttiStreamDestroy", [&] {
     if (stream == nullptr) return tuttiSuccess;
-    auto s = tutti::api::unregisterHostStream(stream);
+    auto s = tutti::api::hostStreamOf(stream);
     TUTTI_CHECK_ARG(s != nullptr, "stream ", reinterpret_cast<uintptr_t>(stream),
                     " is not a host stream of tuttiStreamCreate (destroyed twice?)");
+    // Registered while its last tasks run: a host function among them may still ask about its
+    // stream (tuttiStreamSynchronize from inside); new tasks are refused meanwhile.
     s->close();
+    tutti::api::unregisterHostStream(stream);
     return reported(*s, s->lastPosition(), true);
   });
 }

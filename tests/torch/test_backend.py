@@ -27,6 +27,25 @@ def test_per_call_timeout_names_the_late_rank():
     assert all(rc == 0 for rc, _, _ in results), describe(results)
 
 
+def test_exit_with_work_in_flight_and_a_python_callback():
+    """Under tuttirun (plain interpreters, which destroy the group while they shut down; the
+    zygote launcher's ranks do not): rank 0 exits with an all-reduce in flight whose future has
+    a Python callback and must not abort (it did: the callback's Python code ran during
+    shutdown)."""
+    build = os.environ.get("TUTTI_BUILD_DIR", "")
+    tuttirun = os.path.join(build, "tools", "tuttirun", "tuttirun")
+    if not os.path.exists(tuttirun):
+        pytest.skip(f"no tuttirun at {tuttirun} (set TUTTI_BUILD_DIR)")
+    worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exit_in_flight_worker.py")
+    for _ in range(2):
+        out = subprocess.run([tuttirun, "-np", "2", "--tag-output", "--timeout", "120",
+                              sys.executable, worker],
+                             capture_output=True, text=True, env=dict(os.environ), timeout=180)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "rank 0 exits with the work in flight" in out.stdout, out.stdout
+        assert "rank 1 done" in out.stdout, out.stdout
+
+
 def test_wait_timeout_on_work_in_flight_aborts():
     results = run_ranks(2, "wait_timeout_worker.py", timeout=120)
     assert all(rc == 0 for rc, _, _ in results), describe(results)
