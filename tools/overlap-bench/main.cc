@@ -1,13 +1,14 @@
 // Compute/communication overlap through a host stream (issue 32): a training-like loop whose
-// step computes a gradient, then all-reduces it. Four measurements in one run, each the mean
-// step time over --steps steps, the slowest rank's:
-//   comm alone      the all-reduce of --bytes, blocking
-//   compute alone   the compute (a CPU-bound loop, by default as long as the all-reduce on
-//                   rank 0 alone)
+// step computes a gradient (a CPU-bound loop, then filling the gradient), then all-reduces it. Four
+// measurements in one run, each the mean step time over --steps steps, the slowest rank's:
+//   comm alone      the all-reduce of --bytes, blocking, each call timed after a barrier
+//   compute alone   the compute (by default as long as the all-reduce alone)
 //   blocking        compute, then the blocking all-reduce: about their sum
 //   overlapped      compute step k while step k-1's all-reduce runs on a host stream (two
 //                   gradient buffers; an event per buffer keeps step k+1 from overwriting
-//                   a gradient still in flight)
+//                   a gradient still in flight): the steady state, from the first step's
+//                   enqueue to the last one's; the loop's mean with the pipeline's fill (a
+//                   first step with nothing to overlap) and drain (the last all-reduce) beside it
 // and overlapped / max(compute alone, comm alone) (1.0 = perfect overlap), and against the
 // bound of ranks that share this machine's cores: (compute CPU + all-reduce CPU per step) x
 // ranks / cores (CPU as getrusage charges it to the process). Every all-reduced
@@ -78,6 +79,10 @@ Options parse(int argc, char** argv) {
       std::exit(2);
     }
   }
+  if (o.steps < 3) {
+    std::fprintf(stderr, "--steps must be at least 3\n");
+    std::exit(2);
+  }
   return o;
 }
 
@@ -115,6 +120,12 @@ size_t wrongElements(const std::vector<float>& g, int n, int step) {
   return wrong;
 }
 
+// A host function: the time it ran.
+tuttiResult_t stamp(void* at) {
+  *static_cast<double*>(at) = now();
+  return tuttiSuccess;
+}
+
 // The slowest rank's value.
 double slowest(const tutti::Comm& comm, double mine) {
   double out = 0;
@@ -138,17 +149,36 @@ int main(int argc, char** argv) {
     fillGradient(grads[0], rank, k);
     comm.allReduce(grads[0].data(), grads[0].data(), count, tuttiFloat32, tuttiSum);
   }
-  comm.barrier();
-  double t0 = now(), commCpu = 0;
+  // Each call timed on its own after a barrier: filling the gradient is the compute's part of
+  // a step (it is timed there), not the all-reduce's.
+  double commTime = 0, commCpu = 0;
   for (int k = 0; k < o.steps; ++k) {
     fillGradient(grads[0], rank, k);
-    const double c = cpuSeconds();
+    comm.barrier();
+    const double t = now(), c = cpuSeconds();
     comm.allReduce(grads[0].data(), grads[0].data(), count, tuttiFloat32, tuttiSum);
     commCpu += cpuSeconds() - c;
+    commTime += now() - t;
     wrong += wrongElements(grads[0], n, k);
   }
-  const double commAlone = slowest(comm, (now() - t0) / o.steps);
+  const double commAlone = slowest(comm, commTime / o.steps);
   commCpu = slowest(comm, commCpu / o.steps);
+  // The all-reduce's CPU on a host stream while the caller does something else (here: sleeps,
+  // looking every millisecond): what it takes from a compute it overlaps.
+  double streamCpu = 0;
+  {
+    tutti::Stream stream;
+    for (int k = 0; k < o.steps; ++k) {
+      fillGradient(grads[0], rank, k);
+      comm.barrier();
+      const double c = cpuSeconds();
+      comm.allReduce(grads[0].data(), grads[0].data(), count, tuttiFloat32, tuttiSum, stream);
+      while (!stream.done()) usleep(1000);
+      streamCpu += cpuSeconds() - c;
+      wrong += wrongElements(grads[0], n, k);
+    }
+  }
+  streamCpu = slowest(comm, streamCpu / o.steps);
 
   // The compute's length: rank 0 calibrates units per second, every rank uses its figure.
   double unitsPerSec = 0;
@@ -159,22 +189,30 @@ int main(int argc, char** argv) {
     unitsPerSec = static_cast<double>(units - 64) / (now() - c0);
   }
   comm.broadcast(&unitsPerSec, &unitsPerSec, 1, tuttiFloat64, 0);
+  // A step's compute is the loop and filling the gradient it produces; the loop gets what
+  // the fill leaves of the step's length.
+  comm.barrier();
+  double f0 = now();
+  for (int k = 0; k < 2; ++k) fillGradient(grads[1], rank, k);
+  const double fillSec = slowest(comm, (now() - f0) / 2);
   const double computeSec = o.computeMs > 0 ? o.computeMs / 1000 : commAlone;
-  long units = std::max(1L, static_cast<long>(unitsPerSec * computeSec));
+  const double loopSec = std::max(computeSec - fillSec, 1e-3);
+  long units = std::max(1L, static_cast<long>(unitsPerSec * loopSec));
   // Rescaled twice with every rank computing at once (as in the measured phases, where the
   // ranks share cores and caches): the slowest rank's step then lasts about computeSec.
   for (int round = 0; round < 2; ++round) {
     comm.barrier();
     const double c0 = now();
-    for (int k = 0; k < 2; ++k) sink = sink + computeUnits(units);
-    const double took = slowest(comm, (now() - c0) / 2);
-    units = std::max(1L, static_cast<long>(static_cast<double>(units) * computeSec / took));
+    for (int k = 0; k < 2; ++k) sink = sink + computeUnits(units), fillGradient(grads[1], rank, k);
+    const double took = std::max(slowest(comm, (now() - c0) / 2) - fillSec, 1e-4);
+    units = std::max(1L, static_cast<long>(static_cast<double>(units) * loopSec / took));
   }
 
   comm.barrier();
-  t0 = now();
+  double t0 = now();
   const double cpu0 = cpuSeconds();
-  for (int k = 0; k < o.steps; ++k) sink = sink + computeUnits(units);
+  for (int k = 0; k < o.steps; ++k)
+    sink = sink + computeUnits(units), fillGradient(grads[1], rank, k);
   const double computeCpu = slowest(comm, (cpuSeconds() - cpu0) / o.steps);
   const double computeAlone = slowest(comm, (now() - t0) / o.steps);
 
@@ -194,6 +232,8 @@ int main(int argc, char** argv) {
   tutti::Event inFlight[2];
   comm.barrier();
   t0 = now();
+  const double cpuOverlapped0 = cpuSeconds();
+  std::vector<double> enqueuedAt(o.steps), doneAt(o.steps);
   for (int k = 0; k < o.steps; ++k) {
     std::vector<float>& g = grads[k % 2];
     sink = sink + computeUnits(units);
@@ -204,9 +244,20 @@ int main(int argc, char** argv) {
     fillGradient(g, rank, k);
     comm.allReduce(g.data(), g.data(), count, tuttiFloat32, tuttiSum, stream);
     inFlight[k % 2].record(stream);
+    enqueuedAt[k] = now();
+    stream.launchHostFunc(stamp, &doneAt[k]);
   }
   stream.synchronize();
-  const double overlapped = slowest(comm, (now() - t0) / o.steps);
+  const double overlappedLoop = slowest(comm, (now() - t0) / o.steps);
+  // The steady state: the pipeline's step, the longer of the intervals between enqueues (the
+  // compute's pace) and between the all-reduces' ends (the communication's), first to last (the
+  // first step has nothing to overlap, and the last all-reduce finishes after the loop's
+  // compute: the pipeline's fill and drain, counted in the loop's mean).
+  const double steps = o.steps - 1;
+  const double overlapped = slowest(
+      comm,
+      std::max(enqueuedAt[o.steps - 1] - enqueuedAt[0], doneAt[o.steps - 1] - doneAt[0]) / steps);
+  const double overlappedCpu = slowest(comm, (cpuSeconds() - cpuOverlapped0) / o.steps);
   for (int k = std::max(0, o.steps - 2); k < o.steps; ++k)
     wrong += wrongElements(grads[k % 2], n, k);
 
@@ -217,21 +268,26 @@ int main(int argc, char** argv) {
     // When the ranks share the machine's cores, each step needs the compute's CPU and the
     // all-reduce's (copies, reductions, system calls) of every rank on those cores.
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    const double cpuBound = (computeCpu + commCpu) * n / static_cast<double>(cores);
+    const double cpuBound = (computeCpu + streamCpu) * n / static_cast<double>(cores);
     std::printf("# tutti-overlap-bench: %d ranks, all-reduce of %zu B (float32 sum), %d steps\n", n,
                 o.bytes, o.steps);
     std::printf("%-14s %10s\n", "# measurement", "step_ms");
     std::printf("%-14s %10.2f\n", "comm_alone", commAlone * 1e3);
     std::printf("%-14s %10.2f\n", "comm_cpu", commCpu * 1e3);
+    std::printf("%-14s %10.2f\n", "stream_cpu", streamCpu * 1e3);
     std::printf("%-14s %10.2f\n", "compute_alone", computeAlone * 1e3);
     std::printf("%-14s %10.2f\n", "compute_cpu", computeCpu * 1e3);
+    std::printf("%-14s %10.2f\n", "of_which_fill", fillSec * 1e3);
     std::printf("%-14s %10.2f\n", "blocking", blocking * 1e3);
     std::printf("%-14s %10.2f\n", "overlapped", overlapped * 1e3);
+    std::printf("%-14s %10.2f\n", "overlap_loop", overlappedLoop * 1e3);
+    std::printf("%-14s %10.2f\n", "overlapped_cpu", overlappedCpu * 1e3);
     std::printf(
-        "# overlapped / max(compute, comm) = %.3f (target <= 1.25); blocking / max = %.3f\n",
-        overlapped / bound, blocking / bound);
+        "# overlapped / max(compute, comm) = %.3f (target <= 1.25); blocking / max = %.3f; the "
+        "loop's mean with the pipeline's fill and drain / max = %.3f\n",
+        overlapped / bound, blocking / bound, overlappedLoop / bound);
     std::printf(
-        "# cores' bound (compute_cpu + comm_cpu) x %d ranks / %ld cores = %.2f ms: "
+        "# cores' bound (compute_cpu + stream_cpu) x %d ranks / %ld cores = %.2f ms: "
         "overlapped / max(that, comm) = %.3f\n",
         n, cores, cpuBound * 1e3, overlapped / std::max(cpuBound, commAlone));
     std::printf("# wrong elements: %.0f\n", wrongAll);
