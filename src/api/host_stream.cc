@@ -6,6 +6,7 @@
 
 #include "api_guard.h"
 #include "common/error.h"
+#include "common/spin_gate.h"
 #include "fork_guard.h"
 
 namespace tutti::api {
@@ -60,15 +61,25 @@ uint64_t HostStream::runningHere() const {
   return tlsRunning.stream == this ? tlsRunning.position : 0;
 }
 
+HostStream::Waiting::Waiting(std::atomic<int>& waiters) : waiters_(waiters) {
+  waiters_.fetch_add(1, std::memory_order_relaxed);
+}
+
+HostStream::Waiting::~Waiting() { waiters_.fetch_sub(1, std::memory_order_relaxed); }
+
 void HostStream::waitFor(uint64_t position, bool help) {
   std::unique_lock<std::mutex> lock(mutex_);
   // Waiting for the newest task before it finished: enqueue, then synchronise.
   if (position == enqueued_ && finished_ < position) ++syncStreak_;
+  if (finished_ >= position) return;
+  Waiting waiting(waiters_);  // the worker may spin now
   while (finished_ < position) {
-    if ((help || workerGone_) && (workerAsleep_ || workerGone_) && !running_ && !queue_.empty())
+    if ((help || workerGone_) && (workerAsleep_ || workerGone_) && !running_ && !queue_.empty()) {
+      SpinGate mine(nullptr);  // a waiter running the call itself may spin
       runFront(lock);
-    else
+    } else {
       changed_.wait(lock);
+    }
   }
 }
 
@@ -84,6 +95,7 @@ void HostStream::close() {
   {
     std::unique_lock<std::mutex> lock(mutex_);
     closing_ = true;
+    Waiting waiting(waiters_);
     while (finished_ < enqueued_) {
       if (workerGone_ && !running_ && !queue_.empty())
         runFront(lock);  // nobody else will
@@ -118,6 +130,7 @@ void HostStream::work() {
     workerAsleep_ = false;
     if (queue_.empty()) return;
     if (timed) syncStreak_ = 0;  // found by a timed wake-up: nobody synchronised at once
+    SpinGate gate(&waiters_);    // the caller may be computing: spin only while it waits
     runFront(lock);
   }
 }

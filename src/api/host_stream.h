@@ -15,6 +15,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -86,6 +87,18 @@ class HostStream {
     ~ThreadExitGuard();
   };
 
+  // Counts a thread waiting for the stream (waitFor, close) while alive.
+  class Waiting {
+   public:
+    explicit Waiting(std::atomic<int>& waiters);
+    ~Waiting();
+    Waiting(const Waiting&) = delete;
+    Waiting& operator=(const Waiting&) = delete;
+
+   private:
+    std::atomic<int>& waiters_;
+  };
+
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;  // a task finished (waiters)
   std::condition_variable workCv_;           // work for the worker, or closing
@@ -99,6 +112,10 @@ class HostStream {
   bool closing_ = false;
   bool workerGone_ = false;  // the worker's thread ended inside a task (ThreadExitGuard)
   Failure failure_;
+  // Threads blocked in waitFor or close: the worker's calls spin while their peers are late
+  // only while some thread waits (common/spin_gate.h); otherwise the caller may be computing
+  // on the core the spin would take.
+  std::atomic<int> waiters_{0};
   const pid_t creatorPid_ = ::getpid();
   const uint64_t forkGeneration_;
   std::thread worker_;  // last: starts after the state above exists

@@ -113,7 +113,8 @@ constexpr Var kVars[] = {
     {"TUTTI_IB_REG_CACHE_ENTRIES", Type::kInt, "64", "TRANSPORT",
      "Most registrations the ibverbs registration cache keeps (LRU)."},
     {"TUTTI_SPIN_US", Type::kInt, "50", "EXEC",
-     "Microseconds to poll for progress before sleeping on the transports' wait fds."},
+     "Microseconds to poll for progress before sleeping on the transports' wait fds (a host "
+     "stream's worker polls only while a thread waits for the stream)."},
     {"TUTTI_SPIN_YIELD", Type::kString, "auto", "EXEC",
      "While polling, 1: sched_yield between polls, 0: pause-spin; auto: yield only when this "
      "host runs more ranks of the communicator than it has cores."},

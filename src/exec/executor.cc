@@ -15,6 +15,7 @@
 #include "common/dtype.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/spin_gate.h"
 #include "reduce/reduce.h"
 #include "window_call.h"
 
@@ -103,9 +104,9 @@ class RoundRunner {
     for (const Op& op : round.ops) {
       if (op.type != OpType::kWait) continue;
       blamingPeer(op.peer, [&] {
-        win_.window->wait(
-            op.peer, win_.target(op.phase),
-            {options_.spinUs, options_.spinYield, options_.timeoutSec, &options_.onStall});
+        win_.window->wait(op.peer, win_.target(op.phase),
+                          {SpinGate::open() ? options_.spinUs : 0.0, options_.spinYield,
+                           options_.timeoutSec, &options_.onStall});
       });
       if (op.phase >= 1 && options_.windowTags) detail::checkPeerCall(win_, op.peer, options_);
     }
@@ -374,7 +375,7 @@ class RoundRunner {
       if (idle >= transport::WaitPolicy::kStallReportSec && options_.onStall)
         for (auto& [peer, q] : queues_)
           if (q.activeSend || q.activeRecv) options_.onStall(peer);
-      if (idle < spinSec) {
+      if (idle < spinSec && SpinGate::open()) {
         // More ranks than cores: give the core to the peer we are waiting for; otherwise
         // every rank has its own core and a yield would only hand it to other processes.
         if (options_.spinYield)
