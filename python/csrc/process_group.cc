@@ -197,6 +197,7 @@ ProcessGroupTutti::ProcessGroupTutti(tuttiComm_t comm, std::chrono::milliseconds
 void ProcessGroupTutti::startStream() {
   inlineBytes_ = inlineBytesFromEnv();
   stream_ = std::make_unique<WorkStream>([this] { failed_ = true; });
+  reached_ = std::make_shared<ReachedPeers>(size_);
   pending_->submit = [this](std::vector<P2p> batch) {
     submitBatch(std::move(batch), "tutti:p2p_group");
   };
@@ -900,6 +901,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::postP2p(bool isSend, int peer,
     }
   }
   work->defaultTimeout = timeout_;
+  if (reached_->has(peer)) {
+    pending_->flush();  // posted before it: messages between two ranks match in posting order
+    submitBatch({{isSend, peer, tensor, work}}, title, /*asGroup=*/false);
+    return work;
+  }
   work->beforeUse = [pending = std::weak_ptr<PendingP2p>(pending_)] {
     if (auto p = pending.lock()) p->flush();
   };
@@ -954,7 +960,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::endCoalescing() {
 // The batch's sends and receives as one tutti group on the stream (they progress together, so
 // any order of posting on the ranks completes); each operation's own work completes with it.
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::submitBatch(std::vector<P2p> batch,
-                                                              const char* title) {
+                                                              const char* title, bool asGroup) {
   std::vector<at::Tensor> outputs;
   std::vector<Dense> bufs;
   std::vector<c10::intrusive_ptr<TuttiWork>> works;
@@ -970,19 +976,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::submitBatch(std::vector<P2p> b
     for (size_t i = 0; i < batch.size(); ++i)
       if (batch[i].isSend) bufs[i].in();
   });
-  s.issue = [this, batch, bufs](tuttiStream_t st) {
-    return grouped(batch.size(), [&](size_t i) {
+  s.issue = [this, batch, bufs, asGroup](tuttiStream_t st) {
+    auto call = [&](size_t i) {
       const auto& b = bufs[i].buf;
       if (batch[i].isSend)
         return tuttiSend(ptr(b), b.numel(), dataTypeOf(b), batch[i].peer, comm_, st);
       return tuttiRecv(ptr(b), b.numel(), dataTypeOf(b), batch[i].peer, comm_, st);
-    });
+    };
+    return asGroup || batch.size() != 1 ? grouped(batch.size(), call) : call(0);
   };
   s.after = [batch, bufs] {
     for (size_t i = 0; i < batch.size(); ++i)
       if (!batch[i].isSend) bufs[i].out();
   };
-  s.done = [works](std::exception_ptr error) {
+  std::vector<int> peers;
+  for (const auto& p : batch)
+    if (p.peer != rank_) peers.push_back(p.peer);  // with itself: a copy that needs its pair
+  s.done = [works, peers, reached = reached_](std::exception_ptr error) {
+    if (!error)
+      for (int peer : peers) reached->mark(peer);  // connected now (ReachedPeers)
     for (const auto& w : works) w->complete(error);
   };
   return enqueue({OpType::COALESCED, title, "batch_isend_irecv", kNeverNow}, outputs, std::move(s));

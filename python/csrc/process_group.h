@@ -13,6 +13,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
+#include "reached_peers.h"
 #include "sync_use.h"
 #include "tutti/tutti.h"
 #include "work.h"
@@ -39,7 +40,8 @@ struct P2pOp {
   c10::intrusive_ptr<TuttiWork> work;
 };
 
-// isend/irecv posted outside a batch wait here until something needs them -- a wait, a
+// isend/irecv posted outside a batch with a peer not reached yet (a first contact:
+// ReachedPeers) wait here until something needs them -- a wait, a
 // completion poll or a future on one of them, or the group's next other operation -- and then
 // run as one tutti group: ranks that each post irecv before isend (in any order, any number)
 // complete, as with gloo, instead of blocking each other on a worker that runs one at a time.
@@ -216,11 +218,16 @@ class ProcessGroupTutti : public c10d::Backend {
   using P2p = P2pOp;
   std::vector<P2p> batch_;
   std::shared_ptr<PendingP2p> pending_ = std::make_shared<PendingP2p>();
+  std::shared_ptr<ReachedPeers> reached_;
   // call(i) for i < n inside one tutti group; the first failure.
   static tuttiResult_t grouped(size_t n, const std::function<tuttiResult_t(size_t)>& call);
-  // Submits the batch as one work that completes each operation's own work.
-  c10::intrusive_ptr<c10d::Work> submitBatch(std::vector<P2p> batch, const char* title);
-  // A send or receive posted outside a batch: pending until flushed (PendingP2p).
+  // Submits the batch as one work that completes each operation's own work: as one tutti
+  // group, or (asGroup false, one operation) as a lone send or receive, which progresses
+  // independently of the ones issued after it.
+  c10::intrusive_ptr<c10d::Work> submitBatch(std::vector<P2p> batch, const char* title,
+                                             bool asGroup = true);
+  // A send or receive posted outside a batch: issued at once to a peer reached before
+  // (ReachedPeers), else pending until flushed (PendingP2p).
   c10::intrusive_ptr<c10d::Work> postP2p(bool isSend, int peer, at::Tensor tensor,
                                          c10d::OpType type, const char* title);
   // Waits until every operation issued so far has run (or failed).

@@ -3,6 +3,7 @@
 Environment: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; argv[1]: "sync", "async" or both
 ("sync,async": the checks run once per mode in one process group, one launch for both)."""
 import sys
+import time
 import warnings
 from datetime import timedelta
 
@@ -299,6 +300,39 @@ def checks():
         for r in reqs:
             r.wait()
         expect(torch.equal(got, values(prv, c, 10, torch.int64)), "batched irecv then isend")
+        # With a peer reached before, an isend starts when posted: rank 0's isend to rank 1
+        # completes rank 1's irecv while rank 0 sleeps before waiting for it (held until waited
+        # for, rank 1 would wait the whole sleep).
+        c = next_call()
+        dist.barrier()
+        if rank == 0:
+            req = dist.isend(values(0, c, 4099, torch.float64), 1)
+            time.sleep(1.5)
+            req.wait()
+        elif rank == 1:
+            got = torch.empty(4099, dtype=torch.float64)
+            t0 = time.monotonic()
+            dist.irecv(got, 0).wait()
+            took = time.monotonic() - t0
+            expect(took < 1.0, f"isend to a reached peer started when posted (irecv took {took:.2f} s)")
+            expect(torch.equal(got, values(0, c, 4099, torch.float64)), "isend to a reached peer")
+        # First contacts on a new group: irecv before isend, each on its own, with both
+        # neighbours on every rank (a cycle of first contacts: held and run as one group).
+        fresh = dist.new_group(list(range(n)), backend="tutti")
+        c = next_call()
+        got_p, got_n = torch.empty(big), torch.empty(big)
+        reqs = [dist.irecv(got_p, prv, group=fresh), dist.irecv(got_n, nxt, group=fresh),
+                dist.isend(values(rank, c, 100, torch.float32).repeat(big // 100 + 1)[:big], nxt,
+                           group=fresh),
+                dist.isend(values(rank, c + 1, 100, torch.float32).repeat(big // 100 + 1)[:big], prv,
+                           group=fresh)]
+        for r in reqs:
+            r.wait()
+        expect(torch.equal(got_p, values(prv, c, 100, torch.float32).repeat(big // 100 + 1)[:big]) and
+               torch.equal(got_n, values(nxt, c + 1, 100, torch.float32).repeat(big // 100 + 1)[:big]),
+               "irecv before isend, unbatched, first contacts")
+        next_call()
+        dist.destroy_process_group(fresh)
 
     run(dist.barrier)
 
