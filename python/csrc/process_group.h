@@ -41,10 +41,10 @@ struct P2pOp {
 };
 
 // isend/irecv posted outside a batch with a peer not reached yet (a first contact:
-// ReachedPeers) wait here until something needs them -- a wait, a
-// completion poll or a future on one of them, or the group's next other operation -- and then
-// run as one tutti group: ranks that each post irecv before isend (in any order, any number)
-// complete, as with gloo, instead of blocking each other on a worker that runs one at a time.
+// ReachedPeers) wait here until something needs them -- a wait, a completion poll or a future
+// on one of them, or the group's next other operation -- and then run as one tutti group: ranks
+// that each post irecv before isend (in any order, any number) complete instead of stalling on
+// first contacts that each wait for their peer to connect back.
 struct PendingP2p {
   std::mutex mu;
   std::vector<P2pOp> ops;
