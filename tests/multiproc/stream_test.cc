@@ -1,5 +1,5 @@
 // Host streams (tuttiStreamCreate) and events over real processes (issue 32): every collective
-// and send/recv through a stream over shm and tcp against the independent reference values of
+// and send/recv through a stream over shm and tcp at 1-8 ranks against the independent reference values of
 // the collective cases; many calls in flight on several streams and two communicators; calls
 // that return before their peers arrive; events ordering streams; failures (a killed rank, a
 // mismatch, an abort) surfacing at the synchronise with the call and the rank named; destroy
@@ -82,7 +82,7 @@ TEST_P(EveryCollective, ThroughAHostStream) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, EveryCollective,
                          ::testing::Values(Setting{1, "shm"}, Setting{2, "tcp"}, Setting{3, "shm"},
-                                           Setting{4, "tcp"}),
+                                           Setting{4, "tcp"}, Setting{8, "shm"}),
                          [](const ::testing::TestParamInfo<Setting>& i) {
                            return "np" + std::to_string(i.param.n) + "_" + i.param.transport;
                          });
