@@ -1,9 +1,9 @@
 // Host streams (tuttiStreamCreate) and events over real processes (issue 32): every collective
-// and send/recv through a stream over shm and tcp at 1-8 ranks against the independent reference values of
-// the collective cases; many calls in flight on several streams and two communicators; calls
-// that return before their peers arrive; events ordering streams; failures (a killed rank, a
-// mismatch, an abort) surfacing at the synchronise with the call and the rank named; destroy
-// with calls pending; an idle stream spending no CPU.
+// and send/recv through a stream over shm and tcp at 1-8 ranks against the independent
+// reference values of the collective cases; many calls in flight on several streams and two
+// communicators; calls that return before their peers arrive; events ordering streams;
+// failures (a killed rank, a mismatch, an abort) surfacing at the synchronise with the call
+// and the rank named; destroy with calls pending; an idle stream spending no CPU.
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <unistd.h>
