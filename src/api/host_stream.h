@@ -112,7 +112,7 @@ class HostStream {
   bool closing_ = false;
   bool workerGone_ = false;  // the worker's thread ended inside a task (ThreadExitGuard)
   Failure failure_;
-  // Threads blocked in waitFor or close: the worker's calls spin while their peers are late
+  // Threads blocked in waitFor or close: the worker's calls spin while a network peer is late
   // only while some thread waits (common/spin_gate.h); otherwise the caller may be computing
   // on the core the spin would take.
   std::atomic<int> waiters_{0};

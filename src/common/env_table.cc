@@ -114,7 +114,7 @@ constexpr Var kVars[] = {
      "Most registrations the ibverbs registration cache keeps (LRU)."},
     {"TUTTI_SPIN_US", Type::kInt, "50", "EXEC",
      "Microseconds to poll for progress before sleeping on the transports' wait fds (a host "
-     "stream's worker polls only while a thread waits for the stream)."},
+     "stream's worker polls a network peer only while a thread waits for the stream)."},
     {"TUTTI_SPIN_YIELD", Type::kString, "auto", "EXEC",
      "While polling, 1: sched_yield between polls, 0: pause-spin; auto: yield only when this "
      "host runs more ranks of the communicator than it has cores."},

@@ -1,7 +1,10 @@
 // Whether a thread that waits for its peers should spin before it sleeps. A thread that
 // progresses calls in the background (a host stream's worker) competes for a core with the
 // caller's own work, so it spins only while some thread waits for those calls (the caller then
-// has nothing better for the core); every other thread may spin. Knows nothing of streams.
+// has nothing better for the core); every other thread may spin. The executor asks it for
+// transfers over a network only: a peer over shared memory answers within the spin, and a
+// framework waiting through its own futures (torch's) is not seen waiting here. Knows nothing
+// of streams.
 #pragma once
 
 #include <atomic>

@@ -104,9 +104,9 @@ class RoundRunner {
     for (const Op& op : round.ops) {
       if (op.type != OpType::kWait) continue;
       blamingPeer(op.peer, [&] {
-        win_.window->wait(op.peer, win_.target(op.phase),
-                          {SpinGate::open() ? options_.spinUs : 0.0, options_.spinYield,
-                           options_.timeoutSec, &options_.onStall});
+        win_.window->wait(
+            op.peer, win_.target(op.phase),
+            {options_.spinUs, options_.spinYield, options_.timeoutSec, &options_.onStall});
       });
       if (op.phase >= 1 && options_.windowTags) detail::checkPeerCall(win_, op.peer, options_);
     }
@@ -356,6 +356,13 @@ class RoundRunner {
     }
   }
 
+  // Whether a transfer in progress is with a peer over memory this process shares.
+  bool waitsOnSharedMemory() const {
+    for (const auto& [peer, q] : queues_)
+      if ((q.activeSend || q.activeRecv) && conns_[peer]->sharesMemory()) return true;
+    return false;
+  }
+
   void driveTransfers() {
     double lastProgress = nowSeconds();
     double spinSec = options_.spinUs * 1e-6;
@@ -375,7 +382,9 @@ class RoundRunner {
       if (idle >= transport::WaitPolicy::kStallReportSec && options_.onStall)
         for (auto& [peer, q] : queues_)
           if (q.activeSend || q.activeRecv) options_.onStall(peer);
-      if (idle < spinSec && SpinGate::open()) {
+      // On a host stream's worker with nobody waiting, a network link's messages are not worth
+      // the caller's core (common/spin_gate.h); a peer over shared memory answers within it.
+      if (idle < spinSec && (SpinGate::open() || waitsOnSharedMemory())) {
         // More ranks than cores: give the core to the peer we are waiting for; otherwise
         // every rank has its own core and a yield would only hand it to other processes.
         if (options_.spinYield)

@@ -8,7 +8,6 @@
 #include "common/dtype.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "common/spin_gate.h"
 #include "reduce/reduce.h"
 #include "window_call.h"
 
@@ -135,8 +134,8 @@ void WindowProgram::run(std::span<std::byte* const> buffers, const ExecOptions& 
                                   finalPostOnlyForNextCall_};
   const detail::WindowUse use = detail::beginWindowCall(window_, options.windowState, needs);
   const reduce::Kernel kernel = reduces_ ? reduce::kernelFor(dtype_, op_) : nullptr;
-  const transport::WaitPolicy policy{SpinGate::open() ? options.spinUs : 0.0, options.spinYield,
-                                     options.timeoutSec, &options.onStall};
+  const transport::WaitPolicy policy{options.spinUs, options.spinYield, options.timeoutSec,
+                                     &options.onStall};
   const bool checkCalls = options.windowTags != nullptr;
   const size_t hb = use.base;
   for (size_t i = 0; i < steps_.size(); ++i) {

@@ -105,6 +105,11 @@ class Connection {
   virtual ~Connection() = default;
   virtual const char* transportName() const = 0;
   virtual int peer() const = 0;
+  // Whether the peer's side is memory this process shares (shm, cuda_ipc): its answer usually
+  // comes within a spin. Over a network the link paces the messages, and a spin between them
+  // mostly burns a core (a host stream's worker then spins only while someone waits for it:
+  // common/spin_gate.h).
+  virtual bool sharesMemory() const { return false; }
 
   // Starts sending `data` (possibly empty) with `tag`. The buffer must stay valid and
   // unchanged until progressSend() returns data.size(). Precondition: no send active.

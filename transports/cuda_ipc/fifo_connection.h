@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "interfaces/transport.h"
 #include "transports/cuda_ipc/fifo.h"
 #include "transports/cuda_ipc/shared_segment.h"
-#include "interfaces/transport.h"
 
 namespace tutti::transport::cudaipc {
 
@@ -63,6 +63,7 @@ class FifoConnection final : public Connection {
   ~FifoConnection() override;
 
   const char* transportName() const override { return "cuda_ipc"; }
+  bool sharesMemory() const override { return true; }
   int peer() const override { return p_.peer; }
   using Connection::startSend;
   void startSend(std::span<const std::byte> data, const MsgTag& tag) override;  // tag not carried

@@ -31,6 +31,7 @@ class ShmConnection final : public Connection {
   ~ShmConnection() override;
 
   const char* transportName() const override { return "shm"; }
+  bool sharesMemory() const override { return true; }
   int peer() const override { return p_.peer.rank; }
   using Connection::startSend;
   void startSend(std::span<const std::byte> data, const MsgTag& tag) override;
