@@ -74,6 +74,14 @@ struct Dense {
   void out() const {
     if (staged()) user.copy_(buf);
   }
+  // The steps that fill the buffer before the calls and copy it back after them (none when
+  // the calls use the user's tensor).
+  std::function<void()> copyIn() const {
+    return when(staged(), [d = *this] { d.in(); });
+  }
+  std::function<void()> copyOut() const {
+    return when(staged(), [d = *this] { d.out(); });
+  }
 };
 
 // An input the calls must not change: the tensor itself when contiguous and not to be
@@ -92,6 +100,10 @@ struct Input {
     if (!staged()) return;
     buf.copy_(user);
     if (scale) buf.mul_(factor);
+  }
+  // The step that makes the copy before the calls (none when they read the user's tensor).
+  std::function<void()> copyIn() const {
+    return when(staged(), [i = *this] { i.in(); });
   }
 };
 
@@ -418,7 +430,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce(std::vector<at::Tens
   s.issue = [this, d, red, dtype](tuttiStream_t st) {
     return tuttiAllReduce(ptr(d.buf), ptr(d.buf), d.buf.numel(), dtype, red.op, comm_, st);
   };
-  s.after = when(d.staged(), [d] { d.out(); });
+  s.after = d.copyOut();
   return enqueue({OpType::ALLREDUCE, "tutti:all_reduce", "allreduce", bytesOf(t)}, {t},
                  std::move(s), callOpts(opts));
 }
@@ -456,7 +468,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce(std::vector<at::Tensor>
   Input in(t, red);
   at::Tensor out = isRoot ? in.buf : at::empty(t.sizes(), t.options());
   WorkSteps s;
-  s.before = when(in.staged(), [in] { in.in(); });
+  s.before = in.copyIn();
   s.issue = [this, in, out, red, dtype, root](tuttiStream_t st) {
     return tuttiReduce(ptr(in.buf), ptr(out), in.buf.numel(), dtype, red.op, root, comm_, st);
   };
@@ -490,7 +502,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter(
   s.issue = [this, flat, d, red, dtype](tuttiStream_t st) {
     return tuttiReduceScatter(ptr(flat.buf), ptr(d.buf), d.buf.numel(), dtype, red.op, comm_, st);
   };
-  s.after = when(d.staged(), [d] { d.out(); });
+  s.after = d.copyOut();
   return enqueue(
       {OpType::REDUCE_SCATTER, "tutti:reduce_scatter", "reduce_scatter", bytesOf(out) * size_},
       {out}, std::move(s), callOpts(opts));
@@ -508,11 +520,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_reduce_scatter_base(
   Dense d(output);
   Input in(input, red);
   WorkSteps s;
-  s.before = when(in.staged(), [in] { in.in(); });
+  s.before = in.copyIn();
   s.issue = [this, d, in, red, dtype](tuttiStream_t st) {
     return tuttiReduceScatter(ptr(in.buf), ptr(d.buf), d.buf.numel(), dtype, red.op, comm_, st);
   };
-  s.after = when(d.staged(), [d] { d.out(); });
+  s.after = d.copyOut();
   return enqueue({OpType::_REDUCE_SCATTER_BASE, "tutti:reduce_scatter_base",
                   "reduce_scatter_tensor", bytesOf(input)},
                  {output}, std::move(s), callOpts(opts));
@@ -534,7 +546,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::broadcast(std::vector<at::Tens
   s.issue = [this, d, dtype, root](tuttiStream_t st) {
     return tuttiBroadcast(ptr(d.buf), ptr(d.buf), d.buf.numel(), dtype, root, comm_, st);
   };
-  s.after = when(d.staged(), [d] { d.out(); });
+  s.after = d.copyOut();
   return enqueue({OpType::BROADCAST, "tutti:broadcast", "broadcast", bytesOf(t)}, {t}, std::move(s),
                  callOpts(opts));
 }
@@ -565,7 +577,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather(
   Input src(in);
   Flat flat(outputs[0], in);
   WorkSteps s;
-  s.before = when(src.staged(), [src] { src.in(); });
+  s.before = src.copyIn();
   s.issue = [this, src, flat, counts, displs, even, dtype](tuttiStream_t st) {
     if (even) return tuttiAllGather(ptr(src.buf), ptr(flat.buf), counts[0], dtype, comm_, st);
     return tuttiAllGatherV(ptr(src.buf), src.buf.numel(), ptr(flat.buf), counts.data(),
@@ -587,11 +599,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_allgather_base(
   Dense d(output);
   Input src(input);
   WorkSteps s;
-  s.before = when(src.staged(), [src] { src.in(); });
+  s.before = src.copyIn();
   s.issue = [this, d, src, dtype](tuttiStream_t st) {
     return tuttiAllGather(ptr(src.buf), ptr(d.buf), src.buf.numel(), dtype, comm_, st);
   };
-  s.after = when(d.staged(), [d] { d.out(); });
+  s.after = d.copyOut();
   return enqueue(
       {OpType::_ALLGATHER_BASE, "tutti:all_gather_base", "all_gather_into_tensor", bytesOf(output)},
       {output}, std::move(s), callOpts(opts));
@@ -678,7 +690,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::gather(
   Flat flat(outs, in);  // empty on other ranks
   const bool isRoot = rank_ == root;
   WorkSteps s;
-  s.before = when(src.staged(), [src] { src.in(); });
+  s.before = src.copyIn();
   s.issue = [this, src, flat, root, dtype, isRoot](tuttiStream_t st) {
     return tuttiGather(ptr(src.buf), isRoot ? ptr(flat.buf) : nullptr, src.buf.numel(), dtype, root,
                        comm_, st);
@@ -705,7 +717,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::scatter(
     return tuttiScatter(isRoot ? ptr(flat.buf) : nullptr, ptr(d.buf), d.buf.numel(), dtype, root,
                         comm_, st);
   };
-  s.after = when(d.staged(), [d] { d.out(); });
+  s.after = d.copyOut();
   return enqueue({OpType::SCATTER, "tutti:scatter", "scatter", bytesOf(out) * size_}, {out},
                  std::move(s), callOpts(opts));
 }
@@ -764,14 +776,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall_base(at::Tensor& outp
   Dense d(output);
   Input src(input);
   WorkSteps s;
-  s.before = when(src.staged(), [src] { src.in(); });
+  s.before = src.copyIn();
   s.issue = [this, d, src, sc, sd, rc, rd, even, dtype](tuttiStream_t st) {
     if (even)
       return tuttiAllToAll(ptr(src.buf), ptr(d.buf), src.buf.numel() / size_, dtype, comm_, st);
     return tuttiAllToAllV(ptr(src.buf), sc.data(), sd.data(), ptr(d.buf), rc.data(), rd.data(),
                           dtype, comm_, st);
   };
-  s.after = when(d.staged(), [d] { d.out(); });
+  s.after = d.copyOut();
   return enqueue({OpType::ALLTOALL_BASE, "tutti:all_to_all", "alltoall_base", bytesOf(input)},
                  {output}, std::move(s), callOpts(opts));
 }
@@ -1030,12 +1042,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduceCompressed(at::Tensor
         "tutti allreduce_compressed: float32, float16 or bfloat16 tensors only");
   Dense d(t);
   WorkSteps s;
-  s.before = when(d.staged(), [d] { d.in(); });
+  s.before = d.copyIn();
   s.issue = [this, d, compressor, key, errorFeedback, dtype](tuttiStream_t st) {
     return tuttiAllReduceCompressed(ptr(d.buf), ptr(d.buf), d.buf.numel(), dtype,
                                     compressor.c_str(), key, errorFeedback ? 1 : 0, comm_, st);
   };
-  s.after = when(d.staged(), [d] { d.out(); });
+  s.after = d.copyOut();
   return enqueue(
       {OpType::ALLREDUCE, "tutti:all_reduce_compressed", "allreduce_compressed", bytesOf(t)}, {t},
       std::move(s));
@@ -1069,7 +1081,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::neighborAllreduce(
     throw std::invalid_argument("tutti neighbor_allreduce: no graph");
   Dense d(t);
   WorkSteps s;
-  s.before = when(d.staged(), [d] { d.in(); });
+  s.before = d.copyIn();
   // The graph lives until the last step ran (the steps hold it).
   s.issue = [this, d, graph, dtype](tuttiStream_t st) {
     return tuttiNeighborAllReduce(ptr(d.buf), ptr(d.buf), d.buf.numel(), dtype, graph->graph, comm_,
