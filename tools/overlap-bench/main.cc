@@ -1,16 +1,20 @@
 // Compute/communication overlap through a host stream (issue 32): a training-like loop whose
-// step computes a gradient (a CPU-bound loop, then filling the gradient), then all-reduces it. Four
-// measurements in one run, each the mean step time over --steps steps, the slowest rank's:
-//   comm alone      the all-reduce of --bytes, blocking, each call timed after a barrier
-//   compute alone   the compute (by default as long as the all-reduce alone)
+// step computes a gradient (a CPU-bound loop, then filling the gradient), then all-reduces it.
+// Measured in one run, each per step over --steps steps, the slowest rank's:
+//   comm alone      the all-reduce of --bytes, blocking, each call timed after a barrier; its
+//                   CPU blocking (comm_cpu) and on a host stream while the caller sleeps
+//                   (stream_cpu: what it takes from a compute it overlaps)
+//   compute alone   the compute (by default as long as the all-reduce alone), and its CPU
 //   blocking        compute, then the blocking all-reduce: about their sum
 //   overlapped      compute step k while step k-1's all-reduce runs on a host stream (two
 //                   gradient buffers; an event per buffer keeps step k+1 from overwriting
-//                   a gradient still in flight): the steady state, from the first step's
-//                   enqueue to the last one's; the loop's mean with the pipeline's fill (a
-//                   first step with nothing to overlap) and drain (the last all-reduce) beside it
+//                   a gradient still in flight): the steady state, the longer of the mean
+//                   intervals between the enqueues and between the all-reduces' ends (a host
+//                   function stamps each), first to last; beside it the loop's mean with the
+//                   pipeline's fill (a first step with nothing to overlap) and drain (the last
+//                   all-reduce), and the loop's CPU
 // and overlapped / max(compute alone, comm alone) (1.0 = perfect overlap), and against the
-// bound of ranks that share this machine's cores: (compute CPU + all-reduce CPU per step) x
+// bound of ranks that share this machine's cores: (compute CPU + stream CPU per step) x
 // ranks / cores (CPU as getrusage charges it to the process). Every all-reduced
 // gradient is checked against its closed form. Launch with tuttirun (or any launcher
 // tuttiCommInitFromEnv reads):
@@ -25,6 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tutti/tutti.hpp"
@@ -149,36 +154,31 @@ int main(int argc, char** argv) {
     fillGradient(grads[0], rank, k);
     comm.allReduce(grads[0].data(), grads[0].data(), count, tuttiFloat32, tuttiSum);
   }
-  // Each call timed on its own after a barrier: filling the gradient is the compute's part of
-  // a step (it is timed there), not the all-reduce's.
-  double commTime = 0, commCpu = 0;
-  for (int k = 0; k < o.steps; ++k) {
-    fillGradient(grads[0], rank, k);
-    comm.barrier();
-    const double t = now(), c = cpuSeconds();
-    comm.allReduce(grads[0].data(), grads[0].data(), count, tuttiFloat32, tuttiSum);
-    commCpu += cpuSeconds() - c;
-    commTime += now() - t;
-    wrong += wrongElements(grads[0], n, k);
-  }
-  const double commAlone = slowest(comm, commTime / o.steps);
-  commCpu = slowest(comm, commCpu / o.steps);
-  // The all-reduce's CPU on a host stream while the caller does something else (here: sleeps,
-  // looking every millisecond): what it takes from a compute it overlaps.
-  double streamCpu = 0;
-  {
-    tutti::Stream stream;
+  // The all-reduce alone, each call timed on its own after a barrier (filling the gradient is
+  // the compute's part of a step, timed there): blocking, and on a host stream while the caller
+  // does something else (here: sleeps, looking every millisecond), whose CPU is what the
+  // all-reduce takes from a compute it overlaps. Per call, the slowest rank's: {time, CPU}.
+  auto alone = [&](const tutti::Stream* stream) {
+    double time = 0, cpu = 0;
     for (int k = 0; k < o.steps; ++k) {
       fillGradient(grads[0], rank, k);
       comm.barrier();
-      const double c = cpuSeconds();
-      comm.allReduce(grads[0].data(), grads[0].data(), count, tuttiFloat32, tuttiSum, stream);
-      while (!stream.done()) usleep(1000);
-      streamCpu += cpuSeconds() - c;
+      const double t = now(), c = cpuSeconds();
+      comm.allReduce(grads[0].data(), grads[0].data(), count, tuttiFloat32, tuttiSum,
+                     stream != nullptr ? stream->get() : nullptr);
+      while (stream != nullptr && !stream->done()) usleep(1000);
+      cpu += cpuSeconds() - c;
+      time += now() - t;
       wrong += wrongElements(grads[0], n, k);
     }
+    return std::pair{slowest(comm, time / o.steps), slowest(comm, cpu / o.steps)};
+  };
+  const auto [commAlone, commCpu] = alone(nullptr);
+  double streamCpu = 0;
+  {
+    tutti::Stream stream;
+    streamCpu = alone(&stream).second;
   }
-  streamCpu = slowest(comm, streamCpu / o.steps);
 
   // The compute's length: rank 0 calibrates units per second, every rank uses its figure.
   double unitsPerSec = 0;
