@@ -1,13 +1,17 @@
 // The order in which one communicator's calls run: the order they were issued in, whether
 // they run on the caller's thread (blocking) or on host streams. Every rank issues its calls
 // in the same order, so running them in that order keeps the ranks in step however many
-// streams carry them. A call takes a ticket when it is issued and runs when every earlier
-// ticket of the communicator has finished. Knows nothing of communicators or streams.
+// streams carry them. A call takes a ticket when it is issued. A ticket of every lane (the
+// default) runs when every earlier ticket has finished; a ticket of one lane (a collective
+// given a lane of the communicator, comm_lanes.h) runs when the earlier tickets of its
+// lane and the earlier tickets of every lane have finished, so calls on different lanes may
+// run at the same time. Knows nothing of communicators or streams.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -15,12 +19,15 @@ namespace tutti::api {
 
 class CallOrder {
  public:
-  // A call's place in the order. Its turn comes when the earlier tickets have finished; it
-  // finishes when destroyed (after waiting for its turn, if it never ran, so that a call that
-  // was dropped cannot stall the ones after it).
+  static constexpr int kEveryLane = -1;
+
+  // A call's place in the order. Its turn comes when the earlier tickets it waits for have
+  // finished; it finishes when destroyed (after waiting for its turn, if it never ran, so that
+  // a call that was dropped cannot stall the ones after it).
   class Ticket {
    public:
-    Ticket(CallOrder& order, uint64_t number) : order_(&order), number_(number) {}
+    Ticket(CallOrder& order, uint64_t number, int lane)
+        : order_(&order), number_(number), lane_(lane) {}
     ~Ticket();
     Ticket(const Ticket&) = delete;
     Ticket& operator=(const Ticket&) = delete;
@@ -30,10 +37,12 @@ class CallOrder {
    private:
     CallOrder* order_;
     uint64_t number_;
+    int lane_;
   };
 
-  // The next ticket; the caller keeps the order alive until the ticket is gone.
-  std::shared_ptr<Ticket> take();
+  // The next ticket (lane >= 0: of that lane only); the caller keeps the order alive until the
+  // ticket is gone.
+  std::shared_ptr<Ticket> take(int lane = kEveryLane);
   // Blocks until every ticket taken so far has finished (destroy).
   void waitIdle();
 
@@ -44,11 +53,14 @@ class CallOrder {
   bool everQueued() const { return queued_.load(std::memory_order_acquire); }
 
  private:
+  // Whether ticket `number` of `lane` may run: no unfinished earlier ticket it waits for.
+  bool mayRun(uint64_t number, int lane) const;
+
   std::atomic<bool> queued_{false};
   std::mutex mutex_;
   std::condition_variable changed_;
   uint64_t taken_ = 0;
-  uint64_t finished_ = 0;  // tickets 0 .. finished_ - 1 have finished
+  std::map<uint64_t, int> unfinished_;  // ticket number -> its lane
 };
 
 }  // namespace tutti::api

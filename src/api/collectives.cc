@@ -40,12 +40,12 @@ TUTTI_API tuttiResult_t tuttiAllReduce(const void* sendbuff, void* recvbuff, siz
   return guarded(comm, "tuttiAllReduce", [&] {
     checkCommon(comm, sendbuff, recvbuff, count, count, datatype);
     checkOp(op);
-    auto& c = ready(comm);
+    ready(comm);  // initialised, not failed
     const size_t bytes = tutti::api::bufferBytes("count", count, datatype);
     const tutti::api::CallBuffers bufs{sendbuff, bytes, recvbuff, bytes};
     tutti::api::checkAliasing(bufs, 0);
     return issue(comm, "tuttiAllReduce", {count, datatype, op}, bufs, stream,
-                 [&c, count, datatype, op](const void* send, void* recv) {
+                 [count, datatype, op](tutti::Communicator& c, const void* send, void* recv) {
                    c.allReduce(send, recv, count, datatype, op);
                  });
   });
@@ -64,7 +64,7 @@ TUTTI_API tuttiResult_t tuttiBroadcast(const void* sendbuff, void* recvbuff, siz
     const tutti::api::CallBuffers bufs{sendbuff, c.rank() == root ? bytes : 0, recvbuff, bytes};
     tutti::api::checkAliasing(bufs, 0);
     return issue(comm, "tuttiBroadcast", {count, datatype, tuttiNumOps, root}, bufs, stream,
-                 [&c, count, datatype, root](const void* send, void* recv) {
+                 [count, datatype, root](tutti::Communicator& c, const void* send, void* recv) {
                    c.broadcast(send, recv, count, datatype, root);
                  });
   });
@@ -84,7 +84,7 @@ TUTTI_API tuttiResult_t tuttiReduce(const void* sendbuff, void* recvbuff, size_t
     const tutti::api::CallBuffers bufs{sendbuff, bytes, recvbuff, c.rank() == root ? bytes : 0};
     tutti::api::checkAliasing(bufs, 0);
     return issue(comm, "tuttiReduce", {count, datatype, op, root}, bufs, stream,
-                 [&c, count, datatype, op, root](const void* send, void* recv) {
+                 [count, datatype, op, root](tutti::Communicator& c, const void* send, void* recv) {
                    c.reduce(send, recv, count, datatype, op, root);
                  });
   });
@@ -101,7 +101,7 @@ TUTTI_API tuttiResult_t tuttiAllGather(const void* sendbuff, void* recvbuff, siz
     const tutti::api::CallBuffers bufs{sendbuff, bytes, recvbuff, all};
     tutti::api::checkAliasing(bufs, static_cast<std::ptrdiff_t>(bytes) * c.rank());
     return issue(comm, "tuttiAllGather", {sendcount, datatype}, bufs, stream,
-                 [&c, sendcount, datatype](const void* send, void* recv) {
+                 [sendcount, datatype](tutti::Communicator& c, const void* send, void* recv) {
                    c.allGather(send, recv, sendcount, datatype);
                  });
   });
@@ -119,7 +119,7 @@ TUTTI_API tuttiResult_t tuttiReduceScatter(const void* sendbuff, void* recvbuff,
     const tutti::api::CallBuffers bufs{sendbuff, all, recvbuff, bytes};
     tutti::api::checkAliasing(bufs, -static_cast<std::ptrdiff_t>(bytes) * c.rank());
     return issue(comm, "tuttiReduceScatter", {recvcount, datatype, op}, bufs, stream,
-                 [&c, recvcount, datatype, op](const void* send, void* recv) {
+                 [recvcount, datatype, op](tutti::Communicator& c, const void* send, void* recv) {
                    c.reduceScatter(send, recv, recvcount, datatype, op);
                  });
   });
@@ -135,7 +135,7 @@ TUTTI_API tuttiResult_t tuttiAllToAll(const void* sendbuff, void* recvbuff, size
     const tutti::api::CallBuffers bufs{sendbuff, bytes, recvbuff, bytes};
     tutti::api::checkAliasing(bufs, 0);
     return issue(comm, "tuttiAllToAll", {count, datatype}, bufs, stream,
-                 [&c, count, datatype](const void* send, void* recv) {
+                 [count, datatype](tutti::Communicator& c, const void* send, void* recv) {
                    c.allToAll(send, recv, count, datatype);
                  });
   });
@@ -159,7 +159,7 @@ TUTTI_API tuttiResult_t tuttiGather(const void* sendbuff, void* recvbuff, size_t
     const tutti::api::CallBuffers bufs{sendbuff, bytes, recvbuff, isRoot ? all : 0};
     tutti::api::checkAliasing(bufs, static_cast<std::ptrdiff_t>(bytes) * root);
     return issue(comm, "tuttiGather", {count, datatype, tuttiNumOps, root}, bufs, stream,
-                 [&c, count, datatype, root](const void* send, void* recv) {
+                 [count, datatype, root](tutti::Communicator& c, const void* send, void* recv) {
                    c.gather(send, recv, count, datatype, root);
                  });
   });
@@ -182,7 +182,7 @@ TUTTI_API tuttiResult_t tuttiScatter(const void* sendbuff, void* recvbuff, size_
     const tutti::api::CallBuffers bufs{sendbuff, isRoot ? all : 0, recvbuff, bytes};
     tutti::api::checkAliasing(bufs, -static_cast<std::ptrdiff_t>(bytes) * root);
     return issue(comm, "tuttiScatter", {count, datatype, tuttiNumOps, root}, bufs, stream,
-                 [&c, count, datatype, root](const void* send, void* recv) {
+                 [count, datatype, root](tutti::Communicator& c, const void* send, void* recv) {
                    c.scatter(send, recv, count, datatype, root);
                  });
   });
@@ -190,16 +190,18 @@ TUTTI_API tuttiResult_t tuttiScatter(const void* sendbuff, void* recvbuff, size_
 
 TUTTI_API tuttiResult_t tuttiBarrier(tuttiComm_t comm, tuttiStream_t stream) {
   return guarded(comm, "tuttiBarrier", [&] {
-    auto& c = ready(comm);
+    ready(comm);  // initialised, not failed
     tutti::api::CallInfo info;
     info.hasData = false;
-    return issue(comm, "tuttiBarrier", info, {}, stream, [&c](const void*, void*) { c.barrier(); });
+    return issue(comm, "tuttiBarrier", info, {}, stream,
+                 [](tutti::Communicator& c, const void*, void*) { c.barrier(); });
   });
 }
 
 TUTTI_API const char* tuttiCommLastAlgorithm(tuttiComm_t comm) {
   if (comm == nullptr || comm->impl == nullptr) return "none";
-  return comm->impl->lastAlgorithm();
+  return comm->lanes.at(*comm->impl, comm->lastLane.load(std::memory_order_relaxed))
+      .lastAlgorithm();
 }
 
 TUTTI_API const char* tuttiAlgorithms(const char* collective) {
@@ -230,6 +232,7 @@ TUTTI_API tuttiResult_t tuttiCommSetAlgorithm(tuttiComm_t comm, const char* spec
     auto& c = ready(comm);
     tutti::api::BlockingTurn turn(comm);  // the calls issued before keep their algorithms
     c.setAlgorithm(spec ? spec : "");
+    comm->lanes.setAlgorithm(spec ? spec : "");
     return tuttiSuccess;
   });
 }
@@ -244,6 +247,7 @@ TUTTI_API tuttiResult_t tuttiCommSetTimeout(tuttiComm_t comm, int timeoutMs) {
     auto& c = ready(comm);
     tutti::api::BlockingTurn turn(comm);  // the calls issued before keep their timeout
     c.setTimeout(timeoutMs / 1000.0);
+    comm->lanes.setTimeout(timeoutMs / 1000.0);
     return tuttiSuccess;
   });
 }

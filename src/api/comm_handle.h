@@ -13,6 +13,7 @@
 #include "bootstrap/store.h"
 #include "call_log.h"
 #include "call_order.h"
+#include "comm_lanes.h"
 #include "comm/communicator.h"
 #include "compress/compressed_allreduce.h"
 #include "fork_guard.h"
@@ -65,6 +66,11 @@ struct tuttiComm {
   uint64_t opCount = 0;
   // PERF counters (call_log.h), made under errorMutex at the first call PERF logs.
   std::unique_ptr<tutti::api::PerfStats> perf;
+  // Its lanes (comm_lanes.h; TUTTI_STREAM_LANES), made with impl; the number of
+  // collectives issued on it, which picks each one's lane; the lane of the last one run.
+  tutti::api::CommLanes lanes;
+  uint64_t collectives = 0;
+  std::atomic<int> lastLane{0};
   // The order its calls run in, on the caller's thread or on host streams (call_order.h);
   // tuttiCommDestroy waits for every call issued before it.
   tutti::api::CallOrder order;

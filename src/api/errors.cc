@@ -24,7 +24,8 @@ tuttiResult_t recordError(tuttiComm_t comm, const char* function, tuttiResult_t 
     // A peer that died or stopped answering leaves the communicator failed: the other ranks
     // may be anywhere in their calls, so nothing collective can be trusted to complete.
     // So does a call the ranks made differently (the communicator closed its connections).
-    bool outOfStep = comm->impl && comm->impl->failure() != tuttiSuccess;
+    bool outOfStep = comm->impl && (comm->impl->failure() != tuttiSuccess ||
+                                    comm->lanes.failure() != tuttiSuccess);
     if ((code == tuttiRemoteError || code == tuttiTimeout || outOfStep) &&
         comm->failure.load() == tuttiSuccess) {
       comm->failureText = text;

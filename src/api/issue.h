@@ -1,6 +1,6 @@
 // How a collective-shaped call runs once its arguments are checked: now, enqueued on a host
 // stream (tuttiStreamCreate; returns at once), or recorded when a group is open, always in the
-// communicator's call order (ordered_call.h); body(send, recv) gets the user's buffers, or host
+// communicator's call order (ordered_call.h); body(c, send, recv) gets the user's buffers, or host
 // copies of them when they are device memory (memory_space.h), staged on `stream` when it is a
 // cudaStream_t. Shared by collectives.cc and uneven_collectives.cc.
 // Logs the call's COLL line and counts it for PERF (call_log.h) when those log at INFO.
@@ -30,6 +30,8 @@ inline std::optional<algo::Coll> fusibleCollOf(std::string_view fn) {
   return std::nullopt;
 }
 
+// body(c, send, recv) runs the call on c: the communicator's lane for this call
+// (comm_lanes.h; the communicator itself with one lane, or inside a group).
 template <typename F>
 tuttiResult_t issue(tuttiComm_t comm, const char* fn, const CallInfo& info, const CallBuffers& b,
                     tuttiStream_t stream, F&& body) {
@@ -38,15 +40,19 @@ tuttiResult_t issue(tuttiComm_t comm, const char* fn, const CallInfo& info, cons
   const tuttiStream_t cudaStream = host ? nullptr : stream;
   const bool grouped = groupDepth() > 0;
   const uint64_t opCount = comm->opCount++;
+  // Every rank numbers its collectives alike, so every rank gives this one the same lane.
+  const int lane = grouped ? 0 : comm->lanes.laneOf(comm->collectives++);
   PerfStats* perf = nullptr;
   if (log::enabledAny(log::Level::kInfo, kCollOrPerf)) [[unlikely]]
     perf = logCollective(comm, fn, info, b, stream, device, grouped, opCount);
-  auto run = [fn, b, cudaStream, device, perf, body = std::forward<F>(body)]() {
+  auto run = [comm, lane, fn, b, cudaStream, device, perf, body = std::forward<F>(body)]() {
     const double t0 = perf != nullptr ? nowSeconds() : 0;
+    Communicator& c = comm->lanes.at(ready(comm), lane);
+    comm->lastLane.store(lane, std::memory_order_relaxed);
     if (device)
-      runStaged(fn, b, cudaStream, body);
+      runStaged(fn, b, cudaStream, [&](const void* send, void* recv) { body(c, send, recv); });
     else
-      body(b.send, b.recv);
+      body(c, b.send, b.recv);
     if (perf != nullptr)
       perf->add(callName(fn), std::max(b.sendBytes, b.recvBytes), nowSeconds() - t0, true);
   };
@@ -60,7 +66,7 @@ tuttiResult_t issue(tuttiComm_t comm, const char* fn, const CallInfo& info, cons
     deferCollective(comm, std::move(run), std::move(host), fusible);
     return tuttiSuccess;
   }
-  runInOrder(comm, fn, host, std::move(run));
+  runInOrder(comm, fn, host, std::move(run), lane);
   return tuttiSuccess;
 }
 

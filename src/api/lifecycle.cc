@@ -65,9 +65,15 @@ void initInto(tuttiComm_t handle, const StoreMaker& makeStore, const std::string
     if (handle->abortRequested) rv.store->abort();
   }
   auto impl = std::make_unique<tutti::Communicator>(rv.store, prefix, rank, nranks, options);
+  tutti::api::CommLanes lanes;
+  lanes.open(*impl, static_cast<int>(options.streamLanes));
   std::lock_guard<std::mutex> lock(handle->initMutex);
   handle->impl = std::move(impl);
-  if (handle->abortRequested) handle->impl->abort();
+  handle->lanes = std::move(lanes);
+  if (handle->abortRequested) {
+    handle->impl->abort();
+    handle->lanes.abort();
+  }
 }
 
 tuttiResult_t startInit(tuttiComm_t* out, const char* fn, StoreMaker makeStore,
@@ -219,6 +225,7 @@ TUTTI_API tuttiResult_t tuttiCommSplit(tuttiComm_t comm, int color, int key, tut
     handle->store = comm->store;
     handle->storeServer = comm->storeServer;
     handle->ownsStore = false;
+    handle->lanes.open(*child, static_cast<int>(options.streamLanes));
     handle->impl = std::move(child);
     *newcomm = handle.release();
     return tuttiSuccess;
@@ -241,7 +248,10 @@ TUTTI_API tuttiResult_t tuttiCommShrink(tuttiComm_t comm, int* excludeRanksList,
     auto& parent = tutti::api::initialised(comm);
     // Its calls in flight on host streams end first: revoked (TUTTI_SHRINK_ABORT), or waited
     // for.
-    if ((shrinkFlags & TUTTI_SHRINK_ABORT) != 0) parent.revoke();
+    if ((shrinkFlags & TUTTI_SHRINK_ABORT) != 0) {
+      parent.revoke();
+      comm->lanes.revoke();
+    }
     tutti::api::BlockingTurn turn(comm);
     tutti::CommOptions options = config ? optionsFrom(config) : parent.options();
     std::span<const int> exclude(excludeRanksList, static_cast<size_t>(excludeRanksCount));
@@ -249,6 +259,7 @@ TUTTI_API tuttiResult_t tuttiCommShrink(tuttiComm_t comm, int* excludeRanksList,
     auto handle = std::make_unique<tuttiComm>();
     handle->store = std::move(shrunk.store);
     handle->storeServer = std::move(shrunk.server);
+    handle->lanes.open(*shrunk.comm, static_cast<int>(options.streamLanes));
     handle->impl = std::move(shrunk.comm);
     *newcomm = handle.release();
     return tuttiSuccess;
@@ -284,6 +295,7 @@ TUTTI_API tuttiResult_t tuttiCommAbort(tuttiComm_t comm) {
     std::lock_guard<std::mutex> lock(comm->initMutex);
     if (comm->store && comm->ownsStore) comm->store->abort();
     if (comm->impl) comm->impl->abort();
+    comm->lanes.abort();
   } catch (...) {
   }
   return tuttiSuccess;
@@ -310,6 +322,7 @@ TUTTI_API tuttiResult_t tuttiCommDestroy(tuttiComm_t comm) {
   bool aborted = comm->abortRequested.load() || (comm->impl && comm->impl->aborted());
   tuttiResult_t r = guarded(nullptr, "tuttiCommDestroy", [&] {
     tutti::api::logPerfSummary(comm);
+    comm->lanes.close(failure == tuttiSuccess);  // before their parent: they share its store
     if (comm->impl && failure == tuttiSuccess) comm->impl->leave();
     comm->impl.reset();
     comm->store.reset();

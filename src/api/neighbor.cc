@@ -169,7 +169,7 @@ TUTTI_API tuttiResult_t tuttiNeighborAllReduce(const void* sendbuff, void* recvb
     TUTTI_CHECK_ARG(graph->commSerial == comm->serial,
                     "graph was made for another communicator (a graph serves the communicator "
                     "it was created on)");
-    auto& c = ready(comm);
+    ready(comm);  // initialised, not failed
     const size_t bytes = tutti::api::bufferBytes("count", count, datatype);
     const uint64_t step = graph->calls++;
     std::shared_ptr<const tutti::algo::NeighborGraph> g = graph->graph;
@@ -178,7 +178,7 @@ TUTTI_API tuttiResult_t tuttiNeighborAllReduce(const void* sendbuff, void* recvb
     return tutti::api::issue(
         comm, "tuttiNeighborAllReduce", {count, datatype, tuttiNumOps},
         {sendbuff, bytes, recvbuff, bytes}, stream,
-        [&c, count, datatype, g, hier, id, step](const void* send, void* recv) {
+        [count, datatype, g, hier, id, step](tutti::Communicator& c, const void* send, void* recv) {
           c.neighborAllReduce(send, recv, count, datatype, *g, hier, id, step);
         });
   });

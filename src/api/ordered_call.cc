@@ -24,7 +24,7 @@ std::mutex& issueMutex() {
 }  // namespace
 
 void runInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStream>& stream,
-                std::function<void()> run) {
+                std::function<void()> run, int lane) {
   if (!stream) {
     BlockingTurn turn(comm);
     run();
@@ -33,7 +33,8 @@ void runInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStre
   stream->checkUsableHere();
   std::lock_guard<std::mutex> lock(issueMutex());
   comm->order.markQueued();
-  auto ticket = comm->order.take();
+  // One lane: the communicator's only lane is every lane.
+  auto ticket = comm->order.take(comm->lanes.count() > 1 ? lane : CallOrder::kEveryLane);
   stream->enqueue([comm, fn, ticket = std::move(ticket), run = std::move(run)]() mutable {
     ticket->waitTurn();
     tuttiResult_t r = guarded(comm, fn, [&] {

@@ -12,9 +12,11 @@
 namespace tutti::api {
 
 // fn names the call in the error text; run throws tutti::Error on failure. Without a stream,
-// run's exceptions reach the caller.
+// run's exceptions reach the caller, and the call waits for every earlier call. On a stream, a
+// call of one lane (a collective: comm_lanes.h) waits for the earlier calls of its lane
+// and those of every lane (CallOrder::kEveryLane, the default: all other calls).
 void runInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStream>& stream,
-                std::function<void()> run);
+                std::function<void()> run, int lane = CallOrder::kEveryLane);
 
 // A send or receive in the communicator's call order, now or on a host stream, as runInOrder
 // runs a call (one to or from this rank itself is a copy, run by runInOrder); once the

@@ -107,8 +107,8 @@ TUTTI_API tuttiResult_t tuttiAllGatherV(const void* sendbuff, size_t sendcount, 
     const std::ptrdiff_t inPlace = static_cast<std::ptrdiff_t>(offsets[me] * es);
     return tutti::api::issue(comm, "tuttiAllGatherV", unevenInfo(sendcount, recvElems, datatype), b,
                              stream,
-                             [&c, b, counts = std::move(counts), offsets = std::move(offsets),
-                              datatype, inPlace](const void* s, void* r) {
+                             [b, counts = std::move(counts), offsets = std::move(offsets), datatype,
+                              inPlace](tutti::Communicator& c, const void* s, void* r) {
                                std::vector<std::byte> copy;
                                s = sendSource(s, b.sendBytes, r, b.recvBytes, inPlace, true, copy);
                                c.allGatherV(s, r, counts, offsets, datatype);
@@ -141,8 +141,8 @@ TUTTI_API tuttiResult_t tuttiReduceScatterV(const void* sendbuff, void* recvbuff
     const std::ptrdiff_t inPlace = -static_cast<std::ptrdiff_t>(offsets[me] * es);
     return tutti::api::issue(comm, "tuttiReduceScatterV", unevenInfo(sendElems, mine, datatype, op),
                              b, stream,
-                             [&c, b, counts = std::move(counts), offsets = std::move(offsets),
-                              datatype, op, inPlace](const void* s, void* r) {
+                             [b, counts = std::move(counts), offsets = std::move(offsets), datatype,
+                              op, inPlace](tutti::Communicator& c, const void* s, void* r) {
                                std::vector<std::byte> copy;
                                s = sendSource(s, b.sendBytes, r, b.recvBytes, inPlace, true, copy);
                                c.reduceScatterV(s, r, counts, offsets, datatype, op);
@@ -180,8 +180,8 @@ TUTTI_API tuttiResult_t tuttiGatherV(const void* sendbuff, size_t sendcount, voi
     return tutti::api::issue(comm, "tuttiGatherV",
                              unevenInfo(sendcount, recvElems, datatype, tuttiNumOps, root), b,
                              stream,
-                             [&c, b, counts = std::move(counts), offsets = std::move(offsets),
-                              datatype, root, inPlace](const void* s, void* r) {
+                             [b, counts = std::move(counts), offsets = std::move(offsets), datatype,
+                              root, inPlace](tutti::Communicator& c, const void* s, void* r) {
                                std::vector<std::byte> copy;
                                s = sendSource(s, b.sendBytes, r, b.recvBytes, inPlace, true, copy);
                                c.gatherV(s, r, counts, offsets, datatype, root);
@@ -219,8 +219,8 @@ TUTTI_API tuttiResult_t tuttiScatterV(const void* sendbuff, const size_t* sendco
     return tutti::api::issue(comm, "tuttiScatterV",
                              unevenInfo(sendElems, recvcount, datatype, tuttiNumOps, root), b,
                              stream,
-                             [&c, b, counts = std::move(counts), offsets = std::move(offsets),
-                              datatype, root, inPlace](const void* s, void* r) {
+                             [b, counts = std::move(counts), offsets = std::move(offsets), datatype,
+                              root, inPlace](tutti::Communicator& c, const void* s, void* r) {
                                std::vector<std::byte> copy;
                                s = sendSource(s, b.sendBytes, r, b.recvBytes, inPlace, true, copy);
                                c.scatterV(s, r, counts, offsets, datatype, root);
@@ -254,8 +254,8 @@ TUTTI_API tuttiResult_t tuttiAllToAllV(const void* sendbuff, const size_t* sendc
     b.recvPartial = true;
     return tutti::api::issue(
         comm, "tuttiAllToAllV", unevenInfo(sendElems, recvElems, datatype), b, stream,
-        [&c, b, sc = std::move(sc), sd = std::move(sd), rc = std::move(rc), rd = std::move(rd),
-         datatype](const void* s, void* r) {
+        [b, sc = std::move(sc), sd = std::move(sd), rc = std::move(rc), rd = std::move(rd),
+         datatype](tutti::Communicator& c, const void* s, void* r) {
           std::vector<std::byte> copy;  // any overlap (sendbuff == recvbuff, say): no in-place
           s = sendSource(s, b.sendBytes, r, b.recvBytes, 0, false, copy);
           c.allToAllV(s, sc, sd, r, rc, rd, datatype);

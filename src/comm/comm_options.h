@@ -30,6 +30,7 @@ struct CommOptions {
   bool tuningFileSet = false;           // TUTTI_TUNING_FILE names a model (not calibrated then)
   int64_t tuneCandidates = 6;           // TUTTI_TUNE_CANDIDATES
   int64_t tuneExploreAfter = 2;         // TUTTI_TUNE_EXPLORE_AFTER
+  int64_t streamLanes = 1;              // TUTTI_STREAM_LANES (src/api/comm_lanes.h)
 };
 
 // Reads every field from the environment (the env registry; TUTTI_TIMEOUT checked there).

@@ -115,6 +115,11 @@ constexpr Var kVars[] = {
     {"TUTTI_SPIN_US", Type::kInt, "50", "EXEC",
      "Microseconds to poll for progress before sleeping on the transports' wait fds (a host "
      "stream's worker polls a network peer only while a thread waits for the stream)."},
+    {"TUTTI_STREAM_LANES", Type::kInt, "1", "EXEC",
+     "Lanes per communicator (1..16): lanes 1..n-1 are duplicates of it with their own "
+     "connections, made at init; its k-th collective runs on lane k mod n, so collectives on "
+     "different host streams run at the same time. 1: one after another, as NCCL's do. The "
+     "same on every rank."},
     {"TUTTI_SPIN_YIELD", Type::kString, "auto", "EXEC",
      "While polling, 1: sched_yield between polls, 0: pause-spin; auto: yield only when this "
      "host runs more ranks of the communicator than it has cores."},

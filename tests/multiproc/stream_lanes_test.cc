@@ -1,0 +1,274 @@
+// Collectives of one communicator on several host streams at the same time (issue 32), through
+// the communicator's lanes (TUTTI_STREAM_LANES, src/api/comm_lanes.h), over real processes on shm
+// and tcp: a collective on one stream completes on every rank while the collective issued
+// before it on another stream is held back by one rank (no timing: the hold is released only
+// once the later call has completed); with one lane the same calls run in issue order; many
+// calls in flight on three streams with sends, receives and blocking calls between them, each
+// result checked against independently computed values; a killed rank surfacing on a
+// duplicate lane naming it; lane counts that differ between ranks, or out of range, refused.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm_test_util.h"
+#include "harness/fork_harness.h"
+#include "tutti/tutti.h"
+
+namespace tutti::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Element i of call k on rank r: distinct per rank, element and call, exact in float64.
+double valueOf(int r, int k, size_t i) { return 1000.0 * (r + 1) + 7.0 * k + 0.5 * i; }
+double sumOf(int n, int k, size_t i) { return 1000.0 * n * (n + 1) / 2 + n * (7.0 * k + 0.5 * i); }
+
+std::string firstWrong(const std::vector<double>& got, int n, int k) {
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != sumOf(n, k, i))
+      return "call " + std::to_string(k) + " element " + std::to_string(i) + ": " +
+             std::to_string(got[i]) + " != " + std::to_string(sumOf(n, k, i));
+  return "";
+}
+
+std::vector<double> inputOf(int rank, int k, size_t count) {
+  std::vector<double> v(count);
+  for (size_t i = 0; i < count; ++i) v[i] = valueOf(rank, k, i);
+  return v;
+}
+
+// A host function that holds its stream until *release is set, or for at most `limit`.
+struct Hold {
+  std::atomic<bool> release{false};
+  double limitSeconds = 20;
+  static tuttiResult_t run(void* self) {
+    auto* h = static_cast<Hold*>(self);
+    const auto end = Clock::now() + std::chrono::duration<double>(h->limitSeconds);
+    while (!h->release.load() && Clock::now() < end)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return tuttiSuccess;
+  }
+};
+
+class TwoLanes : public ::testing::TestWithParam<const char*> {};
+
+// Collective 0 (lane 0) on stream A is held on the last rank; collective 1 (lane 1) on stream B
+// completes on every rank meanwhile, and only then is the hold released.
+TEST_P(TwoLanes, LaterCollectiveOnAnotherStreamCompletesFirst) {
+  const int n = 3;
+  const char* transport = GetParam();
+  const size_t count = 70001;
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        setenv("TUTTI_STREAM_LANES", "2", 1);
+        tuttiComm_t comm = initComm(n, id, rank, transport);
+        ASSERT_NE(comm, nullptr);
+        tuttiStream_t a = nullptr, b = nullptr;
+        TUTTI_ASSERT_OK(tuttiStreamCreate(&a), nullptr);
+        TUTTI_ASSERT_OK(tuttiStreamCreate(&b), nullptr);
+        Hold hold;
+        if (rank == n - 1) TUTTI_ASSERT_OK(tuttiStreamLaunchHostFunc(a, Hold::run, &hold), nullptr);
+        std::vector<double> x = inputOf(rank, 0, count), y = inputOf(rank, 1, count);
+        TUTTI_ASSERT_OK(tuttiAllReduce(x.data(), x.data(), count, tuttiFloat64, tuttiSum, comm, a),
+                        comm);
+        TUTTI_ASSERT_OK(tuttiAllReduce(y.data(), y.data(), count, tuttiFloat64, tuttiSum, comm, b),
+                        comm);
+        TUTTI_ASSERT_OK(tuttiStreamSynchronize(b), comm);
+        EXPECT_EQ(firstWrong(y, n, 1), "") << "rank " << rank;
+        // The earlier call cannot have completed anywhere: the last rank has not issued it.
+        EXPECT_EQ(tuttiStreamQuery(a), tuttiInProgress) << "rank " << rank;
+        hold.release = true;
+        TUTTI_ASSERT_OK(tuttiStreamSynchronize(a), comm);
+        EXPECT_EQ(firstWrong(x, n, 0), "") << "rank " << rank;
+        TUTTI_ASSERT_OK(tuttiStreamDestroy(a), nullptr);
+        TUTTI_ASSERT_OK(tuttiStreamDestroy(b), nullptr);
+        TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+      },
+      120);
+  EXPECT_RANKS_OK(result);
+}
+
+// Many calls in flight on three streams, alternating lanes, with a blocking all-reduce, a
+// group of a send and a receive (every lane's turn) and a second communicator between them;
+// per stream, completion in issue order.
+TEST_P(TwoLanes, ManyCallsInFlightWithBlockingCallsAndSendsBetween) {
+  const int n = 4;
+  const char* transport = GetParam();
+  const int calls = 24;
+  const size_t count = 2999;
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        setenv("TUTTI_STREAM_LANES", "3", 1);
+        tuttiComm_t comm = initComm(n, id, rank, transport);
+        ASSERT_NE(comm, nullptr);
+        tuttiStream_t streams[3];
+        for (auto& s : streams) TUTTI_ASSERT_OK(tuttiStreamCreate(&s), nullptr);
+        std::vector<std::vector<double>> bufs(calls);
+        std::vector<tuttiEvent_t> events(calls);
+        std::vector<int64_t> out(513), in(513, -1);
+        for (size_t i = 0; i < out.size(); ++i) out[i] = rank * 1000003 + static_cast<int64_t>(i);
+        const int to = (rank + 1) % n, from = (rank + n - 1) % n;
+        for (int k = 0; k < calls; ++k) {
+          bufs[k] = inputOf(rank, k, count + static_cast<size_t>(k));
+          tuttiStream_t s = k % 5 == 4 ? nullptr : streams[k % 3];
+          TUTTI_ASSERT_OK(tuttiAllReduce(bufs[k].data(), bufs[k].data(), bufs[k].size(),
+                                         tuttiFloat64, tuttiSum, comm, s),
+                          comm);
+          if (s == nullptr) {
+            EXPECT_EQ(firstWrong(bufs[k], n, k), "") << "blocking, rank " << rank;
+          }
+          events[k] = nullptr;
+          if (s != nullptr) {
+            TUTTI_ASSERT_OK(tuttiEventCreate(&events[k]), nullptr);
+            TUTTI_ASSERT_OK(tuttiEventRecord(events[k], s), nullptr);
+          }
+          if (k == 10) {
+            TUTTI_ASSERT_OK(tuttiGroupStart(), nullptr);
+            TUTTI_ASSERT_OK(tuttiSend(out.data(), out.size(), tuttiInt64, to, comm, streams[1]),
+                            comm);
+            TUTTI_ASSERT_OK(tuttiRecv(in.data(), in.size(), tuttiInt64, from, comm, streams[1]),
+                            comm);
+            TUTTI_ASSERT_OK(tuttiGroupEnd(), nullptr);
+          }
+        }
+        for (int k = calls - 1; k >= 0; --k) {
+          if (events[k] == nullptr) continue;
+          TUTTI_ASSERT_OK(tuttiEventSynchronize(events[k]), comm);
+          for (int j = k % 3; j < k; j += 3)
+            if (events[j] != nullptr) {
+              EXPECT_EQ(tuttiEventQuery(events[j]), tuttiSuccess)
+                  << "event " << j << " after " << k;
+            }
+        }
+        for (auto s : streams) TUTTI_ASSERT_OK(tuttiStreamSynchronize(s), comm);
+        for (int k = 0; k < calls; ++k) {
+          EXPECT_EQ(firstWrong(bufs[k], n, k), "") << "rank " << rank;
+          if (events[k] != nullptr) tuttiEventDestroy(events[k]);
+        }
+        for (size_t i = 0; i < in.size(); ++i)
+          ASSERT_EQ(in[i], from * 1000003 + static_cast<int64_t>(i)) << "element " << i;
+        EXPECT_STRNE(tuttiCommLastAlgorithm(comm), "none");
+        for (auto s : streams) TUTTI_ASSERT_OK(tuttiStreamDestroy(s), nullptr);
+        TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+      },
+      120);
+  EXPECT_RANKS_OK(result);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, TwoLanes, ::testing::Values("shm", "tcp"),
+                         [](const auto& info) { return std::string(info.param); });
+
+// One lane (the default): the same calls run in issue order, so once stream B's call has
+// completed, stream A's has run (the hold ends by its time limit).
+TEST(OneLane, CollectivesOnTwoStreamsRunInIssueOrder) {
+  const int n = 2;
+  const size_t count = 1001;
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        unsetenv("TUTTI_STREAM_LANES");
+        tuttiComm_t comm = initComm(n, id, rank, nullptr);
+        ASSERT_NE(comm, nullptr);
+        tuttiStream_t a = nullptr, b = nullptr;
+        TUTTI_ASSERT_OK(tuttiStreamCreate(&a), nullptr);
+        TUTTI_ASSERT_OK(tuttiStreamCreate(&b), nullptr);
+        Hold hold;
+        hold.limitSeconds = 0.3;
+        if (rank == n - 1) TUTTI_ASSERT_OK(tuttiStreamLaunchHostFunc(a, Hold::run, &hold), nullptr);
+        std::vector<double> x = inputOf(rank, 0, count), y = inputOf(rank, 1, count);
+        TUTTI_ASSERT_OK(tuttiAllReduce(x.data(), x.data(), count, tuttiFloat64, tuttiSum, comm, a),
+                        comm);
+        TUTTI_ASSERT_OK(tuttiAllReduce(y.data(), y.data(), count, tuttiFloat64, tuttiSum, comm, b),
+                        comm);
+        TUTTI_ASSERT_OK(tuttiStreamSynchronize(b), comm);
+        // Stream A's call has run (its result is there), though stream A may not have marked
+        // it finished yet.
+        EXPECT_EQ(firstWrong(x, n, 0), "") << "rank " << rank;
+        EXPECT_EQ(firstWrong(y, n, 1), "") << "rank " << rank;
+        TUTTI_ASSERT_OK(tuttiStreamSynchronize(a), comm);
+        TUTTI_ASSERT_OK(tuttiStreamDestroy(a), nullptr);
+        TUTTI_ASSERT_OK(tuttiStreamDestroy(b), nullptr);
+        TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+      },
+      60);
+  EXPECT_RANKS_OK(result);
+}
+
+// A rank killed while the survivors' call runs on lane 1 (a duplicate): the synchronise
+// reports it, naming the call and the rank, and the communicator is failed.
+TEST(TwoLanesFailure, KilledRankSurfacesOnADuplicateLane) {
+  const int n = 3, dead = 2;
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        setenv("TUTTI_STREAM_LANES", "2", 1);
+        tuttiComm_t comm = initComm(n, id, rank, nullptr, 10000);
+        ASSERT_NE(comm, nullptr);
+        int warm = rank, sum = 0;  // collective 0: lane 0
+        TUTTI_ASSERT_OK(tuttiAllReduce(&warm, &sum, 1, tuttiInt32, tuttiSum, comm, nullptr), comm);
+        if (rank == dead) _exit(0);
+        tuttiStream_t s = nullptr;
+        TUTTI_ASSERT_OK(tuttiStreamCreate(&s), nullptr);
+        std::vector<float> buf(4096, 1.0f);
+        TUTTI_ASSERT_OK(  // collective 1: lane 1
+            tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat32, tuttiSum, comm, s),
+            comm);
+        tuttiResult_t r = tuttiStreamSynchronize(s);
+        const std::string text = tuttiGetLastError(nullptr);
+        EXPECT_TRUE(r == tuttiRemoteError || r == tuttiTimeout) << tuttiGetErrorString(r);
+        EXPECT_NE(text.find("tuttiAllReduce"), std::string::npos) << text;
+        EXPECT_NE(text.find("rank 2"), std::string::npos) << text;
+        tuttiResult_t async = tuttiSuccess;
+        TUTTI_ASSERT_OK(tuttiCommGetAsyncError(comm, &async), nullptr);
+        EXPECT_EQ(async, r);
+        TUTTI_ASSERT_OK(tuttiStreamDestroy(s), nullptr);
+        TUTTI_ASSERT_OK(tuttiCommAbort(comm), nullptr);
+        tuttiCommDestroy(comm);
+      },
+      60);
+  for (const auto& st : result.ranks)
+    EXPECT_TRUE(st.ok()) << "rank " << st.rank << ": " << result.describe();
+}
+
+// Rank 0 sets 2 lanes, rank 1 sets 3: both inits fail at once, naming the setting; 0 lanes is
+// refused before any rendezvous.
+TEST(LaneSetting, CountsThatDifferOrAreOutOfRangeAreRefused) {
+  const int n = 2;
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        setenv("TUTTI_STREAM_LANES", rank == 0 ? "2" : "3", 1);
+        tuttiConfig_t config = TUTTI_CONFIG_INITIALIZER;
+        config.timeoutMs = 20000;
+        tuttiComm_t comm = nullptr;
+        EXPECT_EQ(tuttiCommInitRankConfig(&comm, n, id, rank, &config), tuttiInvalidUsage);
+        std::string text = tuttiGetLastError(nullptr);
+        EXPECT_NE(text.find("TUTTI_STREAM_LANES"), std::string::npos) << text;
+        EXPECT_EQ(comm, nullptr);
+        setenv("TUTTI_STREAM_LANES", "0", 1);
+        tuttiUniqueId other{};
+        TUTTI_ASSERT_OK(tuttiGetUniqueId(&other), nullptr);
+        EXPECT_EQ(tuttiCommInitRankConfig(&comm, 1, other, 0, &config), tuttiInvalidArgument);
+        text = tuttiGetLastError(nullptr);
+        EXPECT_NE(text.find("TUTTI_STREAM_LANES=0"), std::string::npos) << text;
+      },
+      60);
+  EXPECT_RANKS_OK(result);
+}
+
+}  // namespace
+}  // namespace tutti::test
