@@ -160,6 +160,9 @@ void Communicator::makeExecOptions() {
   execOptions_.spinUs = static_cast<double>(options_.spinUs);
   execOptions_.spinYield =
       options_.spinYield == "auto" ? oversubscribed : options_.spinYield == "1";
+  if (options_.spinYield == "auto" && !oversubscribed)
+    execOptions_.yieldAboveCalls =
+        static_cast<int>(cores / std::max(1, membership_->ranksOnHostOf(rank_)));
   execOptions_.describeCall = [](const CallTag& t) { return describeCallTag(t); };
   execOptions_.sameCallNumber = [](const CallTag& a, const CallTag& b) {
     return collectiveCallNumber(a) != 0 && collectiveCallNumber(a) == collectiveCallNumber(b);

@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/calls_in_flight.h"
 #include "common/clock.h"
 #include "common/dtype.h"
 #include "common/error.h"
@@ -387,7 +388,7 @@ class RoundRunner {
       if (idle < spinSec && (SpinGate::open() || waitsOnSharedMemory())) {
         // More ranks than cores: give the core to the peer we are waiting for; otherwise
         // every rank has its own core and a yield would only hand it to other processes.
-        if (options_.spinYield)
+        if (CallsInFlight::shouldYield(options_.spinYield, options_.yieldAboveCalls))
           sched_yield();
         else
           cpuRelax();
@@ -469,6 +470,7 @@ void traceExecuted(const Schedule& s, double seconds) {
 
 void execute(const Schedule& schedule, std::span<std::byte* const> buffers,
              std::span<transport::Connection* const> connections, const ExecOptions& options) {
+  const CallsInFlight counted;
   const bool trace = log::enabled(log::Level::kTrace, log::Subsys::kExec);
   const double t0 = trace ? nowSeconds() : 0;
   const detail::WindowNeeds needs = detail::WindowNeeds::of(schedule);
@@ -493,6 +495,7 @@ void execute(const Schedule& schedule, std::span<std::byte* const> buffers,
 void executeOpenRound(std::deque<Op>& ops, std::vector<std::byte*>& buffers,
                       std::span<transport::Connection* const> connections,
                       const ExecOptions& options, const OpenRoundSource& more, int wakeFd) {
+  const CallsInFlight counted;
   Schedule transfers;  // the runner's datatype and name: plain transfers reduce nothing
   transfers.algorithm = "p2p";
   transfers.dtype = tuttiUint8;

@@ -64,6 +64,9 @@ struct ExecOptions {
   double timeoutSec = 60.0;  // no progress for this long -> tuttiTimeout naming the peers
   double spinUs = 50.0;
   bool spinYield = false;  // sched_yield while polling (more ranks than cores), else pause
+  // Also yield while the process has more calls in flight than this (cores per rank of the
+  // host, TUTTI_SPIN_YIELD=auto; 0: never): common/calls_in_flight.h.
+  int yieldAboveCalls = 0;
   const std::atomic<bool>* aborted = nullptr;
   int abortFd = -1;  // readable when the communicator is aborted (woken from sleep)
   // Describes a peer for error messages ("rank 3 (host h, pid 42)").

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/calls_in_flight.h"
 #include "common/clock.h"
 #include "common/dtype.h"
 #include "common/error.h"
@@ -128,6 +129,7 @@ void WindowProgram::trace(double seconds) const {
 
 void WindowProgram::run(std::span<std::byte* const> buffers, const ExecOptions& options) const {
   TUTTI_ASSERT(options.window == window_ && buffers.size() >= buffersNeeded_);
+  const CallsInFlight counted;
   const bool traced = log::enabled(log::Level::kTrace, log::Subsys::kExec);
   const double t0 = traced ? nowSeconds() : 0;
   const detail::WindowNeeds needs{algorithm_.c_str(), windowBytes_, windowPhases_,
@@ -135,7 +137,7 @@ void WindowProgram::run(std::span<std::byte* const> buffers, const ExecOptions& 
   const detail::WindowUse use = detail::beginWindowCall(window_, options.windowState, needs);
   const reduce::Kernel kernel = reduces_ ? reduce::kernelFor(dtype_, op_) : nullptr;
   const transport::WaitPolicy policy{options.spinUs, options.spinYield, options.timeoutSec,
-                                     &options.onStall};
+                                     &options.onStall, options.yieldAboveCalls};
   const bool checkCalls = options.windowTags != nullptr;
   const size_t hb = use.base;
   for (size_t i = 0; i < steps_.size(); ++i) {

@@ -29,6 +29,9 @@ struct WaitPolicy {
   // kStallReportSec (the communicator compares the rank's call with this one); may throw,
   // ending the wait. Null or empty: not called.
   const std::function<void(int rank)>* onStall = nullptr;
+  // Also yield while this process has more calls in flight than this (common/
+  // calls_in_flight.h; 0: only as `yield` says).
+  int yieldAboveCalls = 0;
   static constexpr double kStallReportSec = 1.0;
 };
 

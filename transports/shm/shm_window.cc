@@ -10,6 +10,7 @@
 #include <new>
 #include <sstream>
 
+#include "common/calls_in_flight.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -120,7 +121,8 @@ class ShmWindow final : public Window {
     flushPosts();
     // A peer on another core usually posts within a microsecond or two: poll without
     // syscalls first, then yield the core between polls (ranks often share cores).
-    const int purePolls = policy.yield ? kPurePollsYielding : kPurePolls;
+    const bool yield = CallsInFlight::shouldYield(policy.yield, policy.yieldAboveCalls);
+    const int purePolls = yield ? kPurePollsYielding : kPurePolls;
     for (int i = 0; i < purePolls; ++i) {
       cpuRelax();
       if (reached(seen_[rank] = c->phase.load(std::memory_order_acquire), phase)) return;
@@ -128,7 +130,7 @@ class ShmWindow final : public Window {
     double start = nowSeconds();
     double spinEnd = start + policy.spinUs * 1e-6;
     while (nowSeconds() < spinEnd) {
-      if (policy.yield)
+      if (yield)
         sched_yield();  // more ranks than cores: give the core to the rank we wait for
       else
         cpuRelax();
@@ -205,8 +207,20 @@ std::vector<std::string> gatherText(const Context& ctx, const std::string& tag,
     return all;
   }
   ctx.store->setString(key(ctx.rank) + "/" + tag, mine);
-  for (int r = 0; r < ctx.nranks; ++r)
-    all[r] = r == ctx.rank ? mine : ctx.store->getString(key(r) + "/" + tag, deadline);
+  for (int r = 0; r < ctx.nranks; ++r) {
+    if (r == ctx.rank) {
+      all[r] = mine;
+      continue;
+    }
+    try {
+      all[r] = ctx.store->getString(key(r) + "/" + tag, deadline);
+    } catch (const Error& e) {
+      if (e.code() != tuttiTimeout) throw;
+      // A rank late to its first call with this window: name it.
+      fail(tuttiTimeout, "shm window: rank ", r, " did not publish its window's ", tag,
+           " in time (", e.what(), ")");
+    }
+  }
   return all;
 }
 
