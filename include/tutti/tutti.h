@@ -354,9 +354,17 @@ TUTTI_API tuttiResult_t tuttiGroupEnd(void);
  * read or write them before a synchronise, a query or an
  * event says so. A communicator's calls run in the order they were issued, whichever streams
  * carry them and whether or not they block (a blocking call waits for the communicator's
- * earlier stream calls), so calls on several streams never reorder a communicator's calls;
- * calls of different communicators on different streams progress at the same time. Order
- * between streams only through events (tuttiStreamWaitEvent). A call that fails on a stream
+ * earlier stream calls), so calls on several streams never reorder a communicator's calls (as
+ * NCCL orders them); calls of different communicators on different streams progress at the
+ * same time. With TUTTI_STREAM_LANES=n > 1 (the same on every rank) a communicator has n lanes,
+ * n - 1 of them duplicates of it with connections of their own, made at init: its k-th
+ * collective (counted from 0 over its collectives, V-collectives, barriers and neighbour
+ * all-reduces, in a group or not) runs on lane k mod n (lane 0 inside a group) and, on a host
+ * stream, waits only for the earlier stream collectives of its lane and for every earlier call
+ * of another kind (blocking calls, settings included, sends and receives, groups,
+ * tuttiAllReduceCompressed), so collectives on different streams run at the same time; the
+ * ranks must then group their collectives alike. Order between streams only through events
+ * (tuttiStreamWaitEvent). A call that fails on a stream
  * (a dead or silent peer, ranks whose calls differ, an abort, an algorithm that does not apply)
  * leaves its error on the stream, reported by the next tuttiStreamSynchronize (which clears it),
  * tuttiStreamQuery and tuttiEventSynchronize/Query of an event after it, with its text (naming the

@@ -117,12 +117,13 @@ constexpr Var kVars[] = {
      "stream's worker polls a network peer only while a thread waits for the stream)."},
     {"TUTTI_STREAM_LANES", Type::kInt, "1", "EXEC",
      "Lanes per communicator (1..16): lanes 1..n-1 are duplicates of it with their own "
-     "connections, made at init; its k-th collective runs on lane k mod n, so collectives on "
-     "different host streams run at the same time. 1: one after another, as NCCL's do. The "
+     "connections, made at init; its k-th collective runs on lane k mod n (lane 0 inside a "
+     "group), so collectives on different host streams run at the same time. 1: one after another, as NCCL's do. The "
      "same on every rank."},
     {"TUTTI_SPIN_YIELD", Type::kString, "auto", "EXEC",
      "While polling, 1: sched_yield between polls, 0: pause-spin; auto: yield only when this "
-     "host runs more ranks of the communicator than it has cores."},
+     "host runs more ranks of the communicator than it has cores, or while this process runs "
+     "more calls at once (lanes, communicators) than each of its host's ranks has cores."},
     // ---- algorithms / tuning ----
     {"TUTTI_ALGO", Type::kString, "", "TUNING",
      "Force algorithms: 'ring' for every collective, or per collective "

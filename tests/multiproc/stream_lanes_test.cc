@@ -270,5 +270,36 @@ TEST(LaneSetting, CountsThatDifferOrAreOutOfRangeAreRefused) {
   EXPECT_RANKS_OK(result);
 }
 
+// Rank 0 sets 1 lane (it makes no duplicate), rank 1 sets 2: rank 1's init fails at its
+// timeout, naming rank 0.
+TEST(LaneSetting, ARankWithOneLaneIsNamedAtTheTimeout) {
+  const int n = 2;
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        setenv("TUTTI_STREAM_LANES", rank == 0 ? "1" : "2", 1);
+        tuttiConfig_t config = TUTTI_CONFIG_INITIALIZER;
+        config.timeoutMs = 1500;
+        tuttiComm_t comm = nullptr;
+        tuttiResult_t r = tuttiCommInitRankConfig(&comm, n, id, rank, &config);
+        if (rank == 0) {
+          EXPECT_EQ(r, tuttiSuccess) << tuttiGetLastError(nullptr);
+          std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+          if (comm != nullptr) {
+            tuttiCommAbort(comm);
+            tuttiCommDestroy(comm);
+          }
+          return;
+        }
+        const std::string text = tuttiGetLastError(nullptr);
+        EXPECT_EQ(r, tuttiTimeout) << text;
+        EXPECT_NE(text.find("rank(s) 0"), std::string::npos) << text;
+        EXPECT_EQ(comm, nullptr);
+      },
+      60);
+  EXPECT_RANKS_OK(result);
+}
+
 }  // namespace
 }  // namespace tutti::test
