@@ -7,12 +7,14 @@
 // result checked against independently computed values; a killed rank surfacing on a
 // duplicate lane naming it; lane counts that differ between ranks, or out of range, refused.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,6 +68,12 @@ TEST_P(TwoLanes, LaterCollectiveOnAnotherStreamCompletesFirst) {
   const char* transport = GetParam();
   const size_t count = 70001;
   tuttiUniqueId id = makeId();
+  // Ranks that have seen stream A in progress (shared by the forked ranks): the hold ends only
+  // once every rank has looked.
+  void* mem = mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  auto* looked = new (mem) std::atomic<int>{0};
   auto result = runRanks(
       n,
       [&](int rank) {
@@ -86,6 +94,8 @@ TEST_P(TwoLanes, LaterCollectiveOnAnotherStreamCompletesFirst) {
         EXPECT_EQ(firstWrong(y, n, 1), "") << "rank " << rank;
         // The earlier call cannot have completed anywhere: the last rank has not issued it.
         EXPECT_EQ(tuttiStreamQuery(a), tuttiInProgress) << "rank " << rank;
+        looked->fetch_add(1);
+        while (looked->load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         hold.release = true;
         TUTTI_ASSERT_OK(tuttiStreamSynchronize(a), comm);
         EXPECT_EQ(firstWrong(x, n, 0), "") << "rank " << rank;
@@ -94,6 +104,7 @@ TEST_P(TwoLanes, LaterCollectiveOnAnotherStreamCompletesFirst) {
         TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
       },
       120);
+  munmap(mem, sizeof(std::atomic<int>));
   EXPECT_RANKS_OK(result);
 }
 
