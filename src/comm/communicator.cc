@@ -396,11 +396,11 @@ void Communicator::runP2pOpen(std::span<const P2pOp> first,
   calls_.setLastAlgorithm("p2p");
   std::deque<exec::Op> ops;
   std::vector<std::byte*> buffers(exec::kFirstUserBuf, nullptr);
-  // Appends the operations (connecting their peers first) to the open round.
-  auto add = [&](std::span<const P2pOp> more, std::deque<exec::Op>& to,
-                 std::vector<std::byte*>& bufs) {
+  // Appends the operations to the open round; returns their peers.
+  auto append = [&](std::span<const P2pOp> ops_, std::deque<exec::Op>& to,
+                    std::vector<std::byte*>& bufs) {
     std::vector<int> peers;
-    for (const P2pOp& op : more) {
+    for (const P2pOp& op : ops_) {
       TUTTI_ASSERT(op.peer != rank_);
       TUTTI_CHECK_ARG(bufs.size() < 65535, "at most ", 65535 - exec::kFirstUserBuf,
                       " sends and receives run together");
@@ -412,7 +412,22 @@ void Communicator::runP2pOpen(std::span<const P2pOp> first,
     }
     std::sort(peers.begin(), peers.end());
     peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
-    connect(peers);
+    return peers;
+  };
+  // Appends the operations and connects their peers. Those posted while it connects join the
+  // round and the connect: a first contact waiting for its peer cannot hold back the first
+  // contact that peer waits for from this rank.
+  auto add = [&](std::span<const P2pOp> ops_, std::deque<exec::Op>& to,
+                 std::vector<std::byte*>& bufs) {
+    std::vector<int> peers = append(ops_, to, bufs);
+    if (!links_->needsConnection(peers)) return;
+    testDieAt("connect", rank_);
+    std::vector<P2pOp> late;
+    links_->connect(peers, options_.timeoutSec, [&]() -> std::vector<int> {
+      late.clear();
+      if (!more(late)) return {};
+      return append(late, to, bufs);
+    });
   };
   monitor_->trace().begin(p2pCallTag(first.size()), "p2p");
   try {

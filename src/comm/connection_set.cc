@@ -67,6 +67,43 @@ void ConnectionSet::connect(std::span<const int> peers, double timeoutSec) {
   }
 }
 
+void ConnectionSet::connect(std::span<const int> peers, double timeoutSec,
+                            const transport::Transport::GrowFn& grow) {
+  std::map<transport::Transport*, std::vector<int>> todo;
+  std::set<int> listed;  // peers given to a transport, or waiting for theirs
+  auto take = [&](std::span<const int> more) {
+    for (int p : more)
+      if (p != rank_ && !connections_[p] && listed.insert(p).second)
+        todo[transportFor(p)].push_back(p);
+  };
+  take(peers);
+  while (!todo.empty()) {
+    auto node = todo.extract(todo.begin());
+    transport::Transport* t = node.key();
+    // New peers of this transport join its connect; the others wait in todo.
+    auto growHere = [&]() -> std::vector<int> {
+      take(grow());
+      auto it = todo.find(t);
+      if (it == todo.end()) return {};
+      std::vector<int> mine = std::move(it->second);
+      todo.erase(it);
+      return mine;
+    };
+    Deadline deadline(timeoutSec);
+    connectingTo_ = node.mapped();
+    struct ClearOnExit {
+      std::vector<int>& v;
+      ~ClearOnExit() { v.clear(); }
+    } clear{connectingTo_};
+    for (auto& [peer, conn] : t->connectGrowing(node.mapped(), deadline, growHere)) {
+      TUTTI_INFO(kTransport,
+                 "rank " << rank_ << " -> " << describePeer_(peer) << " via " << t->name());
+      pointers_[peer] = conn.get();
+      connections_[peer] = std::move(conn);
+    }
+  }
+}
+
 void ConnectionSet::closeAll() {
   pointers_.assign(pointers_.size(), nullptr);
   size_t n = connections_.size();

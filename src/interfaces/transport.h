@@ -27,6 +27,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bootstrap/store.h"
@@ -171,6 +172,24 @@ class Transport {
   // differing orders cannot deadlock. Throws tuttiTimeout naming the missing peers.
   virtual std::vector<std::unique_ptr<Connection>> connect(std::span<const int> peers,
                                                            const Deadline& deadline) = 0;
+  // As connect, and while it waits it asks grow() for more peers (not connected, not listed
+  // before) to connect together with these: a first contact that waits for its peer then
+  // cannot hold back the first contact that peer waits for (sends and receives posted while
+  // a round connects). The connections by peer, in the order the peers came. This default
+  // asks grow() only after each connect has finished, which is enough for a transport whose
+  // connect never waits for a peer that waits for it.
+  using GrowFn = std::function<std::vector<int>()>;
+  virtual std::vector<std::pair<int, std::unique_ptr<Connection>>> connectGrowing(
+      std::span<const int> peers, const Deadline& deadline, const GrowFn& grow) {
+    std::vector<std::pair<int, std::unique_ptr<Connection>>> out;
+    std::vector<int> next(peers.begin(), peers.end());
+    while (!next.empty()) {
+      auto conns = connect(next, deadline);
+      for (size_t i = 0; i < next.size(); ++i) out.emplace_back(next[i], std::move(conns[i]));
+      next = grow ? grow() : std::vector<int>{};
+    }
+    return out;
+  }
   // Collective over every rank of the communicator (all call it, after setup, with the same
   // bytes): a shared Window of `bytes` per rank, or nullptr on every rank when this transport
   // cannot offer one to these ranks (e.g. they span hosts, or one could not map the others).

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm_test_util.h"
@@ -138,6 +139,48 @@ TEST(P2pStreams, ReceivesBeforeSendsFourStreams) { exchange(4, "shm", Layout::kM
 TEST(P2pStreams, BlockingSendsAfterStreamReceives) {
   exchange(2, "tcp", Layout::kBlockingSends, 1);
   exchange(2, "shm", Layout::kBlockingSends, 1);
+}
+
+// First contacts in a cycle, each rank's second one posted late: every rank receives from the
+// previous rank on one stream, then 200 ms later sends to the next on another, with no call
+// before them. Each receive's connect waits for a peer whose own receive's connect waits
+// further round the ring; the sends posted meanwhile join those connects, so every exchange
+// completes (before they did, the ring over shm stalled until the timeout).
+void latePostedRing(int n, const char* transport) {
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        tuttiComm_t comm = initComm(n, id, rank, transport, 10000);
+        ASSERT_NE(comm, nullptr);
+        tuttiStream_t a = nullptr, b = nullptr;
+        TUTTI_ASSERT_OK(tuttiStreamCreate(&a), nullptr);
+        TUTTI_ASSERT_OK(tuttiStreamCreate(&b), nullptr);
+        const int prev = (rank + n - 1) % n, next = (rank + 1) % n;
+        std::vector<int32_t> in(countOf(2), -1), out(countOf(2));
+        for (size_t i = 0; i < out.size(); ++i) out[i] = elementOf(rank, next, 2, i);
+        const auto t0 = Clock::now();
+        TUTTI_ASSERT_OK(tuttiRecv(in.data(), in.size(), tuttiInt32, prev, comm, a), comm);
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        TUTTI_ASSERT_OK(tuttiSend(out.data(), out.size(), tuttiInt32, next, comm, b), comm);
+        TUTTI_ASSERT_OK(tuttiStreamSynchronize(a), comm);
+        TUTTI_ASSERT_OK(tuttiStreamSynchronize(b), comm);
+        EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 5.0);
+        for (size_t i = 0; i < in.size(); ++i)
+          ASSERT_EQ(in[i], elementOf(prev, rank, 2, i))
+              << transport << ": rank " << rank << " element " << i;
+        TUTTI_ASSERT_OK(tuttiStreamDestroy(a), nullptr);
+        TUTTI_ASSERT_OK(tuttiStreamDestroy(b), nullptr);
+        TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+      },
+      60);
+  EXPECT_RANKS_OK(result);
+}
+
+TEST(P2pStreams, FirstContactsInARingPostedLate) {
+  latePostedRing(3, "shm");
+  latePostedRing(4, "tcp");
+  latePostedRing(4, "shm");
 }
 
 // Rank 1 dies while ranks 0 and 2 have receives from it (and a send to it) posted on two

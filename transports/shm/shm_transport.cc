@@ -3,9 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <sstream>
+#include <thread>
 
+#include "common/clock.h"
 #include "common/env.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -59,6 +62,8 @@ struct Pair {
   bool inMapped = false;  // we mapped the peer's
   bool reserved = false;  // its segment's bytes are in the host budget
   std::string lastError;
+  int inAttempt = 0;   // connectGrowing: the attempt whose segment of the peer we wait for
+  int outAttempt = 0;  // connectGrowing: the attempt of ours whose acknowledgement we wait for
 };
 
 class ShmTransport final : public Transport {
@@ -99,6 +104,8 @@ class ShmTransport final : public Transport {
 
   std::vector<std::unique_ptr<Connection>> connect(std::span<const int> peers,
                                                    const Deadline& deadline) override;
+  std::vector<std::pair<int, std::unique_ptr<Connection>>> connectGrowing(
+      std::span<const int> peers, const Deadline& deadline, const GrowFn& grow) override;
 
   std::unique_ptr<Window> createWindow(size_t bytes, const Deadline& deadline) override {
     return shm::createShmWindow(ctx_, shm::WindowConfig{mode_, dir_, bytes, budget_.get()},
@@ -112,6 +119,13 @@ class ShmTransport final : public Transport {
   }
   size_t segmentBytes() const { return shm::kCtrlBytes + fifoBytes_; }
   void createOut(Pair& p, SegmentMode mode, int attempt);
+  // connect's first step for each peer: checks, then our segment for it, published.
+  std::vector<Pair> startPairs(std::span<const int> peers);
+  // Reads the peer's acknowledgement `ack` of our segment: done, a retry with a file (attempt
+  // 1), or a failure (throws).
+  void takeAck(Pair& p, const std::string& ack);
+  std::unique_ptr<Connection> finish(Pair& p, bool& anyFile);
+  void logConnected(size_t pairs, bool anyFile) const;
   void openIn(Pair& p, int attempt, const Deadline& deadline);
   std::string waitKey(const std::string& k, int peer, const Deadline& deadline);
 
@@ -192,47 +206,98 @@ void ShmTransport::openIn(Pair& p, int attempt, const Deadline& deadline) {
   ctx_.store->setString(k + "/ack", ack);
 }
 
-std::vector<std::unique_ptr<Connection>> ShmTransport::connect(std::span<const int> peers,
-                                                               const Deadline& deadline) {
+std::vector<Pair> ShmTransport::startPairs(std::span<const int> peers) {
   TUTTI_CHECK_ARG(ctx_.store != nullptr, "shm: connect before setup");
   std::vector<Pair> pairs;
   for (int peer : peers) {
     TUTTI_CHECK_ARG(peer >= 0 && peer < ctx_.nranks && peer != ctx_.rank, "shm: rank ", ctx_.rank,
                     " cannot connect to rank ", peer);
-    pairs.push_back(Pair{peer, mode_, {}, {}, {}, {}, false, false, {}});
+    Pair p{};
+    p.peer = peer;
+    p.mode = mode_;
+    pairs.push_back(std::move(p));
   }
   if (mode_ == SegmentMode::kFile && !pairs.empty())
     shm::checkRoom(dir_, pairs.size() * segmentBytes(),
                    std::to_string(pairs.size()) + " FIFO segments of " +
                        std::to_string(segmentBytes()) + " bytes (TUTTI_SHM_FIFO_BYTES " +
                        std::to_string(fifoBytes_) + " + 4096)");
-
-  // Attempt 0 in the configured mode; attempt 1 (named files) for pairs whose memfd could
-  // not be opened by the peer. Every round publishes for all peers before waiting on any.
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    bool any = false;
-    for (auto& p : pairs) {
-      if (attempt == 0) {
-        SegmentMode m = mode_;
-        if (m == SegmentMode::kMemfd && allowFallback_) {
-          try {
-            createOut(p, m, 0);
-            any = true;
-            continue;
-          } catch (const Error& e) {
-            TUTTI_INFO(kTransport,
-                       "shm: memfd segment failed (" << e.what() << "), using files in " << dir_);
-            m = SegmentMode::kFile;
-          }
-        }
+  // Attempt 0 in the configured mode (a memfd that cannot be made falls back to a file).
+  for (auto& p : pairs) {
+    SegmentMode m = mode_;
+    if (m == SegmentMode::kMemfd && allowFallback_) {
+      try {
         createOut(p, m, 0);
-        any = true;
-      } else if (!p.outAcked && p.mode == SegmentMode::kMemfd) {
+        continue;
+      } catch (const Error& e) {
+        TUTTI_INFO(kTransport,
+                   "shm: memfd segment failed (" << e.what() << "), using files in " << dir_);
+        m = SegmentMode::kFile;
+      }
+    }
+    createOut(p, m, 0);
+  }
+  return pairs;
+}
+
+void ShmTransport::takeAck(Pair& p, const std::string& ack) {
+  if (ack == "ok") {
+    p.outAcked = true;
+    p.out.release();  // the memfd's fd / the file's name are no longer needed
+    p.bell.release();
+  } else if (ack.rfind("retry", 0) == 0) {
+    TUTTI_INFO(kTransport, "shm: rank " << p.peer << " could not open our memfd (" << ack.substr(6)
+                                        << "), retrying with files in " << dir_);
+  } else {
+    fail(tuttiSystemError, "shm: rank ", p.peer, " could not open the segment of rank ", ctx_.rank,
+         ": ", ack.substr(std::min<size_t>(ack.size(), 5)));
+  }
+}
+
+std::unique_ptr<Connection> ShmTransport::finish(Pair& p, bool& anyFile) {
+  if (!p.outAcked || !p.inMapped)
+    fail(tuttiSystemError, "shm: rank ", ctx_.rank, " could not share segments with rank ", p.peer,
+         ": ", p.lastError);
+  anyFile = anyFile || p.mode == SegmentMode::kFile;
+  ConnectionParts parts;
+  parts.rank = ctx_.rank;
+  parts.peer = peers_.at(p.peer);
+  parts.out = std::move(p.out);
+  parts.in = std::move(p.in);
+  parts.bell = std::move(p.bell);
+  parts.peerBell = std::move(p.peerBell);
+  parts.cma = cma_;
+  parts.cmaThreshold = cmaThreshold_;
+  return std::make_unique<shm::ShmConnection>(std::move(parts));
+}
+
+void ShmTransport::logConnected(size_t pairs, bool anyFile) const {
+  if (pairs == 0) return;
+  TUTTI_INFO(kTransport,
+             "shm: rank " << ctx_.rank << " connected to " << pairs << " peer(s): its segments are "
+                          << (anyFile ? "named files in " + dir_ + " (unlinked once mapped)"
+                                      : std::string("memfd via /proc/<pid>/fd"))
+                          << ", FIFO " << fifoBytes_ << " B per direction, "
+                          << (cma_ ? "single-copy process_vm_readv for messages >= " +
+                                         std::to_string(cmaThreshold_) + " B"
+                                   : std::string("single-copy off"))
+                          << ", wake-ups by pipe doorbells + pidfd");
+}
+
+std::vector<std::unique_ptr<Connection>> ShmTransport::connect(std::span<const int> peers,
+                                                               const Deadline& deadline) {
+  std::vector<Pair> pairs = startPairs(peers);
+  // Attempt 1 (named files) for pairs whose memfd could not be opened by the peer. Every
+  // round publishes for all peers before waiting on any.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    bool any = attempt == 0 && !pairs.empty();
+    if (attempt == 1)
+      for (auto& p : pairs) {
+        if (p.outAcked || p.mode != SegmentMode::kMemfd) continue;
         shm::checkRoom(dir_, segmentBytes(), "a fallback FIFO segment");
         createOut(p, SegmentMode::kFile, 1);
         any = true;
       }
-    }
     // Open the peers' segments (attempt 1 only where we asked for a retry).
     for (auto& p : pairs) {
       if (attempt == 0 || (!p.inMapped && !p.lastError.empty())) openIn(p, attempt, deadline);
@@ -240,54 +305,84 @@ std::vector<std::unique_ptr<Connection>> ShmTransport::connect(std::span<const i
     // Collect the peers' acknowledgements for ours.
     for (auto& p : pairs) {
       if (p.outAcked || (attempt == 1 && p.mode == SegmentMode::kMemfd)) continue;
-      std::string k = key(ctx_.rank, p.peer, attempt) + "/ack";
-      std::string ack = waitKey(k, p.peer, deadline);
-      if (ack == "ok") {
-        p.outAcked = true;
-        p.out.release();  // the memfd's fd / the file's name are no longer needed
-        p.bell.release();
-      } else if (ack.rfind("retry", 0) == 0) {
-        TUTTI_INFO(kTransport, "shm: rank " << p.peer << " could not open our memfd ("
-                                            << ack.substr(6) << "), retrying with files in "
-                                            << dir_);
-      } else {
-        fail(tuttiSystemError, "shm: rank ", p.peer, " could not open the segment of rank ",
-             ctx_.rank, ": ", ack.substr(std::min<size_t>(ack.size(), 5)));
-      }
+      takeAck(p, waitKey(key(ctx_.rank, p.peer, attempt) + "/ack", p.peer, deadline));
     }
     if (!any && attempt == 1) break;
   }
-
   std::vector<std::unique_ptr<Connection>> conns;
   bool anyFile = false;
-  for (auto& p : pairs) {
-    if (!p.outAcked || !p.inMapped)
-      fail(tuttiSystemError, "shm: rank ", ctx_.rank, " could not share segments with rank ",
-           p.peer, ": ", p.lastError);
-    anyFile = anyFile || p.mode == SegmentMode::kFile;
-    ConnectionParts parts;
-    parts.rank = ctx_.rank;
-    parts.peer = peers_.at(p.peer);
-    parts.out = std::move(p.out);
-    parts.in = std::move(p.in);
-    parts.bell = std::move(p.bell);
-    parts.peerBell = std::move(p.peerBell);
-    parts.cma = cma_;
-    parts.cmaThreshold = cmaThreshold_;
-    conns.push_back(std::make_unique<shm::ShmConnection>(std::move(parts)));
-  }
-  if (!pairs.empty())
-    TUTTI_INFO(kTransport, "shm: rank "
-                               << ctx_.rank << " connected to " << pairs.size()
-                               << " peer(s): its segments are "
-                               << (anyFile ? "named files in " + dir_ + " (unlinked once mapped)"
-                                           : std::string("memfd via /proc/<pid>/fd"))
-                               << ", FIFO " << fifoBytes_ << " B per direction, "
-                               << (cma_ ? "single-copy process_vm_readv for messages >= " +
-                                              std::to_string(cmaThreshold_) + " B"
-                                        : std::string("single-copy off"))
-                               << ", wake-ups by pipe doorbells + pidfd");
+  for (auto& p : pairs) conns.push_back(finish(p, anyFile));
+  logConnected(pairs.size(), anyFile);
   return conns;
+}
+
+// The same steps as connect, each taken when the key it needs is there (one checkEach per
+// pass), so that peers from grow() join while others are awaited.
+std::vector<std::pair<int, std::unique_ptr<Connection>>> ShmTransport::connectGrowing(
+    std::span<const int> peers, const Deadline& deadline, const GrowFn& grow) {
+  std::vector<Pair> pairs = startPairs(peers);
+  auto pause = std::chrono::microseconds(200);
+  auto nextWatch = Clock::now() + std::chrono::milliseconds(250);
+  for (;;) {
+    // The keys each unfinished pair waits for: the peer's segment, then our acknowledgement.
+    std::vector<std::string> keys;
+    std::vector<std::pair<size_t, bool>> whose;  // pair index, is an acknowledgement
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      const Pair& p = pairs[i];
+      if (!p.inMapped && (p.inAttempt == 0 || !p.lastError.empty())) {
+        keys.push_back(key(p.peer, ctx_.rank, p.inAttempt));
+        whose.emplace_back(i, false);
+      }
+      if (!p.outAcked) {
+        keys.push_back(key(ctx_.rank, p.peer, p.outAttempt) + "/ack");
+        whose.emplace_back(i, true);
+      }
+    }
+    std::vector<int> more = grow ? grow() : std::vector<int>{};
+    if (keys.empty() && more.empty()) break;
+    for (Pair& p : startPairs(more)) pairs.push_back(std::move(p));
+    if (!more.empty()) continue;
+    const std::vector<bool> there = ctx_.store->checkEach(keys);
+    bool progressed = false;
+    for (size_t k = 0; k < keys.size(); ++k) {
+      if (!there[k]) continue;
+      progressed = true;
+      Pair& p = pairs[whose[k].first];
+      if (!whose[k].second) {
+        const int attempt = p.inAttempt;
+        p.lastError.clear();
+        openIn(p, attempt, deadline);      // the key is there: no wait
+        if (!p.inMapped) p.inAttempt = 1;  // asked for a retry: wait for its file
+        continue;
+      }
+      takeAck(p, waitKey(keys[k], p.peer, deadline));
+      if (p.outAcked) continue;
+      if (p.outAttempt != 0 || p.mode != SegmentMode::kMemfd)
+        fail(tuttiSystemError, "shm: rank ", p.peer, " asked rank ", ctx_.rank,
+             " to retry a segment that was not a memfd");
+      shm::checkRoom(dir_, segmentBytes(), "a fallback FIFO segment");  // a retry, as a file
+      createOut(p, SegmentMode::kFile, 1);
+      p.outAttempt = 1;
+    }
+    if (progressed) {
+      pause = std::chrono::microseconds(200);
+      continue;
+    }
+    if (ctx_.aborted && ctx_.aborted->load())
+      fail(tuttiRemoteError, "shm: rank ", ctx_.rank, " connect aborted (communicator abort)");
+    if (deadline.expired()) waitKey(keys.front(), pairs[whose.front().first].peer, deadline);
+    if (ctx_.watchPeers && Clock::now() >= nextWatch) {
+      ctx_.watchPeers();
+      nextWatch = Clock::now() + std::chrono::milliseconds(250);
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(5000));
+  }
+  std::vector<std::pair<int, std::unique_ptr<Connection>>> out;
+  bool anyFile = false;
+  for (auto& p : pairs) out.emplace_back(p.peer, finish(p, anyFile));
+  logConnected(pairs.size(), anyFile);
+  return out;
 }
 
 }  // namespace
