@@ -384,9 +384,11 @@ TUTTI_API tuttiResult_t tuttiGroupEnd(void);
  * between two ranks match in the order they were issued. A collective, a group or a send to or from
  * self between them ends such a run (the calls after it wait for it), and a blocking call returns
  * only after the calls run with it completed. The first operation with a peer connects to it, which
- * waits until the peer connects too: a cycle of first contacts (every rank's first operation with a
- * different peer, each waiting for its peer) stalls until the timeout, so make first contacts in a
- * group or a collective that reaches those peers. */
+ * may wait until the peer connects too; sends and receives posted meanwhile join that connect, so
+ * over shm and tcp a cycle of first contacts (every rank's first operation with a different peer,
+ * each waiting for its peer) completes. Over ibverbs such a cycle whose later operations are posted
+ * after the connect started stalls until the timeout: there, make first contacts in a group or a
+ * collective that reaches those peers. */
 TUTTI_API tuttiResult_t tuttiStreamCreate(tuttiStream_t* stream);
 /* Waits for the stream's calls, then frees it. The error of a call not yet reported is
  * returned. */

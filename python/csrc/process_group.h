@@ -44,7 +44,8 @@ struct P2pOp {
 // ReachedPeers) wait here until something needs them -- a wait, a completion poll or a future
 // on one of them, or the group's next other operation -- and then run as one tutti group: ranks
 // that each post irecv before isend (in any order, any number) complete instead of stalling on
-// first contacts that each wait for their peer to connect back.
+// first contacts that each wait for their peer to connect back (over ibverbs; over shm and tcp
+// the library's rounds resolve such a cycle too).
 struct PendingP2p {
   std::mutex mu;
   std::vector<P2pOp> ops;

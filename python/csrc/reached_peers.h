@@ -1,8 +1,9 @@
 // The peers a process group's sends and receives have reached: an operation with the peer
 // completed, so the library holds a connection to it. A send or receive with such a peer can
 // be issued at once, on its own: it progresses independently of the group's other sends and
-// receives (the library's point-to-point rounds), and no first contact -- which waits for the
-// peer to connect back, and could stall a cycle of ranks each contacting the next -- is left.
+// receives (the library's point-to-point rounds), and no first contact -- which may wait for
+// the peer to connect back, and over ibverbs could stall a cycle of ranks each contacting the
+// next -- is left.
 // Knows nothing of process groups.
 #pragma once
 

@@ -2,8 +2,9 @@
 // p2p_posts.h): receives posted before the sends their peers wait for, on one stream or
 // several, in any order, complete instead of deadlocking; messages between two ranks match in
 // the order they were posted (non-overtaking); blocking calls after stream calls join them;
-// a killed peer fails the posted calls at the synchronise, naming it. Ranks are processes over
-// shm and tcp; every element is checked against values computed from its origin.
+// a killed peer fails the posted calls at the synchronise, naming it; a ring of first contacts
+// whose second posts come late completes. Ranks are processes over shm and tcp; every element
+// is checked against values computed from its origin.
 #include <gtest/gtest.h>
 
 #include <chrono>
