@@ -376,7 +376,7 @@ std::vector<std::pair<int, std::unique_ptr<Connection>>> ShmTransport::connectGr
       nextWatch = Clock::now() + std::chrono::milliseconds(250);
     }
     std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(5000));
+    pause = std::min(pause * 2, std::chrono::microseconds(10000));  // as Store::get polls
   }
   std::vector<std::pair<int, std::unique_ptr<Connection>>> out;
   bool anyFile = false;
