@@ -25,8 +25,11 @@ std::mutex& issueMutex() {
 
 void runInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStream>& stream,
                 std::function<void()> run, int lane) {
+  // A call of every lane runs on lane 0 (tuttiCommLastAlgorithm asks the last call's lane).
+  const bool onLaneZero = lane == CallOrder::kEveryLane;
   if (!stream) {
     BlockingTurn turn(comm);
+    if (onLaneZero) comm->lastLane.store(0, std::memory_order_relaxed);
     run();
     return;
   }
@@ -35,16 +38,18 @@ void runInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStre
   comm->order.markQueued();
   // One lane: the communicator's only lane is every lane.
   auto ticket = comm->order.take(comm->lanes.count() > 1 ? lane : CallOrder::kEveryLane);
-  stream->enqueue([comm, fn, ticket = std::move(ticket), run = std::move(run)]() mutable {
-    ticket->waitTurn();
-    tuttiResult_t r = guarded(comm, fn, [&] {
-      log::setThreadRank(ready(comm).rank());
-      run();
-      return tuttiSuccess;
-    });
-    ticket.reset();  // the communicator's next call may start
-    return r;
-  });
+  stream->enqueue(
+      [comm, fn, onLaneZero, ticket = std::move(ticket), run = std::move(run)]() mutable {
+        ticket->waitTurn();
+        tuttiResult_t r = guarded(comm, fn, [&] {
+          log::setThreadRank(ready(comm).rank());
+          if (onLaneZero) comm->lastLane.store(0, std::memory_order_relaxed);
+          run();
+          return tuttiSuccess;
+        });
+        ticket.reset();  // the communicator's next call may start
+        return r;
+      });
 }
 
 namespace {
@@ -70,6 +75,7 @@ void runP2pTurn(tuttiComm_t comm, uint64_t ticket, const std::shared_ptr<P2pPost
   }
   Communicator& c = ready(comm);
   log::setThreadRank(c.rank());
+  comm->lastLane.store(0, std::memory_order_relaxed);
   std::vector<std::shared_ptr<P2pPosts::Post>> absorbed;
   uint64_t last = ticket;
   // Appends the operations of the calls waiting right after the last one taken in.
@@ -101,6 +107,7 @@ void runP2pInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostS
     return;
   }
   if (!stream && !comm->order.everQueued()) {  // no stream call yet: nothing waits before it
+    comm->lastLane.store(0, std::memory_order_relaxed);
     timed(after, [&] { ready(comm).runP2p({&op, 1}); });
     return;
   }

@@ -170,6 +170,12 @@ TEST_P(TwoLanes, ManyCallsInFlightWithBlockingCallsAndSendsBetween) {
         for (size_t i = 0; i < in.size(); ++i)
           ASSERT_EQ(in[i], from * 1000003 + static_cast<int64_t>(i)) << "element " << i;
         EXPECT_STRNE(tuttiCommLastAlgorithm(comm), "none");
+        // A blocking exchange after them runs on lane 0, and is the last call named.
+        TUTTI_ASSERT_OK(tuttiGroupStart(), nullptr);
+        TUTTI_ASSERT_OK(tuttiSend(out.data(), out.size(), tuttiInt64, to, comm, nullptr), comm);
+        TUTTI_ASSERT_OK(tuttiRecv(in.data(), in.size(), tuttiInt64, from, comm, nullptr), comm);
+        TUTTI_ASSERT_OK(tuttiGroupEnd(), nullptr);
+        EXPECT_STREQ(tuttiCommLastAlgorithm(comm), "p2p");
         for (auto s : streams) TUTTI_ASSERT_OK(tuttiStreamDestroy(s), nullptr);
         TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
       },
