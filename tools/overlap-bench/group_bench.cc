@@ -11,24 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "tutti/tutti.hpp"
 
 namespace {
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-double slowest(const tutti::Comm& comm, double mine) {
-  double out = 0;
-  comm.allReduce(&mine, &out, 1, tuttiFloat64, tuttiMax);
-  return out;
-}
+using tutti::bench::median;
+using tutti::bench::now;
+using tutti::bench::slowest;
 
 // Element i of call k, rep r on rank q: small integers (float sums exact).
 float value(int q, int k, int r, size_t i) {

@@ -16,38 +16,21 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "tutti/tutti.hpp"
 
 namespace {
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-double slowest(const tutti::Comm& comm, double mine) {
-  double out = 0;
-  comm.allReduce(&mine, &out, 1, tuttiFloat64, tuttiMax);
-  return out;
-}
+using tutti::bench::median;
+using tutti::bench::now;
+using tutti::bench::parseBytes;
+using tutti::bench::slowest;
 
 struct Options {
   size_t bytes = 16u << 20;
   size_t smallBytes = 8;
   int reps = 10;
 };
-
-size_t parseBytes(const std::string& s) {
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  const char unit = end && *end ? *end : ' ';
-  const double mult = unit == 'K' ? 1 << 10 : unit == 'M' ? 1 << 20 : unit == 'G' ? 1 << 30 : 1;
-  return static_cast<size_t>(v * mult);
-}
 
 Options parse(int argc, char** argv) {
   Options o;

@@ -32,13 +32,14 @@
 #include <utility>
 #include <vector>
 
+#include "bench_util.h"
 #include "tutti/tutti.hpp"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double now() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
+using tutti::bench::now;
+using tutti::bench::parseBytes;
+using tutti::bench::slowest;
 
 // CPU seconds this process has spent (user + system, every thread).
 double cpuSeconds() {
@@ -53,14 +54,6 @@ struct Options {
   int steps = 8;
   double computeMs = 0;  // 0: as long as the all-reduce alone
 };
-
-size_t parseBytes(const std::string& s) {
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  const char unit = end && *end ? *end : ' ';
-  const double mult = unit == 'K' ? 1 << 10 : unit == 'M' ? 1 << 20 : unit == 'G' ? 1 << 30 : 1;
-  return static_cast<size_t>(v * mult);
-}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -129,13 +122,6 @@ size_t wrongElements(const std::vector<float>& g, int n, int step) {
 tuttiResult_t stamp(void* at) {
   *static_cast<double*>(at) = now();
   return tuttiSuccess;
-}
-
-// The slowest rank's value.
-double slowest(const tutti::Comm& comm, double mine) {
-  double out = 0;
-  comm.allReduce(&mine, &out, 1, tuttiFloat64, tuttiMax);
-  return out;
 }
 
 }  // namespace
