@@ -17,8 +17,6 @@ namespace tutti::api {
 
 class CommLanes {
  public:
-  static constexpr int kMaxLanes = 16;
-
   // Makes count - 1 duplicates of `parent`: collective over its ranks, which must all pass the
   // same count (a duplicate that does not get every rank is tuttiInvalidUsage naming the
   // setting; a rank that makes none leaves the others' split to time out). count 1: none.

@@ -8,6 +8,8 @@
 
 namespace tutti {
 
+using GrowFn = transport::Transport::GrowFn;
+
 ConnectionSet::ConnectionSet(int rank, int nranks,
                              std::vector<std::unique_ptr<transport::Transport>> transports,
                              std::string forcedTransport,
@@ -44,31 +46,10 @@ bool ConnectionSet::needsConnection(std::span<const int> peers) const {
 }
 
 void ConnectionSet::connect(std::span<const int> peers, double timeoutSec) {
-  std::map<transport::Transport*, std::vector<int>> todo;
-  for (int p : peers) {
-    if (p == rank_ || connections_[p]) continue;
-    todo[transportFor(p)].push_back(p);
-  }
-  for (auto& [t, list] : todo) {
-    Deadline deadline(timeoutSec);
-    connectingTo_ = list;
-    struct ClearOnExit {
-      std::vector<int>& v;
-      ~ClearOnExit() { v.clear(); }
-    } clear{connectingTo_};
-    auto conns = t->connect(list, deadline);
-    TUTTI_ASSERT(conns.size() == list.size());
-    for (size_t i = 0; i < list.size(); ++i) {
-      TUTTI_INFO(kTransport,
-                 "rank " << rank_ << " -> " << describePeer_(list[i]) << " via " << t->name());
-      pointers_[list[i]] = conns[i].get();
-      connections_[list[i]] = std::move(conns[i]);
-    }
-  }
+  connect(peers, timeoutSec, {});
 }
 
-void ConnectionSet::connect(std::span<const int> peers, double timeoutSec,
-                            const transport::Transport::GrowFn& grow) {
+void ConnectionSet::connect(std::span<const int> peers, double timeoutSec, const GrowFn& grow) {
   std::map<transport::Transport*, std::vector<int>> todo;
   std::set<int> listed;  // peers given to a transport, or waiting for theirs
   auto take = [&](std::span<const int> more) {
@@ -95,7 +76,8 @@ void ConnectionSet::connect(std::span<const int> peers, double timeoutSec,
       std::vector<int>& v;
       ~ClearOnExit() { v.clear(); }
     } clear{connectingTo_};
-    for (auto& [peer, conn] : t->connectGrowing(node.mapped(), deadline, growHere)) {
+    for (auto& [peer, conn] :
+         t->connectGrowing(node.mapped(), deadline, grow ? growHere : GrowFn{})) {
       TUTTI_INFO(kTransport,
                  "rank " << rank_ << " -> " << describePeer_(peer) << " via " << t->name());
       pointers_[peer] = conn.get();

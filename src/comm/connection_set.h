@@ -32,9 +32,9 @@ class ConnectionSet {
   // in its list), one transport at a time, each within timeoutSec. While a transport
   // connects, connecting() lists its peers. Throws what the transport throws.
   void connect(std::span<const int> peers, double timeoutSec);
-  // The same, and while connecting asks grow() for more peers (any, connected or not) to
-  // connect with them (transport::Transport::connectGrowing): a peer whose transport is not
-  // the one connecting now is connected after it.
+  // The same, and while connecting asks grow() (when set) for more peers (any, connected or
+  // not) to connect with them (transport::Transport::connectGrowing): a peer whose transport
+  // is not the one connecting now is connected after it.
   void connect(std::span<const int> peers, double timeoutSec,
                const transport::Transport::GrowFn& grow);
   // The peers being connected now (empty outside connect).

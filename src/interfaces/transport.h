@@ -172,12 +172,12 @@ class Transport {
   // differing orders cannot deadlock. Throws tuttiTimeout naming the missing peers.
   virtual std::vector<std::unique_ptr<Connection>> connect(std::span<const int> peers,
                                                            const Deadline& deadline) = 0;
-  // As connect, and while it waits it asks grow() for more peers (not connected, not listed
-  // before) to connect together with these: a first contact that waits for its peer then
-  // cannot hold back the first contact that peer waits for (sends and receives posted while
-  // a round connects). The connections by peer, in the order the peers came. This default
-  // asks grow() only after each connect has finished, which is enough for a transport whose
-  // connect never waits for a peer that waits for it.
+  // As connect, and while it waits it asks grow() (when set; empty: just connect) for more
+  // peers (not connected, not listed before) to connect together with these: a first contact that
+  // waits for its peer then cannot hold back the first contact that peer waits for (sends and
+  // receives posted while a round connects). The connections by peer, in the order the peers came.
+  // This default asks grow() only after each connect has finished, which is enough for a transport
+  // whose connect never waits for a peer that waits for it.
   using GrowFn = std::function<std::vector<int>()>;
   virtual std::vector<std::pair<int, std::unique_ptr<Connection>>> connectGrowing(
       std::span<const int> peers, const Deadline& deadline, const GrowFn& grow) {
@@ -185,6 +185,7 @@ class Transport {
     std::vector<int> next(peers.begin(), peers.end());
     while (!next.empty()) {
       auto conns = connect(next, deadline);
+      TUTTI_ASSERT(conns.size() == next.size());
       for (size_t i = 0; i < next.size(); ++i) out.emplace_back(next[i], std::move(conns[i]));
       next = grow ? grow() : std::vector<int>{};
     }

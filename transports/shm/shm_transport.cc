@@ -320,6 +320,7 @@ std::vector<std::unique_ptr<Connection>> ShmTransport::connect(std::span<const i
 // pass), so that peers from grow() join while others are awaited.
 std::vector<std::pair<int, std::unique_ptr<Connection>>> ShmTransport::connectGrowing(
     std::span<const int> peers, const Deadline& deadline, const GrowFn& grow) {
+  if (!grow) return Transport::connectGrowing(peers, deadline, grow);  // the blocking connect
   std::vector<Pair> pairs = startPairs(peers);
   auto pause = std::chrono::microseconds(200);
   auto nextWatch = Clock::now() + std::chrono::milliseconds(250);
@@ -338,7 +339,7 @@ std::vector<std::pair<int, std::unique_ptr<Connection>>> ShmTransport::connectGr
         whose.emplace_back(i, true);
       }
     }
-    std::vector<int> more = grow ? grow() : std::vector<int>{};
+    std::vector<int> more = grow();
     if (keys.empty() && more.empty()) break;
     for (Pair& p : startPairs(more)) pairs.push_back(std::move(p));
     if (!more.empty()) continue;
