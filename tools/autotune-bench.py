@@ -11,7 +11,7 @@ worst size, and what calibration and exploration cost (from the TUNE log).
                           [--reps 3] [--ranges 16:64K:150,256K:64M:45] [-f 4] [-w 5] [-a 1|3]
 
 Each range is MIN:MAX:ITERS, one perf-test invocation (the same cache). A shape's exploration
-takes TUTTI_TUNE_EXPLORE_AFTER (2) + up to 6 candidates x (1 + 5..15) calls (more timed calls
+takes TUTTI_TUNE_EXPLORE_AFTER (2) + up to 6 candidates x (2 + 5..15) calls (more timed calls
 for small sizes): ITERS must cover it for the cold run to finish exploring a size (and leave
 its winner for the warm run), so the cold column includes the exploration and the warm one is
 the choice after it. The calls spent exploring are reported separately.

@@ -81,28 +81,40 @@ void OnlineTuner::start(const TuneKey&, State& s, const std::vector<TuneOption>&
   s.reps = std::clamp(static_cast<int>(settings_.repBudgetSec / all), settings_.reps,
                       std::max(settings_.reps, settings_.maxReps));
   s.samples.assign(s.options.size() * static_cast<size_t>(s.reps), -1.0);
+  s.calls = planCalls(static_cast<int>(s.options.size()), s.reps, settings_.warmup);
+}
+
+std::vector<OnlineTuner::PlannedCall> OnlineTuner::planCalls(int options, int reps, int warmup) {
+  std::vector<PlannedCall> calls;
+  const int firstPass = (reps + 1) / 2;
+  for (int pass = 0; pass < 2; ++pass) {
+    const int timed = pass == 0 ? firstPass : reps - firstPass;
+    if (timed == 0) continue;
+    for (int i = 0; i < options; ++i) {
+      const int option = pass == 0 ? i : options - 1 - i;
+      for (int w = 0; w < warmup; ++w) calls.push_back({option, -1});
+      for (int t = 0; t < timed; ++t)
+        calls.push_back({option, option * reps + (pass == 0 ? 0 : firstPass) + t});
+    }
+  }
+  return calls;
 }
 
 OnlineTuner::Pick OnlineTuner::pickFor(State& s) {
   switch (s.phase) {
     case Phase::kCounting:
-      ++s.calls;
+      ++s.counted;
       return {};
     case Phase::kSettled:
       return {s.winner, -1, true};
     case Phase::kExploring:
       break;
   }
-  const int perOption = settings_.warmup + s.reps;
-  const int total = perOption * static_cast<int>(s.options.size());
-  if (s.position >= total) return {s.options[0].name, -1, false};  // awaiting conclude()
-  const int option = s.position / perOption, within = s.position % perOption;
-  ++s.position;
+  if (s.position >= static_cast<int>(s.calls.size()))
+    return {s.options[0].name, -1, false};  // awaiting conclude()
+  const PlannedCall& c = s.calls[static_cast<size_t>(s.position++)];
   ++explored_;
-  Pick p;
-  p.algo = s.options[static_cast<size_t>(option)].name;
-  if (within >= settings_.warmup) p.sample = option * s.reps + (within - settings_.warmup);
-  return p;
+  return {s.options[static_cast<size_t>(c.option)].name, c.sample, false};
 }
 
 void OnlineTuner::record(const TuneKey& key, int sample, double seconds) {
@@ -115,17 +127,25 @@ void OnlineTuner::record(const TuneKey& key, int sample, double seconds) {
 bool OnlineTuner::readyToConclude(const TuneKey& key) const {
   auto it = states_.find(key);
   if (it == states_.end() || it->second.phase != Phase::kExploring) return false;
-  const int perOption = settings_.warmup + it->second.reps;
-  return it->second.position >= perOption * static_cast<int>(it->second.options.size());
+  return it->second.position >= static_cast<int>(it->second.calls.size());
 }
 
 namespace {
-// The mean of the recorded (>= 0) values; -1 when none.
-double meanOf(const std::vector<double>& v) {
-  double sum = 0;
+// The mean of the recorded (>= 0) values; -1 when none. The slowest is left out when it took
+// more than twice the second slowest: one call the machine held up (a rank descheduled). Slow
+// calls that come with an algorithm come more than once, and stay.
+double meanOfTimes(const std::vector<double>& v) {
+  double sum = 0, slowest = 0, second = 0;
   int n = 0;
-  for (double x : v)
-    if (x >= 0) sum += x, ++n;
+  for (double x : v) {
+    if (x < 0) continue;
+    sum += x, ++n;
+    if (x > slowest)
+      second = slowest, slowest = x;
+    else
+      second = std::max(second, x);
+  }
+  if (n >= 3 && slowest > 2 * second) sum -= slowest, --n;
   return n == 0 ? -1 : sum / n;
 }
 }  // namespace
@@ -137,8 +157,8 @@ std::vector<double> OnlineTuner::measured(const TuneKey& key) const {
   const size_t reps = static_cast<size_t>(s.reps);
   std::vector<double> out(s.options.size());
   for (size_t i = 0; i < s.options.size(); ++i)
-    out[i] = meanOf({s.samples.begin() + static_cast<long>(i * reps),
-                     s.samples.begin() + static_cast<long>((i + 1) * reps)});
+    out[i] = meanOfTimes({s.samples.begin() + static_cast<long>(i * reps),
+                          s.samples.begin() + static_cast<long>((i + 1) * reps)});
   return out;
 }
 
@@ -158,8 +178,7 @@ std::string OnlineTuner::conclude(const TuneKey& key, const std::vector<double>&
   s.phase = Phase::kSettled;
   std::ostringstream os;
   os.precision(4);
-  os << key.text() << ": " << s.winner << " after "
-     << (settings_.warmup + s.reps) * static_cast<int>(s.options.size())
+  os << key.text() << ": " << s.winner << " after " << s.calls.size()
      << " explored calls (model chose " << s.options[0].name << ";";
   for (size_t i = 0; i < s.options.size(); ++i) {
     os << " " << s.options[i].name << " predicted " << s.options[i].predictedSec * 1e6

@@ -1,12 +1,15 @@
 // OnlineTuner: the automatic choice refined by measurement. For each call shape seen often
 // (collective, rank count, hosts, message-size bucket, shared window or not: a TuneKey) it
-// tries the cost model's few best candidates over early calls, one after another, and keeps
-// the fastest: each candidate runs `warmup` untimed calls, then `reps` timed ones (more for
-// small calls, TuneSettings). The caller
-// times the calls, agrees with the other ranks on the slowest rank's time of
-// each (the same numbers on every rank) and hands them to conclude(); from then on the key's winner
-// is used. Winners learned earlier (a cache) are adopted without exploring. It holds no clocks and
-// no communicator: every decision comes from the call sequence and the agreed times, so ranks that
+// tries the cost model's few best candidates over early calls and keeps the fastest. They run
+// in two passes, the second in reverse order (A B C, then C B A), each candidate a block of
+// consecutive calls per pass whose first `warmup` calls are untimed: every timed call follows a
+// call of its own candidate (a loop's steady state, not the switch from another), and a drift
+// or a burst of load on the machine falls on more than one candidate. `reps` timed calls per
+// candidate (more for small calls, TuneSettings), half in each pass. The caller times the
+// calls, agrees with the other ranks on the slowest rank's time of each candidate (the same
+// numbers on every rank) and hands them to conclude(); from then on the key's winner is used.
+// Winners learned earlier (a cache) are adopted without exploring. It holds no clocks and no
+// communicator: every decision comes from the call sequence and the agreed times, so ranks that
 // make the same calls decide alike. docs/tuning.md, "Online refinement".
 #pragma once
 
@@ -38,7 +41,8 @@ struct TuneSettings {
   int exploreAfter = 2;           // calls of a key that use the model before exploring starts
   int maxCandidates = 6;          // the model's best that are tried (at most)
   double withinFactor = 3;        // ... and only those predicted within this factor of the best
-  int warmup = 1;                 // untimed calls per candidate (schedule built, caches warm)
+  int warmup = 1;                 // untimed calls per candidate and pass (schedule built, caches
+                                  // warm, the switch from the previous candidate)
   int reps = 5;                   // timed calls per candidate (their mean counts), at least
   int maxReps = 15;               // ... and up to this many while they fit in the budget below
   double repBudgetSec = 2e-3;     // predicted time of all candidates' timed calls (small calls
@@ -65,7 +69,7 @@ class OnlineTuner {
   template <typename Ranked>
   Pick next(const TuneKey& key, Ranked&& ranked) {
     State& s = states_[key];
-    if (s.phase == Phase::kCounting && s.calls + 1 > settings_.exploreAfter)
+    if (s.phase == Phase::kCounting && s.counted + 1 > settings_.exploreAfter)
       start(key, s, ranked());
     return pickFor(s);
   }
@@ -75,9 +79,11 @@ class OnlineTuner {
   // maximum over ranks of each) and calls conclude().
   bool readyToConclude(const TuneKey& key) const;
   // This rank's time per candidate: the mean of its timed calls (-1: none was timed), what a
-  // loop of them costs (a candidate with rare slow calls pays for them). Agreed as the slowest
-  // rank's mean, as a perf test's loop reports it, rather than the slowest rank of each call
-  // (which, with more ranks than cores, is nearly always a rank that was descheduled).
+  // loop of them costs (a candidate with rare slow calls pays for them), leaving out a slowest
+  // call that took more than twice the next slowest (one call the machine held up, with more
+  // ranks than cores, must not decide). Agreed as the slowest rank's mean, as a perf test's
+  // loop reports it, rather than the slowest rank of each call (which, with more ranks than
+  // cores, is nearly always a rank that was descheduled).
   std::vector<double> measured(const TuneKey& key) const;
   // Chooses the winner from the agreed times per candidate; returns a one-line explanation
   // (candidates, their predicted and measured times, the winner).
@@ -93,15 +99,22 @@ class OnlineTuner {
 
  private:
   enum class Phase { kCounting, kExploring, kSettled };
+  struct PlannedCall {
+    int option = 0;   // the candidate it runs
+    int sample = -1;  // where its time goes (-1: untimed)
+  };
   struct State {
     Phase phase = Phase::kCounting;
-    int calls = 0;     // calls seen while counting
-    int position = 0;  // the next exploring call's index
+    int counted = 0;   // calls seen while counting
+    int position = 0;  // the next exploring call's index in `calls`
     std::vector<TuneOption> options;
-    int reps = 0;                 // timed calls per option (settings, scaled by the budget)
-    std::vector<double> samples;  // options x reps, -1 = not recorded
+    int reps = 0;                    // timed calls per option (settings, scaled by the budget)
+    std::vector<PlannedCall> calls;  // the exploration, call by call
+    std::vector<double> samples;     // options x reps, -1 = not recorded
     std::string winner;
   };
+  // The two passes' calls (see the class comment).
+  static std::vector<PlannedCall> planCalls(int options, int reps, int warmup);
   void start(const TuneKey& key, State& s, const std::vector<TuneOption>& ranked);
   Pick pickFor(State& s);
 
