@@ -3,12 +3,17 @@
 docs/performance.md). For each rank count and collective, each repetition runs the perf test
 twice with `-A all` (every algorithm forced in turn, then the automatic choice, at every size,
 in the same run) on one fresh tuning cache: first cold (the job calibrates the host and
-explores the shapes it meets), then warm (the same cache: choices from the first call). Prints
-per size the median over repetitions of auto busbw / best forced busbw for cold and warm, the
-worst size, and what calibration and exploration cost (from the TUNE log).
+explores the shapes it meets), then warm (the same cache: choices from the first call). The
+warm job sweeps the sizes --cycles times (the perf test's -N) and takes each column's median
+busbw over its cycles, so a slow stretch of the machine does not decide a column alone (at 4
+ranks on 2 cores one algorithm's columns in one run differ by up to 30%). Prints per size the
+median over repetitions of auto busbw / best forced busbw for cold and warm, the same for the
+forced column of the algorithm auto used ("pick": the choice without the auto column's own
+noise), the worst size, and what calibration and exploration cost (from the TUNE log).
 
   tools/autotune-bench.py [--build build] [--np 2,4] [--colls all_reduce,all_gather,reduce_scatter]
                           [--reps 3] [--ranges 16:64K:150,256K:64M:45] [-f 4] [-w 5] [-a 1|3]
+                          [--cycles 3]
 
 Each range is MIN:MAX:ITERS, one perf-test invocation (the same cache). A shape's exploration
 takes TUTTI_TUNE_EXPLORE_AFTER (2) + up to 6 candidates x (2 + 5..15) calls (more timed calls
@@ -26,7 +31,7 @@ import sys
 import tempfile
 
 
-def run_perf(a, np, coll, cache, out_csv):
+def run_perf(a, np, coll, cache, out_csv, cycles):
     env = dict(os.environ, TUTTI_TUNING_CACHE=cache, TUTTI_DEBUG="INFO", TUTTI_DEBUG_SUBSYS="TUNE")
     env.pop("TUTTI_ALGO", None)
     log = ""
@@ -36,25 +41,34 @@ def run_perf(a, np, coll, cache, out_csv):
         cmd = [os.path.join(a.build, "tools", "tuttirun", "tuttirun"), "-np", str(np),
                os.path.join(a.build, "perf_tests", f"{coll}_perf"), "-b", lo, "-e", hi, "-f", a.f,
                "-A", "all", "-c", "1", "-w", str(a.w), "-n", iters, "-a", a.average,
-               "--csv", out_csv]
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+               "-N", str(cycles), "--csv", out_csv]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
         if p.returncode != 0:
             sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout[-3000:]}{p.stderr[-3000:]}")
         log += p.stdout + p.stderr
         rows += list(csv.DictReader(open(out_csv)))
     calib = [float(x) for x in re.findall(r"calibrated \w+ in ([0-9.]+) ms", log)]
     explored = [int(x) for x in re.findall(r"after (\d+) explored calls", log)]
-    best, auto = {}, {}
+    bws, used = {}, {}  # (size, algorithm or "auto") -> busbw per cycle; size -> auto's algorithms
     for r in rows:
         if r["placement"] != "out-of-place" or not r["busbw_GBps"]:
             continue
-        size, bw = int(r["size"]), float(r["busbw_GBps"])
-        if r["algo_requested"] == "auto":
-            auto[size] = (bw, r["algo_used"])
-        elif int(r["wrong"] or 0) == 0:
+        size, name = int(r["size"]), r["algo_requested"]
+        if name != "auto" and int(r["wrong"] or 0) != 0:
+            continue
+        bws.setdefault((size, name), []).append(float(r["busbw_GBps"]))
+        if name == "auto":
+            used.setdefault(size, []).append(r["algo_used"])
+    best, auto, forced = {}, {}, {}
+    for (size, name), v in bws.items():
+        bw = statistics.median(v)
+        if name == "auto":
+            auto[size] = (bw, max(set(used[size]), key=used[size].count))
+        else:
+            forced[(size, name)] = bw
             if bw > best.get(size, (0, ""))[0]:
-                best[size] = (bw, r["algo_requested"])
-    return best, auto, calib, explored
+                best[size] = (bw, name)
+    return best, auto, forced, calib, explored
 
 
 def main():
@@ -66,12 +80,13 @@ def main():
     ap.add_argument("--ranges", default="16:64K:150,256K:64M:45")
     ap.add_argument("-f", default="4")
     ap.add_argument("-w", type=int, default=5)
+    ap.add_argument("--cycles", type=int, default=3, help="size sweeps of the warm job")
     ap.add_argument("-a", dest="average", default="1",
                     help="perf-test time over ranks: 1 mean (nccl-tests' default), 3 the slowest")
     a = ap.parse_args()
     for np in [int(x) for x in a.np.split(",")]:
         for coll in a.colls.split(","):
-            ratios = {"cold": {}, "warm": {}}
+            ratios = {"cold": {}, "warm": {}, "pick": {}}
             picks = {"cold": {}, "warm": {}}
             bests = {}
             calib, explored = [], []
@@ -79,7 +94,9 @@ def main():
                 with tempfile.TemporaryDirectory(prefix="tutti-autotune-") as d:
                     cache = os.path.join(d, "cache")
                     for phase in ("cold", "warm"):
-                        best, auto, c, e = run_perf(a, np, coll, cache, os.path.join(d, phase + ".csv"))
+                        best, auto, forced, c, e = run_perf(
+                            a, np, coll, cache, os.path.join(d, phase + ".csv"),
+                            1 if phase == "cold" else a.cycles)
                         if phase == "cold":
                             calib += c
                             explored.append(sum(e))
@@ -88,15 +105,19 @@ def main():
                                 ratios[phase].setdefault(size, []).append(auto[size][0] / bw)
                                 picks[phase].setdefault(size, []).append(auto[size][1])
                                 bests.setdefault(size, []).append(name)
+                                if phase == "warm" and (size, auto[size][1]) in forced:
+                                    ratios["pick"].setdefault(size, []).append(
+                                        forced[(size, auto[size][1])] / bw)
             print(f"\n## {coll}, {np} ranks ({a.reps} repetitions; auto busbw / best forced busbw, "
                   "median; best forced per repetition; auto's algorithm per repetition)")
-            print("| size (B) | cold | warm | best forced | auto cold | auto warm |")
-            print("|---|---|---|---|---|---|")
+            print("| size (B) | cold | warm | warm pick | best forced | auto cold | auto warm |")
+            print("|---|---|---|---|---|---|---|")
             for size in sorted(ratios["warm"]):
                 print(f"| {size} | {statistics.median(ratios['cold'].get(size, [0])):.2f} | "
-                      f"{statistics.median(ratios['warm'][size]):.2f} | {','.join(bests[size])} | "
+                      f"{statistics.median(ratios['warm'][size]):.2f} | "
+                      f"{statistics.median(ratios['pick'].get(size, [0])):.2f} | {','.join(bests[size])} | "
                       f"{','.join(picks['cold'].get(size, []))} | {','.join(picks['warm'][size])} |")
-            for phase in ("cold", "warm"):
+            for phase in ("cold", "warm", "pick"):
                 meds = [statistics.median(v) for v in ratios[phase].values()]
                 if meds:
                     print(f"{phase}: worst size {min(meds):.2f}, median {statistics.median(meds):.2f}")

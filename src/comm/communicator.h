@@ -197,6 +197,10 @@ class Communicator {
   void publishTuningCache(const RankPlace& myPlace);
   void startSelfTuning(const RankPlace& myPlace, const Deadline& deadline);
   void calibrate();
+  // The direct all-reduce of `count` floats through the shared window, timed a few times after
+  // a warm-up (appended to `times`); false (nothing timed) without a window or where direct
+  // does not apply. The call's args in *args.
+  bool timeWindowAllReduce(size_t count, std::vector<double>& times, algo::CollArgs* args);
   void refine(const tuning::TuneKey& key, int sample, double seconds);
   std::vector<double> maxOverRanks(const std::vector<double>& mine);
   // Runs one collective call as `tag`: records it in the flight recorder, checks it across

@@ -87,6 +87,10 @@ class Planner {
   // model ranks them. Never online refinement's choice (a fused call times no single member).
   std::vector<const algo::AlgorithmInfo*> fusionCandidates(const algo::CollArgs& args,
                                                            std::string_view spec) const;
+  // info's schedule for args (compiled against the window where it is window-only), built once
+  // per algorithm and sizes. The reference stays valid until 256 schedules are cached (then
+  // the cache starts afresh).
+  const Planned& build(const algo::AlgorithmInfo& info, const algo::CollArgs& args);
   // A neighbour all-reduce's plan (args.graph, args.graphStep set), cached per graph id,
   // step and size.
   const Planned& neighborPlan(const algo::AlgorithmInfo& info, const algo::CollArgs& args,
@@ -108,7 +112,6 @@ class Planner {
   // A V-collective with its own blocks: built for the call (its blocks differ from call to
   // call), kept until the next plan.
   const CallPlan& planUneven(const algo::CollArgs& args, std::string_view spec);
-  const Planned& build(const algo::AlgorithmInfo& info, const algo::CollArgs& args);
 
   std::unique_ptr<tuning::CostModel> topologyModel_;
   int hosts_;

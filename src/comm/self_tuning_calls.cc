@@ -25,6 +25,14 @@ bool cacheAgreed(const CommOptions& o, int nranks) {
 double secondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+
+// The median of v[at .. at + n).
+double medianOf(const std::vector<double>& v, size_t at, size_t n) {
+  std::vector<double> part(v.begin() + static_cast<long>(at),
+                           v.begin() + static_cast<long>(at + n));
+  std::sort(part.begin(), part.end());
+  return part[part.size() / 2];
+}
 }  // namespace
 
 void Communicator::publishTuningCache(const RankPlace& myPlace) {
@@ -67,9 +75,39 @@ std::vector<double> Communicator::maxOverRanks(const std::vector<double>& mine) 
   return out;
 }
 
+namespace {
+constexpr int kWindowReps = 3;
+}  // namespace
+
+bool Communicator::timeWindowAllReduce(size_t count, std::vector<double>& times,
+                                       algo::CollArgs* args) {
+  const algo::AlgorithmInfo* direct = algo::find(algo::Coll::kAllReduce, "direct");
+  algo::CollArgs a = baseArgs(algo::Coll::kAllReduce, count, tuttiFloat32);
+  a.op = tuttiSum;
+  a.windowBytes = window_.chunkBytes();
+  if (direct == nullptr || a.windowBytes == 0 || !direct->applicable(a)) return false;
+  const Planner::Planned& p = planner_->build(*direct, a);
+  std::vector<float> in(count, 1.0f), out(count);
+  std::vector<std::byte> tmp(p.schedule.scratchBytes);
+  std::byte* buffers[3] = {reinterpret_cast<std::byte*>(in.data()),
+                           reinterpret_cast<std::byte*>(out.data()), tmp.data()};
+  for (int k = 0; k <= kWindowReps; ++k) {  // the first warms up (pages, the program's state)
+    const auto t0 = std::chrono::steady_clock::now();
+    if (p.program)
+      p.program->run(buffers, callOptions());
+    else
+      execute(p.schedule, p.peers, buffers);
+    if (k > 0) times.push_back(secondsSince(t0));
+  }
+  *args = std::move(a);
+  return true;
+}
+
 // A ring all-reduce of float32 at three sizes (8 B, 64 KiB, 1 MiB or 4 MiB: latency to bandwidth)
 // and the local reduction kernel, timed on every rank; the slowest rank's times fit the link the
-// communicator's ring crosses (shm on one host, tcp across hosts), as tutti-tune does.
+// communicator's ring crosses (shm on one host, tcp across hosts), as tutti-tune does. On one
+// host the shared window's direct all-reduce at 1 MiB is timed too: it prices reading another
+// rank's window (CostModel::windowReadBeta), which the ring's fit says nothing about.
 void Communicator::calibrate() {
   tuning::SelfTuning& st = *planner_->selfTuning();
   const tuning::FitLink link =
@@ -102,6 +140,9 @@ void Communicator::calibrate() {
     argsOf.push_back(std::move(a));
   }
   times.push_back(tuning::measureGammaPerByte(size_t{4} << 20, 3));
+  algo::CollArgs windowArgs;
+  const bool window =
+      link == tuning::FitLink::kShm && timeWindowAllReduce(counts[2], times, &windowArgs);
   std::vector<double> agreed = maxOverRanks(times);
   std::vector<double> seconds;
   std::vector<tuning::PointFeatures> features;
@@ -110,14 +151,11 @@ void Communicator::calibrate() {
                         : 0;
   size_t at = 0;
   for (int i = 0; i < 3; ++i) {
-    std::vector<double> v(agreed.begin() + static_cast<long>(at),
-                          agreed.begin() + static_cast<long>(at) + reps[i]);
+    seconds.push_back(medianOf(agreed, at, static_cast<size_t>(reps[i])));
     at += static_cast<size_t>(reps[i]);
-    std::sort(v.begin(), v.end());
-    seconds.push_back(v[v.size() / 2]);
     features.push_back(tuning::featuresOf(ring, argsOf[static_cast<size_t>(i)], link, cores));
   }
-  const double gamma = agreed.back();
+  const double gamma = agreed[at++];
   auto [alpha, beta] = tuning::fitAlphaBeta(seconds, features, gamma);
   // On a topology's model an insane fit keeps the topology's link (its NICs' speed).
   tuning::CostModel m =
@@ -126,16 +164,27 @@ void Communicator::calibrate() {
   if (sane) {
     (link == tuning::FitLink::kShm ? m.intraHost : m.interHost) = {alpha, beta};
     m.gammaPerByte = gamma;
+    if (window) {
+      tuning::CostModel planned = m;
+      planned.coresPerHost = cores;  // as the planner prices a call (Planner::model)
+      m.windowReadBeta =
+          tuning::fitWindowReadBeta(*algo::find(algo::Coll::kAllReduce, "direct"), windowArgs,
+                                    planned, medianOf(agreed, at, kWindowReps));
+    }
   }
   st.calibrated(link, m);  // an insane fit keeps the base values (and is not tried again)
   planner_->forgetChoices();
   if (planner_->usesTopologyModel() && sane)
     TUTTI_INFO(kTuning, "the topology's model takes the calibrated network link");
-  TUTTI_INFO(kTuning, "calibrated " << (link == tuning::FitLink::kShm ? "shm" : "tcp") << " in "
-                                    << secondsSince(start) * 1e3 << " ms: alpha " << alpha * 1e6
-                                    << " us, " << 1e-9 / beta << " GB/s, gamma " << 1e-9 / gamma
-                                    << " GB/s"
-                                    << (sane ? "" : " (out of range: kept the previous model)"));
+  TUTTI_INFO(
+      kTuning,
+      "calibrated " << (link == tuning::FitLink::kShm ? "shm" : "tcp") << " in "
+                    << secondsSince(start) * 1e3 << " ms: alpha " << alpha * 1e6 << " us, "
+                    << 1e-9 / beta << " GB/s, gamma " << 1e-9 / gamma << " GB/s"
+                    << (m.windowReadBeta > 0
+                            ? ", window reads " + std::to_string(1e-9 / m.windowReadBeta) + " GB/s"
+                            : std::string())
+                    << (sane ? "" : " (out of range: kept the previous model)"));
 }
 
 void Communicator::refine(const tuning::TuneKey& key, int sample, double seconds) {

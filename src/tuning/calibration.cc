@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "reduce/reduce.h"
 #include "tuning/timed_sim.h"
@@ -20,6 +21,24 @@ PointFeatures featuresOf(const algo::AlgorithmInfo& info, const algo::CollArgs& 
     return timeCollective(info, args, m).seconds;
   };
   return {unit(1, 0, 0), unit(0, 1, 0), unit(0, 0, 1)};
+}
+
+double fitWindowReadBeta(const algo::AlgorithmInfo& info, const algo::CollArgs& args,
+                         const CostModel& m, double seconds) {
+  auto predicted = [&](double readBeta) {
+    CostModel c = m;
+    c.windowReadBeta = readBeta;
+    return timeCollective(info, args, c).seconds;
+  };
+  double lo = 1e-12, hi = 1e-8;  // the predicted time grows with the price
+  const double fastest = predicted(lo), slowest = predicted(hi);
+  if (!(slowest > fastest) || !(seconds <= slowest)) return -1;
+  if (seconds <= fastest) return lo;
+  for (int i = 0; i < 40; ++i) {
+    const double mid = std::sqrt(lo * hi);  // bisect on a log scale: prices span 4 decades
+    (predicted(mid) < seconds ? lo : hi) = mid;
+  }
+  return hi;
 }
 
 std::pair<double, double> fitAlphaBeta(const std::vector<double>& seconds,

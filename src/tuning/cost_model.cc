@@ -60,6 +60,7 @@ std::string tuningFileText(const CostModel& m) {
      << "gamma.gbps " << 1e-9 / m.gammaPerByte << "\n"
      << "nics_per_host " << m.nicsPerHost << "\n"
      << "cores_per_host " << m.coresPerHost << "\n";
+  if (m.windowReadBeta > 0) os << "window.read_gbps " << 1e-9 / m.windowReadBeta << "\n";
   return os.str();
 }
 

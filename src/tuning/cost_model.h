@@ -20,6 +20,11 @@ struct CostModel {
   // A round that only waits on the shared window (direct algorithms: a store and a futex,
   // no FIFO header, no doorbell, no payload copy) costs this fraction of intraHost.alpha.
   double windowSyncFactor = 0.3;
+  // Seconds per byte of reading another rank's shared window, measured by calibration (a direct
+  // all-reduce: whether such a read is a hit in a shared cache or a trip through memory depends
+  // on the machine). <= 0: not measured; then reads of a window whose chunks fit in 1 MiB cost
+  // nothing beyond the local work, and larger ones intraHost.beta (timed_sim.cc).
+  double windowReadBeta = -1;  // > 0 when measured
   // Inter-host links per host: the inter-host bytes that all ranks of a host move in one
   // round share them (contention), so a round's inter-host time is at least
   // host bytes / nicsPerHost * beta.
@@ -43,7 +48,8 @@ struct CostModel {
 };
 
 // Reads a tuning file ("key value" lines, '#' comments) on top of the built-in values.
-// Keys: shm.alpha_us shm.gbps tcp.alpha_us tcp.gbps gamma.gbps nics_per_host cores_per_host.
+// Keys: shm.alpha_us shm.gbps tcp.alpha_us tcp.gbps gamma.gbps window.read_gbps nics_per_host
+// cores_per_host.
 // Throws tutti::Error naming the file, the line and the problem.
 CostModel loadTuningFile(const std::string& path);
 // Writes m in the same format; `comment` lines are prefixed with '#'.

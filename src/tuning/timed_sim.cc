@@ -38,9 +38,16 @@ struct RankStats {
 // work already covers. Oversubscribed ranks use the whole 4 MiB window and pay it in full.
 constexpr size_t kCacheResidentWindow = size_t{1} << 20;
 
+// Where calibration measured the read (CostModel::windowReadBeta), that price holds at every
+// size.
 void readPeerWindow(RoundStat& st, const exec::Slice& src, int rank, const CostModel& m,
                     size_t windowBytes) {
   if (src.buf != exec::Buf::kWindow || src.rank < 0 || src.rank == rank) return;
+  if (m.windowReadBeta > 0) {
+    st.intra = true;
+    st.intraRecvSec += static_cast<double>(src.bytes) * m.windowReadBeta;
+    return;
+  }
   if (windowBytes <= kCacheResidentWindow) return;
   LinkCost lc = m.intraPair ? m.intraPair(rank, src.rank) : m.intraHost;
   st.intra = true;

@@ -17,8 +17,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "interfaces/algorithm.h"
 #include "exec/schedule.h"
+#include "interfaces/algorithm.h"
 #include "tuning/cost_model.h"
 
 namespace tutti::tuning {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "interfaces/algorithm.h"
 #include "exec/schedule.h"
+#include "interfaces/algorithm.h"
 #include "tuning/cost_model.h"
 #include "tuning/timed_sim.h"
 

@@ -49,14 +49,16 @@ void applyModelKey(CostModel& m, const std::string& file, int line, const std::s
     m.interHost.beta = bandwidth();
   } else if (key == "gamma.gbps") {
     m.gammaPerByte = bandwidth();
+  } else if (key == "window.read_gbps") {
+    m.windowReadBeta = bandwidth();
   } else if (key == "nics_per_host") {
     m.nicsPerHost = std::max(1, static_cast<int>(v));
   } else if (key == "cores_per_host") {
     m.coresPerHost = static_cast<int>(v);
   } else {
     fail(tuttiInvalidArgument, "tuning file ", file, " line ", line, ": unknown key '", key,
-         "' (known: shm.alpha_us shm.gbps tcp.alpha_us tcp.gbps gamma.gbps nics_per_host "
-         "cores_per_host calibrated choice)");
+         "' (known: shm.alpha_us shm.gbps tcp.alpha_us tcp.gbps gamma.gbps window.read_gbps "
+         "nics_per_host cores_per_host calibrated choice)");
   }
 }
 
@@ -136,6 +138,7 @@ void setCalibrated(TuningRecord& r, const std::string& link, const CostModel& m)
   (link == "shm" ? r.model.intraHost : r.model.interHost) =
       link == "shm" ? m.intraHost : m.interHost;
   r.model.gammaPerByte = m.gammaPerByte;
+  if (link == "shm") r.model.windowReadBeta = m.windowReadBeta;  // measured with shm
   r.calibrated.insert(link);
 }
 

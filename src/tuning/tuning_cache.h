@@ -25,8 +25,8 @@ struct TuningRecord {
   std::map<TuneKey, std::string> choices;
 };
 
-// Records link `shm` (m's intra-host link) or `tcp` (its inter-host link), and m's gamma, as
-// calibrated in r (the other link and the choices kept).
+// Records link `shm` (m's intra-host link and its window reads) or `tcp` (its inter-host
+// link), and m's gamma, as calibrated in r (the other link and the choices kept).
 void setCalibrated(TuningRecord& r, const std::string& link, const CostModel& m);
 
 // Parses a cache's (or tuning file's) text; throws tutti::Error naming `name`, the line and

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "tuning/calibration.h"
 #include "tuning/cost_model.h"
 #include "tuning/tuner.h"
 
@@ -151,6 +152,33 @@ TEST(TimedSim, CoresOversubscriptionScalesIntraHostBytes) {
   CollArgs a = args(8, size_t{1} << 20);
   double t = timeCollective(algoOf("ring"), a, m).seconds;
   EXPECT_NEAR(timeCollective(algoOf("ring"), a, c).seconds, 4 * t, 1e-12);
+}
+
+// A measured price of reading another rank's shared window (calibration) holds at every size,
+// where the built-in rule lets a window of small chunks be read for free; the fit of that
+// price to a direct all-reduce's time recovers it, and a schedule without window reads has
+// none to fit.
+TEST(TimedSim, MeasuredWindowReadsPriceDirectAndTheFitRecoversThem) {
+  CollArgs a = args(4, 262144);  // 1 MiB of float32
+  a.dtype = tuttiFloat32;
+  a.op = tuttiSum;
+  a.windowBytes = 256 << 10;  // cache-resident chunks: free under the built-in rule
+  const auto& direct = algoOf("direct");
+  CostModel m = flat(1e-6, 1.0 / 8e9, 1.0 / 20e9);
+  const double free = timeCollective(direct, a, m).seconds;
+  m.windowReadBeta = 1.0 / 5e9;
+  const double priced = timeCollective(direct, a, m).seconds;
+  EXPECT_GT(priced, free * 1.5);
+  m.windowReadBeta = 1.0 / 10e9;
+  EXPECT_LT(timeCollective(direct, a, m).seconds, priced);
+
+  CostModel fitFrom = flat(1e-6, 1.0 / 8e9, 1.0 / 20e9);
+  const double fitted = tutti::tuning::fitWindowReadBeta(direct, a, fitFrom, priced);
+  EXPECT_NEAR(1e-9 / fitted, 5.0, 0.01);
+  // Faster than the model without reads: free (the floor); beyond 0.1 GB/s: no fit.
+  EXPECT_DOUBLE_EQ(tutti::tuning::fitWindowReadBeta(direct, a, fitFrom, free * 0.5), 1e-12);
+  EXPECT_EQ(tutti::tuning::fitWindowReadBeta(direct, a, fitFrom, 10.0), -1);
+  EXPECT_EQ(tutti::tuning::fitWindowReadBeta(algoOf("ring"), a, fitFrom, priced), -1);
 }
 
 TEST(TimedSim, TunerPicksHierAcrossSlowHosts) {

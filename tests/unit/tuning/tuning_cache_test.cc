@@ -33,6 +33,18 @@ TEST(TuningCache, RecordTextRoundTrips) {
   EXPECT_EQ(back.calibrated, r.calibrated);
   EXPECT_EQ(back.choices, r.choices);
   EXPECT_EQ(tuningRecordText(back), text);
+  EXPECT_EQ(back.model.windowReadBeta, -1);  // not measured: not written
+  EXPECT_EQ(text.find("window.read_gbps"), std::string::npos);
+  // Calibrating shm records its window reads; calibrating tcp leaves them.
+  CostModel shm = r.model;
+  shm.windowReadBeta = 1.0 / 12e9;
+  setCalibrated(back, "shm", shm);
+  CostModel tcp = r.model;
+  tcp.windowReadBeta = 1.0 / 3e9;
+  setCalibrated(back, "tcp", tcp);
+  TuningRecord again = parseTuningRecord(tuningRecordText(back), "t");
+  EXPECT_NEAR(1e-9 / again.model.windowReadBeta, 12.0, 1e-4);
+  EXPECT_NE(tuningRecordText(back).find("window.read_gbps 12\n"), std::string::npos);
   // The model keys alone are a tuning file: the same parser reads both.
   EXPECT_NEAR(parseTuningRecord("shm.alpha_us 7\n", "t").model.intraHost.alpha, 7e-6, 1e-12);
 }
