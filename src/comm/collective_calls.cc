@@ -52,11 +52,8 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
                              calls_.scratch(plan->planned->schedule.scratchBytes)};
     const auto t0 =
         refining ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    if (const exec::WindowProgram* program = plan->planned->program.get()) {
-      program->run(buffers, callOptions());
-    } else {
-      execute(plan->planned->schedule, plan->planned->peers, buffers);
-    }
+    const Planner::Planned& planned = *plan->planned;
+    execute(planned.schedule, planned.peers, planned.program.get(), buffers);
     if (refining)
       refine(plan->key, plan->sample,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -25,6 +25,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "exec/executor.h"
+#include "exec/window_program.h"
 #include "reduce/reduce.h"
 #include "topology/binding.h"
 #include "tuning/tuner.h"
@@ -300,6 +301,15 @@ void Communicator::execute(const exec::Schedule& schedule, std::span<const int> 
   const exec::ExecOptions& options = callOptions();
   if (!peers.empty()) connect(peers);
   exec::execute(schedule, buffers, links_->table(), options);
+}
+
+void Communicator::execute(const exec::Schedule& schedule, std::span<const int> peers,
+                           const exec::WindowProgram* program,
+                           std::span<std::byte* const> buffers) {
+  if (program)
+    program->run(buffers, callOptions());
+  else
+    execute(schedule, peers, buffers);
 }
 
 const exec::ExecOptions& Communicator::callOptions() {

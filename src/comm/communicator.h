@@ -30,6 +30,9 @@
 #include "interfaces/transport.h"
 
 namespace tutti {
+namespace exec {
+class WindowProgram;
+}  // namespace exec
 class ConnectionSet;
 class FusedPlans;
 class Planner;
@@ -198,9 +201,10 @@ class Communicator {
   void startSelfTuning(const RankPlace& myPlace, const Deadline& deadline);
   void calibrate();
   // The direct all-reduce of `count` floats through the shared window, timed a few times after
-  // a warm-up (appended to `times`); false (nothing timed) without a window or where direct
-  // does not apply. The call's args in *args.
-  bool timeWindowAllReduce(size_t count, std::vector<double>& times, algo::CollArgs* args);
+  // a warm-up (appended to `times`): direct, with the call's args in *args; null (nothing
+  // timed) without a window or where direct does not apply.
+  const algo::AlgorithmInfo* timeWindowAllReduce(size_t count, std::vector<double>& times,
+                                                 algo::CollArgs* args);
   void refine(const tuning::TuneKey& key, int sample, double seconds);
   std::vector<double> maxOverRanks(const std::vector<double>& mine);
   // Runs one collective call as `tag`: records it in the flight recorder, checks it across
@@ -229,6 +233,10 @@ class Communicator {
   void execute(const exec::Schedule& schedule, std::span<std::byte* const> buffers);
   void execute(const exec::Schedule& schedule, std::span<const int> peers,
                std::span<std::byte* const> buffers);
+  // The schedule's window program where it has one (Planner::Planned::program), else the
+  // schedule over its peers.
+  void execute(const exec::Schedule& schedule, std::span<const int> peers,
+               const exec::WindowProgram* program, std::span<std::byte* const> buffers);
   // The execution options of the call about to run (window, call tag); fails when aborted.
   const exec::ExecOptions& callOptions();
   algo::CollArgs baseArgs(algo::Coll coll, size_t count, tuttiDataType_t dtype) const;

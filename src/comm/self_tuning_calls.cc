@@ -77,30 +77,37 @@ std::vector<double> Communicator::maxOverRanks(const std::vector<double>& mine) 
 
 namespace {
 constexpr int kWindowReps = 3;
+
+// One untimed call (connections, pages, a program's state), then `reps` timed ones appended to
+// `times`: each the time from its start to its end, back to back as in a loop (the throughput
+// the perf tests and refinement measure).
+template <typename Call>
+void timeCalls(Call&& call, int reps, std::vector<double>& times) {
+  call();
+  for (int k = 0; k < reps; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    times.push_back(secondsSince(t0));
+  }
+}
 }  // namespace
 
-bool Communicator::timeWindowAllReduce(size_t count, std::vector<double>& times,
-                                       algo::CollArgs* args) {
+const algo::AlgorithmInfo* Communicator::timeWindowAllReduce(size_t count,
+                                                             std::vector<double>& times,
+                                                             algo::CollArgs* args) {
   const algo::AlgorithmInfo* direct = algo::find(algo::Coll::kAllReduce, "direct");
   algo::CollArgs a = baseArgs(algo::Coll::kAllReduce, count, tuttiFloat32);
   a.op = tuttiSum;
   a.windowBytes = window_.chunkBytes();
-  if (direct == nullptr || a.windowBytes == 0 || !direct->applicable(a)) return false;
+  if (direct == nullptr || a.windowBytes == 0 || !direct->applicable(a)) return nullptr;
   const Planner::Planned& p = planner_->build(*direct, a);
   std::vector<float> in(count, 1.0f), out(count);
   std::vector<std::byte> tmp(p.schedule.scratchBytes);
   std::byte* buffers[3] = {reinterpret_cast<std::byte*>(in.data()),
                            reinterpret_cast<std::byte*>(out.data()), tmp.data()};
-  for (int k = 0; k <= kWindowReps; ++k) {  // the first warms up (pages, the program's state)
-    const auto t0 = std::chrono::steady_clock::now();
-    if (p.program)
-      p.program->run(buffers, callOptions());
-    else
-      execute(p.schedule, p.peers, buffers);
-    if (k > 0) times.push_back(secondsSince(t0));
-  }
+  timeCalls([&] { execute(p.schedule, p.peers, p.program.get(), buffers); }, kWindowReps, times);
   *args = std::move(a);
-  return true;
+  return direct;
 }
 
 // A ring all-reduce of float32 at three sizes (8 B, 64 KiB, 1 MiB or 4 MiB: latency to bandwidth)
@@ -129,20 +136,13 @@ void Communicator::calibrate() {
     std::vector<std::byte> tmp(s.scratchBytes);
     std::byte* buffers[3] = {reinterpret_cast<std::byte*>(in.data()),
                              reinterpret_cast<std::byte*>(out.data()), tmp.data()};
-    // The first call warms up (connections, pages); then each call's time is the time since
-    // the previous one ended (a loop's throughput, as the perf tests and refinement measure).
-    execute(s, buffers);
-    for (int k = 0; k < reps[i]; ++k) {
-      auto t0 = std::chrono::steady_clock::now();
-      execute(s, buffers);
-      times.push_back(secondsSince(t0));
-    }
+    timeCalls([&] { execute(s, buffers); }, reps[i], times);
     argsOf.push_back(std::move(a));
   }
   times.push_back(tuning::measureGammaPerByte(size_t{4} << 20, 3));
   algo::CollArgs windowArgs;
-  const bool window =
-      link == tuning::FitLink::kShm && timeWindowAllReduce(counts[2], times, &windowArgs);
+  const algo::AlgorithmInfo* window =
+      link == tuning::FitLink::kShm ? timeWindowAllReduce(counts[2], times, &windowArgs) : nullptr;
   std::vector<double> agreed = maxOverRanks(times);
   std::vector<double> seconds;
   std::vector<tuning::PointFeatures> features;
@@ -167,9 +167,8 @@ void Communicator::calibrate() {
     if (window) {
       tuning::CostModel planned = m;
       planned.coresPerHost = cores;  // as the planner prices a call (Planner::model)
-      m.windowReadBeta =
-          tuning::fitWindowReadBeta(*algo::find(algo::Coll::kAllReduce, "direct"), windowArgs,
-                                    planned, medianOf(agreed, at, kWindowReps));
+      m.windowReadBeta = tuning::fitWindowReadBeta(*window, windowArgs, planned,
+                                                   medianOf(agreed, at, kWindowReps));
     }
   }
   st.calibrated(link, m);  // an insane fit keeps the base values (and is not tried again)
