@@ -12,15 +12,17 @@ forced column of the algorithm auto used ("pick": the choice without the auto co
 noise), the worst size, and what calibration and exploration cost (from the TUNE log).
 
   tools/autotune-bench.py [--build build] [--np 2,4] [--colls all_reduce,all_gather,reduce_scatter]
-                          [--reps 3] [--ranges 16:64K:150,256K:256K:60,1M:64M:45] [-f 4] [-w 5] [-a 1|3]
+                          [--reps 3] [--ranges 16:64K:180,256K:2M:120,4M:64M:80] [-f 4] [-w 5] [-a 1|3]
                           [--cycles 3]
 
 Each range is MIN:MAX:ITERS, one perf-test invocation (the same cache). A shape's exploration
 takes TUTTI_TUNE_EXPLORE_AFTER (2) + up to 6 candidates x (2 + 5..15) calls (more timed calls
-for small sizes): ITERS + 1 must cover it for the cold run to finish exploring a size (and
-leave its winner for the warm run; 256 KiB at 2 ranks takes 50 calls, hence its own range of
-60), so the cold column includes the exploration and the warm one is
-the choice after it. The calls spent exploring are reported separately.
+for small sizes), and when others come within 25% of the fastest a run-off of up to 3 of them,
+each 2 x 3 untimed + 4..16 timed calls (16 while their calls take up to 8 ms together).
+ITERS + 1 must cover it for the cold run to finish exploring a size (and leave its winner for
+the warm run): up to 170 calls at 16 B - 64 KiB, about 110 at 256 KiB - 2 MiB, 74 from 4 MiB.
+So the cold column includes the exploration and the warm one is the choice after it. The calls
+spent exploring are reported separately.
 """
 import argparse
 import csv
@@ -78,7 +80,7 @@ def main():
     ap.add_argument("--np", default="2,4")
     ap.add_argument("--colls", default="all_reduce,all_gather,reduce_scatter")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--ranges", default="16:64K:150,256K:256K:60,1M:64M:45")
+    ap.add_argument("--ranges", default="16:64K:180,256K:2M:120,4M:64M:80")
     ap.add_argument("-f", default="4")
     ap.add_argument("-w", type=int, default=5)
     ap.add_argument("--cycles", type=int, default=3, help="size sweeps of the warm job")

@@ -39,6 +39,7 @@ class Planner;
 namespace tuning {
 struct CostModel;
 struct TuneKey;
+enum class FitLink;
 }  // namespace tuning
 
 class Communicator {
@@ -200,6 +201,9 @@ class Communicator {
   void publishTuningCache(const RankPlace& myPlace);
   void startSelfTuning(const RankPlace& myPlace, const Deadline& deadline);
   void calibrate();
+  // One calibration of `link`: measures, fits and writes the calibrated model to *m (left as
+  // it was when the fit is out of range: then false) and a one-line summary to *summary.
+  bool measureAndFit(tuning::FitLink link, tuning::CostModel* m, std::string* summary);
   // The direct all-reduce of `count` floats through the shared window, timed a few times after
   // a warm-up (appended to `times`): direct, with the call's args in *args; null (nothing
   // timed) without a window or where direct does not apply.

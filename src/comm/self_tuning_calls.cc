@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <sstream>
 
 #include "comm/communicator.h"
 #include "comm/planner.h"
@@ -115,12 +116,7 @@ const algo::AlgorithmInfo* Communicator::timeWindowAllReduce(size_t count,
 // communicator's ring crosses (shm on one host, tcp across hosts), as tutti-tune does. On one
 // host the shared window's direct all-reduce at 1 MiB is timed too: it prices reading another
 // rank's window (CostModel::windowReadBeta), which the ring's fit says nothing about.
-void Communicator::calibrate() {
-  tuning::SelfTuning& st = *planner_->selfTuning();
-  const tuning::FitLink link =
-      membership_->multiHost() ? tuning::FitLink::kTcp : tuning::FitLink::kShm;
-  if (!st.needsCalibration(link)) return;
-  const auto start = std::chrono::steady_clock::now();
+bool Communicator::measureAndFit(tuning::FitLink link, tuning::CostModel* m, std::string* summary) {
   const algo::AlgorithmInfo& ring = *algo::find(algo::Coll::kAllReduce, "ring");
   // The bandwidth point: 1 MiB on shm; 4 MiB across hosts, where a shaper's or switch's burst
   // (tbf's 256 KiB here) would pass a 1 MiB call's messages faster than the link's rate.
@@ -157,33 +153,58 @@ void Communicator::calibrate() {
   }
   const double gamma = agreed[at++];
   auto [alpha, beta] = tuning::fitAlphaBeta(seconds, features, gamma);
-  // On a topology's model an insane fit keeps the topology's link (its NICs' speed).
-  tuning::CostModel m =
-      planner_->usesTopologyModel() ? planner_->model(argsOf.front()) : st.baseModel();
   const bool sane = alpha > 0 && alpha < 1e-2 && beta > 1e-12 && beta < 1e-7 && gamma > 1e-13;
   if (sane) {
-    (link == tuning::FitLink::kShm ? m.intraHost : m.interHost) = {alpha, beta};
-    m.gammaPerByte = gamma;
+    (link == tuning::FitLink::kShm ? m->intraHost : m->interHost) = {alpha, beta};
+    m->gammaPerByte = gamma;
     if (window) {
-      tuning::CostModel planned = m;
+      tuning::CostModel planned = *m;
       planned.coresPerHost = cores;  // as the planner prices a call (Planner::model)
-      m.windowReadBeta = tuning::fitWindowReadBeta(*window, windowArgs, planned,
-                                                   medianOf(agreed, at, kWindowReps));
+      m->windowReadBeta = tuning::fitWindowReadBeta(*window, windowArgs, planned,
+                                                    medianOf(agreed, at, kWindowReps));
     }
   }
-  st.calibrated(link, m);  // an insane fit keeps the base values (and is not tried again)
+  std::ostringstream os;
+  os << "alpha " << alpha * 1e6 << " us, " << 1e-9 / beta << " GB/s, gamma " << 1e-9 / gamma
+     << " GB/s";
+  if (sane && m->windowReadBeta > 0) os << ", window reads " << 1e-9 / m->windowReadBeta << " GB/s";
+  *summary = os.str();
+  return sane;
+}
+
+// Calibrates at the first collective call of a host without a calibration. A fit out of range
+// (a burst of load on the machine: with more ranks than cores, 8 B calls that waited for a
+// descheduled rank) is measured once more; when that fails too, the communicator keeps the
+// model it had and the cache is left uncalibrated, so the next communicator tries again.
+void Communicator::calibrate() {
+  tuning::SelfTuning& st = *planner_->selfTuning();
+  const tuning::FitLink link =
+      membership_->multiHost() ? tuning::FitLink::kTcp : tuning::FitLink::kShm;
+  if (!st.needsCalibration(link)) return;
+  const auto start = std::chrono::steady_clock::now();
+  // On a topology's model an insane fit keeps the topology's link (its NICs' speed).
+  const algo::CollArgs any = baseArgs(algo::Coll::kAllReduce, 1, tuttiFloat32);
+  const tuning::CostModel base =
+      planner_->usesTopologyModel() ? planner_->model(any) : st.baseModel();
+  tuning::CostModel m = base;
+  std::string summary, first;
+  bool sane = measureAndFit(link, &m, &summary);
+  if (!sane) {
+    first = summary;
+    m = base;
+    sane = measureAndFit(link, &m, &summary);  // every rank agrees: the same agreed times
+  }
+  st.calibrated(link, m, sane);
   planner_->forgetChoices();
   if (planner_->usesTopologyModel() && sane)
     TUTTI_INFO(kTuning, "the topology's model takes the calibrated network link");
-  TUTTI_INFO(
-      kTuning,
-      "calibrated " << (link == tuning::FitLink::kShm ? "shm" : "tcp") << " in "
-                    << secondsSince(start) * 1e3 << " ms: alpha " << alpha * 1e6 << " us, "
-                    << 1e-9 / beta << " GB/s, gamma " << 1e-9 / gamma << " GB/s"
-                    << (m.windowReadBeta > 0
-                            ? ", window reads " + std::to_string(1e-9 / m.windowReadBeta) + " GB/s"
-                            : std::string())
-                    << (sane ? "" : " (out of range: kept the previous model)"));
+  TUTTI_INFO(kTuning, "calibrated "
+                          << (link == tuning::FitLink::kShm ? "shm" : "tcp") << " in "
+                          << secondsSince(start) * 1e3 << " ms: " << summary
+                          << (first.empty() ? "" : " (the first try, out of range: " + first + ")")
+                          << (sane ? ""
+                                   : " (out of range: kept the previous model, "
+                                     "not cached)"));
 }
 
 void Communicator::refine(const tuning::TuneKey& key, int sample, double seconds) {
@@ -193,8 +214,10 @@ void Communicator::refine(const tuning::TuneKey& key, int sample, double seconds
   if (!tuner.readyToConclude(key)) return;
   std::vector<double> agreed = maxOverRanks(tuner.measured(key));
   std::string why = tuner.conclude(key, agreed);
-  if (rank_ == 0) TUTTI_INFO(kTuning, "learned " << why);  // the same on every rank
-  st.learned(key, tuner.winner(key));
+  const std::string winner = tuner.winner(key);
+  if (rank_ == 0)  // the same on every rank
+    TUTTI_INFO(kTuning, (winner.empty() ? "exploring on: " : "learned ") << why);
+  if (!winner.empty()) st.learned(key, winner);
 }
 
 }  // namespace tutti

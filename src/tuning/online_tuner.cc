@@ -58,7 +58,8 @@ TuneKey tuneKeyOf(algo::Coll coll, int nranks, int hosts, size_t bytes, bool win
 }
 
 OnlineTuner::OnlineTuner(TuneSettings settings) : settings_(settings) {
-  TUTTI_ASSERT(settings_.reps >= 1 && settings_.warmup >= 0 && settings_.maxCandidates >= 1);
+  TUTTI_ASSERT(settings_.reps >= 1 && settings_.warmup >= 0 && settings_.cooldown >= 0 &&
+               settings_.maxCandidates >= 1);
 }
 
 void OnlineTuner::start(const TuneKey&, State& s, const std::vector<TuneOption>& ranked) {
@@ -76,15 +77,18 @@ void OnlineTuner::start(const TuneKey&, State& s, const std::vector<TuneOption>&
   }
   s.phase = Phase::kExploring;
   s.position = 0;
+  s.modelChoice = s.options[0].name;
   double all = 0;
   for (const TuneOption& o : s.options) all += std::max(o.predictedSec, 1e-9);
   s.reps = std::clamp(static_cast<int>(settings_.repBudgetSec / all), settings_.reps,
                       std::max(settings_.reps, settings_.maxReps));
   s.samples.assign(s.options.size() * static_cast<size_t>(s.reps), -1.0);
-  s.calls = planCalls(static_cast<int>(s.options.size()), s.reps, settings_.warmup);
+  s.calls =
+      planCalls(static_cast<int>(s.options.size()), s.reps, settings_.warmup, settings_.cooldown);
 }
 
-std::vector<OnlineTuner::PlannedCall> OnlineTuner::planCalls(int options, int reps, int warmup) {
+std::vector<OnlineTuner::PlannedCall> OnlineTuner::planCalls(int options, int reps, int warmup,
+                                                             int cooldown) {
   std::vector<PlannedCall> calls;
   const int firstPass = (reps + 1) / 2;
   for (int pass = 0; pass < 2; ++pass) {
@@ -95,6 +99,7 @@ std::vector<OnlineTuner::PlannedCall> OnlineTuner::planCalls(int options, int re
       for (int w = 0; w < warmup; ++w) calls.push_back({option, -1});
       for (int t = 0; t < timed; ++t)
         calls.push_back({option, option * reps + (pass == 0 ? 0 : firstPass) + t});
+      for (int c = 0; c < cooldown; ++c) calls.push_back({option, -1});
     }
   }
   return calls;
@@ -114,6 +119,7 @@ OnlineTuner::Pick OnlineTuner::pickFor(State& s) {
     return {s.options[0].name, -1, false};  // awaiting conclude()
   const PlannedCall& c = s.calls[static_cast<size_t>(s.position++)];
   ++explored_;
+  ++s.explored;
   return {s.options[static_cast<size_t>(c.option)].name, c.sample, false};
 }
 
@@ -133,20 +139,43 @@ bool OnlineTuner::readyToConclude(const TuneKey& key) const {
 namespace {
 // The mean of the recorded (>= 0) values; -1 when none. The slowest is left out when it took
 // more than twice the second slowest: one call the machine held up (a rank descheduled). Slow
-// calls that come with an algorithm come more than once, and stay.
-double meanOfTimes(const std::vector<double>& v) {
-  double sum = 0, slowest = 0, second = 0;
-  int n = 0;
-  for (double x : v) {
-    if (x < 0) continue;
-    sum += x, ++n;
-    if (x > slowest)
-      second = slowest, slowest = x;
-    else
-      second = std::max(second, x);
-  }
-  if (n >= 3 && slowest > 2 * second) sum -= slowest, --n;
-  return n == 0 ? -1 : sum / n;
+// calls that come with an algorithm come more than once, and stay; but each counts at most
+// kClipOverMedian x the median: a rank descheduled for a time slice (milliseconds, against
+// microseconds for a small call) must not outweigh all other calls, and two of them in 15 calls
+// are not the algorithm's rate of them.
+constexpr double kClipOverMedian = 4;
+
+double meanOfTimes(std::vector<double> v) {
+  std::erase_if(v, [](double x) { return x < 0; });
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  if (v.size() >= 3 && v.back() > 2 * v[v.size() - 2]) v.pop_back();
+  const double clip = kClipOverMedian * v[v.size() / 2];
+  double sum = 0;
+  for (double x : v) sum += std::min(x, clip);
+  return sum / static_cast<double>(v.size());
+}
+
+// The median of the recorded (>= 0) values; -1 when none.
+double medianOfTimes(std::vector<double> v) {
+  std::erase_if(v, [](double x) { return x < 0; });
+  if (v.empty()) return -1;
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// One candidate's time from its two passes' samples: the mean of all (meanOfTimes), or of one
+// pass alone when the other's median is more than twice its own. Then the machine was slower
+// for all of that pass's block (a burst of load, a descheduled rank's time slice spanning it),
+// not the candidate: slow calls that come with it come in both blocks, and the median of a
+// block hardly moves for one of them.
+double candidateTime(const std::vector<double>& first, const std::vector<double>& second) {
+  const double a = medianOfTimes(first), b = medianOfTimes(second);
+  if (a >= 0 && b >= 0 && a > 2 * b) return meanOfTimes(second);
+  if (a >= 0 && b >= 0 && b > 2 * a) return meanOfTimes(first);
+  std::vector<double> all = first;
+  all.insert(all.end(), second.begin(), second.end());
+  return meanOfTimes(all);
 }
 }  // namespace
 
@@ -154,41 +183,98 @@ std::vector<double> OnlineTuner::measured(const TuneKey& key) const {
   auto it = states_.find(key);
   TUTTI_ASSERT(it != states_.end());
   const State& s = it->second;
-  const size_t reps = static_cast<size_t>(s.reps);
+  const long reps = s.reps, firstPass = (reps + 1) / 2;  // as planCalls lays the samples out
   std::vector<double> out(s.options.size());
-  for (size_t i = 0; i < s.options.size(); ++i)
-    out[i] = meanOfTimes({s.samples.begin() + static_cast<long>(i * reps),
-                          s.samples.begin() + static_cast<long>((i + 1) * reps)});
+  for (size_t i = 0; i < s.options.size(); ++i) {
+    const auto begin = s.samples.begin() + static_cast<long>(i) * reps;
+    out[i] = candidateTime({begin, begin + firstPass}, {begin + firstPass, begin + reps});
+  }
   return out;
 }
 
-std::string OnlineTuner::conclude(const TuneKey& key, const std::vector<double>& measured) {
-  State& s = states_.at(key);
-  TUTTI_ASSERT(measured.size() == s.options.size());
+int OnlineTuner::fastest(const State& s, const std::vector<double>& measured) const {
   int best = -1;
   for (size_t i = 0; i < s.options.size(); ++i)
     if (measured[i] >= 0 && (best < 0 || measured[i] < measured[static_cast<size_t>(best)]))
       best = static_cast<int>(i);
   // The model's choice stays unless another is faster by more than the margin (noise).
-  if (best > 0 && measured[0] >= 0 &&
+  if (best > 0 && measured[0] >= 0 && s.options[0].name == s.modelChoice &&
       measured[0] <= measured[static_cast<size_t>(best)] * (1 + settings_.keepModelMargin))
     best = 0;
-  if (best < 0) best = 0;
-  s.winner = s.options[static_cast<size_t>(best)].name;
-  s.phase = Phase::kSettled;
+  return best < 0 ? 0 : best;
+}
+
+std::vector<int> OnlineTuner::finalists(const std::vector<double>& measured, int best) const {
+  const double b = measured[static_cast<size_t>(best)];
+  std::vector<int> close;
+  for (size_t i = 0; i < measured.size(); ++i)
+    if (b >= 0 && measured[i] >= 0 && measured[i] <= b * (1 + settings_.runoffWithin))
+      close.push_back(static_cast<int>(i));
+  // The fastest few (and `best`, which the margin may have kept over a faster one).
+  std::sort(close.begin(), close.end(), [&](int x, int y) {
+    return std::pair(x != best, measured[static_cast<size_t>(x)]) <
+           std::pair(y != best, measured[static_cast<size_t>(y)]);
+  });
+  if (static_cast<int>(close.size()) > settings_.runoffFinalists)
+    close.resize(static_cast<size_t>(std::max(1, settings_.runoffFinalists)));
+  std::sort(close.begin(), close.end());  // the model's order
+  return close.size() >= 2 ? close : std::vector<int>{};
+}
+
+void OnlineTuner::startRunoff(State& s, const std::vector<int>& finalists, double secondsPerRound) {
+  // The model's order is kept: its choice, if a finalist, stays first (the margin keeps it).
+  std::vector<TuneOption> options;
+  for (int i : finalists) options.push_back(s.options[static_cast<size_t>(i)]);
+  s.options = std::move(options);
+  s.runoff = true;
+  s.position = 0;
+  s.reps = std::clamp(static_cast<int>(settings_.runoffBudgetSec / std::max(secondsPerRound, 1e-9)),
+                      settings_.runoffMinReps,
+                      std::max(settings_.runoffMinReps, settings_.runoffMaxReps));
+  s.samples.assign(s.options.size() * static_cast<size_t>(s.reps), -1.0);
+  s.calls = planCalls(static_cast<int>(s.options.size()), s.reps, settings_.runoffWarmup,
+                      settings_.runoffCooldown);
+}
+
+std::string OnlineTuner::conclude(const TuneKey& key, const std::vector<double>& measured) {
+  State& s = states_.at(key);
+  TUTTI_ASSERT(measured.size() == s.options.size());
+  const int best = fastest(s, measured);
   std::ostringstream os;
   os.precision(4);
-  os << key.text() << ": " << s.winner << " after " << s.calls.size()
-     << " explored calls (model chose " << s.options[0].name << ";";
+  os << key.text() << ": ";
+  std::ostringstream times;
+  times.precision(4);
   for (size_t i = 0; i < s.options.size(); ++i) {
-    os << " " << s.options[i].name << " predicted " << s.options[i].predictedSec * 1e6
-       << " us, measured ";
+    times << " " << s.options[i].name << " predicted " << s.options[i].predictedSec * 1e6
+          << " us, measured ";
     if (measured[i] < 0)
-      os << "none";
+      times << "none";
     else
-      os << measured[i] * 1e6 << " us";
-    os << (i + 1 < s.options.size() ? "," : ")");
+      times << measured[i] * 1e6 << " us";
+    times << (i + 1 < s.options.size() ? "," : ")");
   }
+  const std::vector<int> close =
+      s.runoff || settings_.runoffMaxReps <= 0 ? std::vector<int>{} : finalists(measured, best);
+  if (!close.empty()) {
+    os << "run-off of";
+    double round = 0;
+    for (size_t i = 0; i < close.size(); ++i) {
+      os << (i == 0                 ? " "
+             : i + 1 < close.size() ? ", "
+                                    : " and ")
+         << s.options[static_cast<size_t>(close[i])].name;
+      round += measured[static_cast<size_t>(close[i])];
+    }
+    os << " (within " << settings_.runoffWithin * 100 << "%) after " << s.explored
+       << " calls (model chose " << s.modelChoice << ";" << times.str();
+    startRunoff(s, close, round);
+    return os.str();
+  }
+  s.winner = s.options[static_cast<size_t>(best)].name;
+  s.phase = Phase::kSettled;
+  os << s.winner << " after " << s.explored << " explored calls ("
+     << (s.runoff ? "run-off;" : "model chose " + s.modelChoice + ";") << times.str();
   return os.str();
 }
 

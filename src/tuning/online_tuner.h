@@ -7,7 +7,9 @@
 // or a burst of load on the machine falls on more than one candidate. `reps` timed calls per
 // candidate (more for small calls, TuneSettings), half in each pass. The caller times the
 // calls, agrees with the other ranks on the slowest rank's time of each candidate (the same
-// numbers on every rank) and hands them to conclude(); from then on the key's winner is used.
+// numbers on every rank) and hands them to conclude(); from then on the key's winner is used,
+// unless others came within TuneSettings::runoffWithin of the fastest: then those few run again,
+// alone, in longer blocks, and that run-off's times decide.
 // Winners learned earlier (a cache) are adopted without exploring. It holds no clocks and no
 // communicator: every decision comes from the call sequence and the agreed times, so ranks that
 // make the same calls decide alike. docs/tuning.md, "Online refinement".
@@ -43,11 +45,27 @@ struct TuneSettings {
   double withinFactor = 3;        // ... and only those predicted within this factor of the best
   int warmup = 1;                 // untimed calls per candidate and pass (schedule built, caches
                                   // warm, the switch from the previous candidate)
+  int cooldown = 0;               // untimed calls closing each block (the next candidate's first
+                                  // call, its schedule built, falls on them, not on a timed one)
   int reps = 5;                   // timed calls per candidate (their mean counts), at least
   int maxReps = 15;               // ... and up to this many while they fit in the budget below
   double repBudgetSec = 2e-3;     // predicted time of all candidates' timed calls (small calls
                                   // are cheap to repeat and noisier: more of them)
   double keepModelMargin = 0.10;  // the model's choice stays unless beaten by more than this
+  // A run-off when others come within runoffWithin of the fastest: they (runoffFinalists at
+  // most, the fastest first) alone run again
+  // in longer blocks (closer to a loop's steady state: a block's first calls, still out of step
+  // after the switch, and its last, overlapped by the next candidate's start, weigh less), with
+  // runoffWarmup and runoffCooldown untimed calls per block, and that decides. Timed calls per
+  // finalist: as many of runoffMinReps..runoffMaxReps as fit in runoffBudgetSec at their
+  // measured times (0 max: no run-off).
+  double runoffWithin = 0.25;
+  int runoffFinalists = 3;
+  int runoffMinReps = 4;
+  int runoffMaxReps = 16;
+  double runoffBudgetSec = 8e-3;
+  int runoffWarmup = 2;
+  int runoffCooldown = 1;
 };
 
 struct TuneOption {
@@ -81,12 +99,17 @@ class OnlineTuner {
   // This rank's time per candidate: the mean of its timed calls (-1: none was timed), what a
   // loop of them costs (a candidate with rare slow calls pays for them), leaving out a slowest
   // call that took more than twice the next slowest (one call the machine held up, with more
-  // ranks than cores, must not decide). Agreed as the slowest rank's mean, as a perf test's
-  // loop reports it, rather than the slowest rank of each call (which, with more ranks than
-  // cores, is nearly always a rank that was descheduled).
+  // ranks than cores, must not decide) and counting none for more than 4x the median (a time
+  // slice a rank was descheduled for is milliseconds, 100x a small call); a pass whose block
+  // has more than twice the median of the other's is left out (the machine, not the
+  // candidate, was slow then). Agreed as the slowest
+  // rank's mean, as a perf test's loop reports it, rather than the slowest rank of each call
+  // (which, with more ranks than cores, is nearly always a rank that was descheduled).
   std::vector<double> measured(const TuneKey& key) const;
-  // Chooses the winner from the agreed times per candidate; returns a one-line explanation
-  // (candidates, their predicted and measured times, the winner).
+  // Chooses the winner from the agreed times per candidate, or starts a run-off of the fastest
+  // when others are close to it (the key explores on: readyToConclude() again at its end, and
+  // winner() stays "" until then); returns a one-line explanation (candidates, their predicted
+  // and measured times, the winner or the run-off).
   std::string conclude(const TuneKey& key, const std::vector<double>& agreedSeconds);
   // A winner learned earlier: used from the key's first call.
   void adopt(const TuneKey& key, const std::string& algo);
@@ -107,6 +130,9 @@ class OnlineTuner {
     Phase phase = Phase::kCounting;
     int counted = 0;   // calls seen while counting
     int position = 0;  // the next exploring call's index in `calls`
+    int explored = 0;  // calls explored so far (both rounds)
+    bool runoff = false;
+    std::string modelChoice;  // the model's first candidate
     std::vector<TuneOption> options;
     int reps = 0;                    // timed calls per option (settings, scaled by the budget)
     std::vector<PlannedCall> calls;  // the exploration, call by call
@@ -114,8 +140,15 @@ class OnlineTuner {
     std::string winner;
   };
   // The two passes' calls (see the class comment).
-  static std::vector<PlannedCall> planCalls(int options, int reps, int warmup);
+  static std::vector<PlannedCall> planCalls(int options, int reps, int warmup, int cooldown);
   void start(const TuneKey& key, State& s, const std::vector<TuneOption>& ranked);
+  // Index of the fastest measured option; the model's choice (0, while a candidate) when within
+  // the margin of it.
+  int fastest(const State& s, const std::vector<double>& measured) const;
+  // The options a run-off compares (indices in the model's order): `best` and the fastest others
+  // within runoffWithin of it; empty when none is.
+  std::vector<int> finalists(const std::vector<double>& measured, int best) const;
+  void startRunoff(State& s, const std::vector<int>& finalists, double secondsPerRound);
   Pick pickFor(State& s);
 
   TuneSettings settings_;

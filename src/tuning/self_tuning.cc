@@ -40,10 +40,10 @@ const LinkCost* SelfTuning::calibratedNetwork() const {
              : nullptr;
 }
 
-void SelfTuning::calibrated(FitLink link, const CostModel& m) {
+void SelfTuning::calibrated(FitLink link, const CostModel& m, bool keep) {
   const std::string name = linkName(link);
   setCalibrated(agreed_, name, m);
-  if (writer_) writer_->update([&](TuningRecord& r) { setCalibrated(r, name, m); });
+  if (writer_ && keep) writer_->update([&](TuningRecord& r) { setCalibrated(r, name, m); });
 }
 
 void SelfTuning::learned(const TuneKey& key, const std::string& algo) {

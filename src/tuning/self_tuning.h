@@ -41,8 +41,9 @@ class SelfTuning {
   // Whether this communicator calibrates `link` at its first call (same answer on every rank).
   bool needsCalibration(FitLink link) const;
   // The model calibrated for `link` (the other link and keys kept): planned with from now on
-  // and kept in the cache.
-  void calibrated(FitLink link, const CostModel& m);
+  // and, when `keep`, kept in the cache (a calibration that failed is not: the next
+  // communicator on the host tries again).
+  void calibrated(FitLink link, const CostModel& m, bool keep = true);
   // A winner of online refinement, kept in the cache.
   void learned(const TuneKey& key, const std::string& algo);
   // The model calibration starts from (the cache's, else the built-in one).

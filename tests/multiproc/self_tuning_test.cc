@@ -141,7 +141,7 @@ TEST(SelfTuning, ExploredCallsAreCorrectEveryRankRunsTheSameAlgorithmAndTheCache
         setenv("TUTTI_TUNING_CACHE", cache.c_str(), 1);
         setenv("TUTTI_TUNE_EXPLORE_AFTER", "1", 1);
         unsetenv("TUTTI_ALGO");
-        callStream(n, rank, id, 110, dir.file("seq." + std::to_string(rank)));
+        callStream(n, rank, id, 160, dir.file("seq." + std::to_string(rank)));
       },
       240);
   ASSERT_TRUE(result.allOk()) << result.describe();
@@ -181,7 +181,7 @@ TEST(SelfTuning, AWarmCacheIsUsedFromTheFirstCallAndRanksAgreeOnRankZerosCache) 
         [&](int rank) {
           setenv("TUTTI_TUNING_CACHE", cacheA.c_str(), 1);
           setenv("TUTTI_TUNE_EXPLORE_AFTER", "0", 1);
-          callStream(n, rank, id, 110, dir.file("seq." + std::to_string(rank)));
+          callStream(n, rank, id, 160, dir.file("seq." + std::to_string(rank)));
         },
         240);
     ASSERT_TRUE(result.allOk()) << result.describe();

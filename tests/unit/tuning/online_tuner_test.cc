@@ -1,7 +1,8 @@
 // OnlineTuner's decisions fed with synthetic timings: when exploring starts, which candidates
 // it tries and in what order (two passes, the second reversed), which calls it times, which winner
 // it keeps (the fastest by the mean of its calls, one held-up call left out, the model's own within
-// the margin), adopted winners, and the keys' text form.
+// the margin, a pass the machine slowed left out), the run-off of close finalists, adopted
+// winners, and the keys' text form.
 #include "tuning/online_tuner.h"
 
 #include <gtest/gtest.h>
@@ -95,6 +96,7 @@ TEST(OnlineTuner, UsesTheModelUntilAKeyIsSeenOftenThenTriesItsBestWithinTheFacto
 TEST(OnlineTuner, TheMeanDecidesAndTheModelsChoiceStaysWithinTheMargin) {
   TuneSettings s = twoCandidates(6);
   s.keepModelMargin = 0.05;
+  s.runoffMaxReps = 0;  // the first round decides
   {
     OnlineTuner t(s);
     // ring's typical call (0.6-0.7 ms) beats rabenseifner's 1.0 ms, but one slow call in three
@@ -119,8 +121,120 @@ TEST(OnlineTuner, TheMeanDecidesAndTheModelsChoiceStaysWithinTheMargin) {
   }
 }
 
-TEST(OnlineTuner, OneHeldUpCallDoesNotDecide) {
+// Two finalists within runoffWithin of each other (ring measured 5% faster than the model's
+// rabenseifner: within the 10% margin) run again, alone, in longer blocks: two untimed calls, the
+// timed ones, one untimed call closing the block; the run-off's times decide.
+TEST(OnlineTuner, CloseFinalistsRunOffInLongerBlocksAndTheRunOffDecides) {
+  TuneSettings s;
+  s.exploreAfter = 0;
+  s.maxCandidates = 3;
+  s.reps = 2;
+  s.runoffWithin = 0.25;
+  s.runoffMinReps = s.runoffMaxReps = 4;
+  s.runoffWarmup = 2;
+  s.runoffCooldown = 1;
+  for (bool ringWins : {true, false}) {
+    OnlineTuner t(s);
+    explore(t, key(), {{"rabenseifner", {1.0e-3}}, {"ring", {0.95e-3}}, {"tree", {2e-3}}});
+    EXPECT_EQ(t.exploredCalls(), 12);
+    std::string why = t.conclude(key(), t.measured(key()));
+    EXPECT_EQ(t.winner(key()), "") << why;
+    EXPECT_NE(why.find("run-off of rabenseifner and ring"), std::string::npos) << why;
+    EXPECT_FALSE(t.readyToConclude(key()));
+    EXPECT_FALSE(t.next(key(), ranked).settled);  // the run-off's first call
+    const double fast = 0.7e-3, slow = 1.0e-3;
+    Exploration run = explore(t, key(),
+                              {{"rabenseifner", {ringWins ? slow : fast}},
+                               {"ring", {ringWins ? fast : slow}},
+                               {"tree", {1e-6}}});
+    run.algos.insert(run.algos.begin(), "rabenseifner");
+    run.samples.insert(run.samples.begin(), -1);
+    const std::vector<std::string> rab(5, "rabenseifner"), ring(5, "ring");
+    std::vector<std::string> order;
+    for (const auto* block : {&rab, &ring, &ring, &rab})
+      order.insert(order.end(), block->begin(), block->end());
+    EXPECT_EQ(run.algos, order);
+    // rabenseifner's samples 0-3, ring's 4-7, half of each in a pass.
+    EXPECT_EQ(run.samples, (std::vector<int>{-1, -1, 0, 1, -1, -1, -1, 4, 5, -1,
+                                             -1, -1, 6, 7, -1, -1, -1, 2, 3, -1}));
+    EXPECT_EQ(t.measured(key()).size(), 2u);
+    why = t.conclude(key(), t.measured(key()));
+    EXPECT_EQ(t.winner(key()), ringWins ? "ring" : "rabenseifner") << why;
+    EXPECT_NE(why.find("after 32 explored calls (run-off;"), std::string::npos) << why;
+    EXPECT_EQ(t.exploredCalls(), 32);
+    EXPECT_TRUE(t.next(key(), ranked).settled);
+  }
+}
+
+// The margin keeps the model's choice only: in a run-off without it, the faster finalist wins.
+TEST(OnlineTuner, ARunOffWithoutTheModelsChoiceGoesToTheFaster) {
+  TuneSettings s;
+  s.exploreAfter = 0;
+  s.maxCandidates = 3;
+  s.reps = 2;
+  s.runoffMinReps = s.runoffMaxReps = 4;
+  OnlineTuner t(s);
+  explore(t, key(), {{"rabenseifner", {2e-3}}, {"ring", {1.0e-3}}, {"tree", {1.05e-3}}});
+  std::string why = t.conclude(key(), t.measured(key()));
+  EXPECT_NE(why.find("run-off of ring and tree"), std::string::npos) << why;
+  explore(t, key(), {{"ring", {1.0e-3}}, {"tree", {0.97e-3}}});
+  t.conclude(key(), t.measured(key()));
+  EXPECT_EQ(t.winner(key()), "tree");
+}
+
+TEST(OnlineTuner, ARunOffTakesTheFastestFewWithinTheFactor) {
+  TuneSettings s;
+  s.exploreAfter = 0;
+  s.maxCandidates = 3;
+  s.reps = 2;
+  s.runoffMinReps = s.runoffMaxReps = 2;
+  s.runoffWarmup = s.runoffCooldown = 0;
+  for (int most : {3, 2}) {
+    s.runoffFinalists = most;
+    OnlineTuner t(s);
+    explore(t, key(), {{"rabenseifner", {1.2e-3}}, {"ring", {1.0e-3}}, {"tree", {1.1e-3}}});
+    std::string why = t.conclude(key(), t.measured(key()));
+    EXPECT_NE(why.find(most == 3 ? "run-off of rabenseifner, ring and tree (within 25%)"
+                                 : "run-off of ring and tree (within 25%)"),
+              std::string::npos)
+        << why;
+    Exploration run =
+        explore(t, key(), {{"rabenseifner", {1e-3}}, {"ring", {1e-3}}, {"tree", {1e-3}}});
+    EXPECT_EQ(run.algos.size(), static_cast<size_t>(2 * most));
+    EXPECT_EQ(t.measured(key()).size(), static_cast<size_t>(most));
+  }
+}
+
+TEST(OnlineTuner, FinalistsFarApartNeedNoRunOffAndARunOffFitsItsBudget) {
+  TuneSettings s = twoCandidates(2);
+  s.runoffWithin = 0.25;
+  {
+    OnlineTuner t(s);
+    explore(t, key(), {{"rabenseifner", {1.0e-3}}, {"ring", {0.7e-3}}});  // 30% apart
+    t.conclude(key(), t.measured(key()));
+    EXPECT_EQ(t.winner(key()), "ring");
+  }
+  s.runoffMinReps = 4;
+  s.runoffMaxReps = 16;
+  s.runoffBudgetSec = 8e-3;
+  s.runoffWarmup = 0;
+  s.runoffCooldown = 0;
+  auto runoffCalls = [&](double seconds) {
+    OnlineTuner t(s);
+    explore(t, key(), {{"rabenseifner", {seconds}}, {"ring", {seconds}}});
+    const long first = t.exploredCalls();
+    t.conclude(key(), t.measured(key()));
+    explore(t, key(), {{"rabenseifner", {seconds}}, {"ring", {seconds}}});
+    return t.exploredCalls() - first;
+  };
+  EXPECT_EQ(runoffCalls(1e-5), 2 * 16);  // capped
+  EXPECT_EQ(runoffCalls(5e-4), 2 * 8);   // 8 ms / (2 x 0.5 ms)
+  EXPECT_EQ(runoffCalls(1e-2), 2 * 4);   // at least the minimum
+}
+
+TEST(OnlineTuner, OneHeldUpCallDoesNotDecideAndNoCallCountsForMoreThanFourMedians) {
   TuneSettings s = twoCandidates(6);
+  s.runoffMaxReps = 0;  // the first round decides
   {
     OnlineTuner t(s);
     // One of ring's calls waited 5 ms for a descheduled rank (more than twice its next slowest):
@@ -134,12 +248,46 @@ TEST(OnlineTuner, OneHeldUpCallDoesNotDecide) {
   }
   {
     OnlineTuner t(s);
-    // Two such calls are the algorithm's: they count (mean 2.07 ms).
+    // Two such calls are the algorithm's: they count, each as 4x the median (mean 1.2 ms).
     explore(
         t, key(),
         {{"rabenseifner", {1.0e-3}}, {"ring", {0.6e-3, 5.0e-3, 0.6e-3, 0.6e-3, 5.0e-3, 0.6e-3}}});
+    EXPECT_NEAR(t.measured(key())[1], 1.2e-3, 1e-12);
     t.conclude(key(), t.measured(key()));
     EXPECT_EQ(t.winner(key()), "rabenseifner");
+  }
+  {
+    OnlineTuner t(s);
+    // 16 B calls of 14 us; two waited 4 ms for a rank's time slice. Counted in full they would
+    // make rabenseifner's mean 1.34 ms and hand the key to ring (30 us); clipped, it is 28 us.
+    explore(t, key(),
+            {{"rabenseifner", {14e-6, 14e-6, 4e-3, 14e-6, 14e-6, 4e-3}}, {"ring", {30e-6}}});
+    EXPECT_NEAR(t.measured(key())[0], (4 * 14e-6 + 2 * 56e-6) / 6, 1e-12);
+    t.conclude(key(), t.measured(key()));
+    EXPECT_EQ(t.winner(key()), "rabenseifner");
+  }
+}
+
+TEST(OnlineTuner, APassTheMachineSlowedThroughoutDoesNotDecide) {
+  TuneSettings s = twoCandidates(6);
+  s.runoffMaxReps = 0;  // the first round decides
+  {
+    OnlineTuner t(s);
+    // rabenseifner's whole first block ran while the machine was 80x slower (its median 8 ms
+    // against 0.1 ms in the other pass): that block is left out and rabenseifner wins.
+    explore(t, key(), {{"rabenseifner", {8e-3, 8e-3, 8e-3, 1e-4, 1e-4, 1e-4}}, {"ring", {2e-4}}});
+    EXPECT_NEAR(t.measured(key())[0], 1e-4, 1e-12);
+    t.conclude(key(), t.measured(key()));
+    EXPECT_EQ(t.winner(key()), "rabenseifner");
+  }
+  {
+    OnlineTuner t(s);
+    // The same slow calls, one in each block: the candidate's own, they count (each as 4x the
+    // median: mean 0.2 ms) and ring's 0.15 ms wins.
+    explore(t, key(), {{"rabenseifner", {8e-3, 1e-4, 1e-4, 8e-3, 1e-4, 1e-4}}, {"ring", {1.5e-4}}});
+    EXPECT_NEAR(t.measured(key())[0], 2e-4, 1e-12);
+    t.conclude(key(), t.measured(key()));
+    EXPECT_EQ(t.winner(key()), "ring");
   }
 }
 

@@ -1,7 +1,8 @@
 // The tuning cache file: its text (model keys, calibrated links, learned choices) round-trips;
 // a corrupt file is ignored with a warning naming it and replaced by the next write; writers
 // in several processes at once lose no line and never leave half a file; the directory
-// follows TUTTI_TUNING_CACHE, XDG_CACHE_HOME and HOME.
+// follows TUTTI_TUNING_CACHE, XDG_CACHE_HOME and HOME; a calibration that failed is planned
+// with but not cached.
 #include "tuning/tuning_cache.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 
 #include "common/error.h"
 #include "harness/temp_dir.h"
+#include "tuning/self_tuning.h"
 
 namespace tutti::tuning {
 namespace {
@@ -85,6 +87,26 @@ TEST(TuningCache, ACorruptFileIsIgnoredWithAWarningAndReplacedByTheNextWrite) {
   // Other hardware, other file.
   EXPECT_NE(TuningCache(dir.path(), "hwloc#abd").path(),
             TuningCache(dir.path(), "hwloc#abc").path());
+}
+
+TEST(TuningCache, AFailedCalibrationIsPlannedWithButNotCachedSoTheNextCommunicatorTriesAgain) {
+  test::TempDir dir;
+  for (bool keep : {false, true}) {
+    auto writer = std::make_unique<TuningCache>(dir.path() + (keep ? "/kept" : "/failed"), "hw");
+    const std::string path = writer->path();
+    SelfTuning st(TuneSettings{}, "", ModelSource::kCache, std::move(writer), true);
+    ASSERT_TRUE(st.needsCalibration(FitLink::kShm));
+    CostModel m = CostModel::builtin();
+    m.intraHost.alpha = 7e-6;
+    st.calibrated(FitLink::kShm, m, keep);
+    EXPECT_FALSE(st.needsCalibration(FitLink::kShm));  // not again in this communicator
+    ASSERT_NE(st.model(), nullptr);
+    EXPECT_EQ(st.model()->intraHost.alpha, 7e-6);
+    std::string text = TuningCache(dir.path() + (keep ? "/kept" : "/failed"), "hw").read();
+    EXPECT_EQ(text.find("calibrated shm") != std::string::npos, keep) << path << ":\n" << text;
+    SelfTuning next(TuneSettings{}, text, ModelSource::kCache, nullptr, true);
+    EXPECT_EQ(next.needsCalibration(FitLink::kShm), !keep);
+  }
 }
 
 TEST(TuningCache, ConcurrentWritersLoseNoLineAndLeaveAWholeFile) {
