@@ -52,13 +52,13 @@ struct TuneSettings {
   double repBudgetSec = 2e-3;     // predicted time of all candidates' timed calls (small calls
                                   // are cheap to repeat and noisier: more of them)
   double keepModelMargin = 0.10;  // the model's choice stays unless beaten by more than this
-  // A run-off when others come within runoffWithin of the fastest: they (runoffFinalists at
-  // most, the fastest first) alone run again
-  // in longer blocks (closer to a loop's steady state: a block's first calls, still out of step
-  // after the switch, and its last, overlapped by the next candidate's start, weigh less), with
-  // runoffWarmup and runoffCooldown untimed calls per block, and that decides. Timed calls per
-  // finalist: as many of runoffMinReps..runoffMaxReps as fit in runoffBudgetSec at their
-  // measured times (0 max: no run-off).
+  // A run-off when others come within runoffWithin of the fastest: the fastest few
+  // (runoffFinalists at most) run again, alone, in longer blocks (closer to a loop's steady
+  // state: a block's first calls, still out of step after the switch, and its last, overlapped
+  // by the next candidate's start, weigh less), with runoffWarmup and runoffCooldown untimed
+  // calls per block, and that decides. Timed calls per finalist: as many of
+  // runoffMinReps..runoffMaxReps as fit in runoffBudgetSec at their measured times (0 max: no
+  // run-off).
   double runoffWithin = 0.25;
   int runoffFinalists = 3;
   int runoffMinReps = 4;
@@ -101,10 +101,10 @@ class OnlineTuner {
   // call that took more than twice the next slowest (one call the machine held up, with more
   // ranks than cores, must not decide) and counting none for more than 4x the median (a time
   // slice a rank was descheduled for is milliseconds, 100x a small call); a pass whose block
-  // has more than twice the median of the other's is left out (the machine, not the
-  // candidate, was slow then). Agreed as the slowest
-  // rank's mean, as a perf test's loop reports it, rather than the slowest rank of each call
-  // (which, with more ranks than cores, is nearly always a rank that was descheduled).
+  // has more than twice the median of the other's is left out (the machine, not the candidate,
+  // was slow then). Agreed as the slowest rank's mean, as a perf test's loop reports it, rather
+  // than the slowest rank of each call (which, with more ranks than cores, is nearly always a
+  // rank that was descheduled).
   std::vector<double> measured(const TuneKey& key) const;
   // Chooses the winner from the agreed times per candidate, or starts a run-off of the fastest
   // when others are close to it (the key explores on: readyToConclude() again at its end, and
