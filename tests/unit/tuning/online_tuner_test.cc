@@ -31,6 +31,17 @@ TuneSettings twoCandidates(int reps) {
   return s;
 }
 
+// Explores from a key's first call, three candidates, 2 timed calls each; a run-off times
+// `runoffReps` calls per finalist.
+TuneSettings threeCandidates(int runoffReps) {
+  TuneSettings s;
+  s.exploreAfter = 0;
+  s.maxCandidates = 3;
+  s.reps = 2;
+  s.runoffMinReps = s.runoffMaxReps = runoffReps;
+  return s;
+}
+
 // Runs key's calls until the tuner is ready to conclude: returns the algorithms of each call
 // and the samples they were timed under (-1: untimed); `seconds` gives each timed call's time.
 struct Exploration {
@@ -125,12 +136,8 @@ TEST(OnlineTuner, TheMeanDecidesAndTheModelsChoiceStaysWithinTheMargin) {
 // rabenseifner: within the 10% margin) run again, alone, in longer blocks: two untimed calls, the
 // timed ones, one untimed call closing the block; the run-off's times decide.
 TEST(OnlineTuner, CloseFinalistsRunOffInLongerBlocksAndTheRunOffDecides) {
-  TuneSettings s;
-  s.exploreAfter = 0;
-  s.maxCandidates = 3;
-  s.reps = 2;
+  TuneSettings s = threeCandidates(4);
   s.runoffWithin = 0.25;
-  s.runoffMinReps = s.runoffMaxReps = 4;
   s.runoffWarmup = 2;
   s.runoffCooldown = 1;
   for (bool ringWins : {true, false}) {
@@ -168,12 +175,7 @@ TEST(OnlineTuner, CloseFinalistsRunOffInLongerBlocksAndTheRunOffDecides) {
 
 // The margin keeps the model's choice only: in a run-off without it, the faster finalist wins.
 TEST(OnlineTuner, ARunOffWithoutTheModelsChoiceGoesToTheFaster) {
-  TuneSettings s;
-  s.exploreAfter = 0;
-  s.maxCandidates = 3;
-  s.reps = 2;
-  s.runoffMinReps = s.runoffMaxReps = 4;
-  OnlineTuner t(s);
+  OnlineTuner t(threeCandidates(4));
   explore(t, key(), {{"rabenseifner", {2e-3}}, {"ring", {1.0e-3}}, {"tree", {1.05e-3}}});
   std::string why = t.conclude(key(), t.measured(key()));
   EXPECT_NE(why.find("run-off of ring and tree"), std::string::npos) << why;
@@ -183,11 +185,7 @@ TEST(OnlineTuner, ARunOffWithoutTheModelsChoiceGoesToTheFaster) {
 }
 
 TEST(OnlineTuner, ARunOffTakesTheFastestFewWithinTheFactor) {
-  TuneSettings s;
-  s.exploreAfter = 0;
-  s.maxCandidates = 3;
-  s.reps = 2;
-  s.runoffMinReps = s.runoffMaxReps = 2;
+  TuneSettings s = threeCandidates(2);
   s.runoffWarmup = s.runoffCooldown = 0;
   for (int most : {3, 2}) {
     s.runoffFinalists = most;
