@@ -58,8 +58,7 @@ TuneKey tuneKeyOf(algo::Coll coll, int nranks, int hosts, size_t bytes, bool win
 }
 
 OnlineTuner::OnlineTuner(TuneSettings settings) : settings_(settings) {
-  TUTTI_ASSERT(settings_.reps >= 1 && settings_.warmup >= 0 && settings_.cooldown >= 0 &&
-               settings_.maxCandidates >= 1);
+  TUTTI_ASSERT(settings_.reps >= 1 && settings_.warmup >= 0 && settings_.maxCandidates >= 1);
 }
 
 void OnlineTuner::start(const TuneKey&, State& s, const std::vector<TuneOption>& ranked) {
@@ -83,8 +82,7 @@ void OnlineTuner::start(const TuneKey&, State& s, const std::vector<TuneOption>&
   s.reps = std::clamp(static_cast<int>(settings_.repBudgetSec / all), settings_.reps,
                       std::max(settings_.reps, settings_.maxReps));
   s.samples.assign(s.options.size() * static_cast<size_t>(s.reps), -1.0);
-  s.calls =
-      planCalls(static_cast<int>(s.options.size()), s.reps, settings_.warmup, settings_.cooldown);
+  s.calls = planCalls(static_cast<int>(s.options.size()), s.reps, settings_.warmup, 0);
 }
 
 std::vector<OnlineTuner::PlannedCall> OnlineTuner::planCalls(int options, int reps, int warmup,

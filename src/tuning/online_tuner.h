@@ -45,8 +45,6 @@ struct TuneSettings {
   double withinFactor = 3;        // ... and only those predicted within this factor of the best
   int warmup = 1;                 // untimed calls per candidate and pass (schedule built, caches
                                   // warm, the switch from the previous candidate)
-  int cooldown = 0;               // untimed calls closing each block (the next candidate's first
-                                  // call, its schedule built, falls on them, not on a timed one)
   int reps = 5;                   // timed calls per candidate (their mean counts), at least
   int maxReps = 15;               // ... and up to this many while they fit in the budget below
   double repBudgetSec = 2e-3;     // predicted time of all candidates' timed calls (small calls
@@ -139,7 +137,8 @@ class OnlineTuner {
     std::vector<double> samples;     // options x reps, -1 = not recorded
     std::string winner;
   };
-  // The two passes' calls (see the class comment).
+  // The two passes' calls (see the class comment); a block ends with `cooldown` untimed calls
+  // (the run-off's: the next candidate's start falls on them, not on a timed call).
   static std::vector<PlannedCall> planCalls(int options, int reps, int warmup, int cooldown);
   void start(const TuneKey& key, State& s, const std::vector<TuneOption>& ranked);
   // Index of the fastest measured option; the model's choice (0, while a candidate) when within
