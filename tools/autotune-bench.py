@@ -3,26 +3,33 @@
 docs/performance.md). For each rank count and collective, each repetition runs the perf test
 twice with `-A all` (every algorithm forced in turn, then the automatic choice, at every size,
 in the same run) on one fresh tuning cache: first cold (the job calibrates the host and
-explores the shapes it meets), then warm (the same cache: choices from the first call). The
-warm job sweeps the sizes --cycles times (the perf test's -N) and takes each column's median
-busbw over its cycles, so a slow stretch of the machine does not decide a column alone (at 4
-ranks on 2 cores one algorithm's columns in one run differ by up to 30%). Prints per size the
-median over repetitions of auto busbw / best forced busbw for cold and warm, the same for the
-forced column of the algorithm auto used ("pick": the choice without the auto column's own
-noise), the worst size, and what calibration and exploration cost (from the TUNE log).
+explores the shapes it meets), then warm (the same cache: choices from the first call). Each
+job sweeps the sizes several times (the perf test's -N): the cold job --cold-cycles (2) times,
+the warm job --cycles (3) times. Prints per size the median over repetitions of auto busbw /
+best forced busbw:
+  - cold, 1st sweep: calibration (at the first call, inside the warm-up) and exploration are
+    inside the measured calls, as a job that calls each size only ITERS times pays them;
+  - cold, after exploring: the cold job's later sweeps, what it learned (each column's median
+    over them);
+  - warm: each column's median over the warm job's sweeps, so that a slow stretch of the
+    machine does not decide a column alone (at 4 ranks on 2 cores one algorithm's columns in
+    one run differ by up to 30%);
+  - warm pick: the forced column of the algorithm auto used (the choice without the auto
+    column's own noise);
+and the worst size and median of each, and what calibration and exploration cost (from the
+TUNE log).
 
   tools/autotune-bench.py [--build build] [--np 2,4] [--colls all_reduce,all_gather,reduce_scatter]
                           [--reps 3] [--ranges 16:64K:180,256K:2M:120,4M:64M:80] [-f 4] [-w 5] [-a 1|3]
-                          [--cycles 3]
+                          [--cycles 3] [--cold-cycles 2]
 
 Each range is MIN:MAX:ITERS, one perf-test invocation (the same cache). A shape's exploration
 takes TUTTI_TUNE_EXPLORE_AFTER (2) + up to 6 candidates x (2 + 5..15) calls (more timed calls
 for small sizes), and when others come within 25% of the fastest a run-off of up to 3 of them,
 each 2 x 3 untimed + 4..16 timed calls (16 while their calls take up to 8 ms together).
-ITERS + 1 must cover it for the cold run to finish exploring a size (and leave its winner for
-the warm run): up to 170 calls at 16 B - 64 KiB, about 110 at 256 KiB - 2 MiB, 74 from 4 MiB.
-So the cold column includes the exploration and the warm one is the choice after it. The calls
-spent exploring are reported separately.
+ITERS + 1 must cover it for the cold job's first sweep to finish exploring a size: up to 170
+calls at 16 B - 64 KiB, about 110 at 256 KiB - 2 MiB, 74 from 4 MiB. The calls spent exploring
+are reported separately.
 """
 import argparse
 import csv
@@ -34,8 +41,9 @@ import sys
 import tempfile
 
 
-def run_perf(a, np, coll, cache, out_csv, cycles):
-    env = dict(os.environ, TUTTI_TUNING_CACHE=cache, TUTTI_DEBUG="INFO", TUTTI_DEBUG_SUBSYS="TUNE")
+def run_perf(a, np, coll, cache, out_csv, cycles, tune=True):
+    env = dict(os.environ, TUTTI_TUNING_CACHE=cache, TUTTI_DEBUG="INFO", TUTTI_DEBUG_SUBSYS="TUNE",
+               TUTTI_TUNE="1" if tune else "0")
     env.pop("TUTTI_ALGO", None)
     log = ""
     rows = []
@@ -52,7 +60,7 @@ def run_perf(a, np, coll, cache, out_csv, cycles):
         rows += list(csv.DictReader(open(out_csv)))
     calib = [float(x) for x in re.findall(r"calibrated \w+ in ([0-9.]+) ms", log)]
     explored = [int(x) for x in re.findall(r"after (\d+) explored calls", log)]
-    bws, used = {}, {}  # (size, algorithm or "auto") -> busbw per cycle; size -> auto's algorithms
+    bws, used = {}, {}  # (size, algorithm or "auto") -> busbw per cycle; size -> auto's algorithm per cycle
     for r in rows:
         if r["placement"] != "out-of-place" or not r["busbw_GBps"]:
             continue
@@ -62,16 +70,25 @@ def run_perf(a, np, coll, cache, out_csv, cycles):
         bws.setdefault((size, name), []).append(float(r["busbw_GBps"]))
         if name == "auto":
             used.setdefault(size, []).append(r["algo_used"])
+    return bws, used, calib, explored
+
+
+def summarise(bws, used, cycles):
+    """Each column's median busbw over the sweeps in `cycles` (a slice): the best forced
+    algorithm per size, auto's busbw and most used algorithm, every forced column."""
     best, auto, forced = {}, {}, {}
     for (size, name), v in bws.items():
-        bw = statistics.median(v)
+        if not v[cycles]:
+            continue
+        bw = statistics.median(v[cycles])
         if name == "auto":
-            auto[size] = (bw, max(set(used[size]), key=used[size].count))
+            names = used[size][cycles]
+            auto[size] = (bw, max(set(names), key=names.count))
         else:
             forced[(size, name)] = bw
             if bw > best.get(size, (0, ""))[0]:
                 best[size] = (bw, name)
-    return best, auto, forced, calib, explored
+    return best, auto, forced
 
 
 def main():
@@ -84,46 +101,73 @@ def main():
     ap.add_argument("-f", default="4")
     ap.add_argument("-w", type=int, default=5)
     ap.add_argument("--cycles", type=int, default=3, help="size sweeps of the warm job")
+    ap.add_argument("--cold-cycles", type=int, default=2,
+                    help="size sweeps of the cold job: the first explores, the rest run its choices")
+    ap.add_argument("--no-model", dest="model", action="store_false",
+                    help="leave out the third job (TUTTI_TUNE=0: the cost model alone, the baseline)")
     ap.add_argument("-a", dest="average", default="1",
                     help="perf-test time over ranks: 1 mean (nccl-tests' default), 3 the slowest")
     a = ap.parse_args()
     for np in [int(x) for x in a.np.split(",")]:
         for coll in a.colls.split(","):
-            ratios = {"cold": {}, "warm": {}, "pick": {}}
-            picks = {"cold": {}, "warm": {}}
+            ratios = {"cold": {}, "explored": {}, "warm": {}, "pick": {}, "model": {}}
+            picks = {"explored": {}, "warm": {}, "model": {}}
             bests = {}
             calib, explored = [], []
             for rep in range(a.reps):
                 with tempfile.TemporaryDirectory(prefix="tutti-autotune-") as d:
                     cache = os.path.join(d, "cache")
-                    for phase in ("cold", "warm"):
-                        best, auto, forced, c, e = run_perf(
-                            a, np, coll, cache, os.path.join(d, phase + ".csv"),
-                            1 if phase == "cold" else a.cycles)
-                        if phase == "cold":
+                    for job in ("cold", "warm") + (("model",) if a.model else ()):
+                        bws, used, c, e = run_perf(
+                            a, np, coll, cache, os.path.join(d, job + ".csv"),
+                            a.cold_cycles if job == "cold" else a.cycles, tune=job != "model")
+                        if job == "cold":
                             calib += c
                             explored.append(sum(e))
-                        for size, (bw, name) in best.items():
-                            if size in auto and bw > 0:
+                        # The cold job's first sweep pays calibration and exploration; its later
+                        # sweeps run what it learned. The warm job: every sweep.
+                        phases = ([("cold", slice(0, 1)), ("explored", slice(1, None))]
+                                  if job == "cold" else [(job, slice(None))])
+                        for phase, cycles in phases:
+                            best, auto, forced = summarise(bws, used, cycles)
+                            for size, (bw, name) in best.items():
+                                if size not in auto or bw <= 0:
+                                    continue
                                 ratios[phase].setdefault(size, []).append(auto[size][0] / bw)
+                                if phase == "cold":
+                                    continue
                                 picks[phase].setdefault(size, []).append(auto[size][1])
-                                bests.setdefault(size, []).append(name)
-                                if phase == "warm" and (size, auto[size][1]) in forced:
-                                    ratios["pick"].setdefault(size, []).append(
-                                        forced[(size, auto[size][1])] / bw)
+                                if phase == "warm":
+                                    bests.setdefault(size, []).append(name)
+                                    if (size, auto[size][1]) in forced:
+                                        ratios["pick"].setdefault(size, []).append(
+                                            forced[(size, auto[size][1])] / bw)
             print(f"\n## {coll}, {np} ranks ({a.reps} repetitions; auto busbw / best forced busbw, "
-                  "median; best forced per repetition; auto's algorithm per repetition)")
-            print("| size (B) | cold | warm | warm pick | best forced | auto cold | auto warm |")
-            print("|---|---|---|---|---|---|---|")
+                  "median; best forced (warm) and auto's algorithm per repetition)")
+            print("| size (B) | cold: 1st sweep | cold: after exploring | warm | warm pick | "
+                  "model alone | best forced | auto cold | auto warm | model alone |")
+            print("|---|---|---|---|---|---|---|---|---|---|")
+
+            def med(phase, size):
+                return f"{statistics.median(ratios[phase][size]):.2f}" if size in ratios[phase] else "-"
             for size in sorted(ratios["warm"]):
-                print(f"| {size} | {statistics.median(ratios['cold'].get(size, [0])):.2f} | "
-                      f"{statistics.median(ratios['warm'][size]):.2f} | "
-                      f"{statistics.median(ratios['pick'].get(size, [0])):.2f} | {','.join(bests[size])} | "
-                      f"{','.join(picks['cold'].get(size, []))} | {','.join(picks['warm'][size])} |")
-            for phase in ("cold", "warm", "pick"):
+                print(f"| {size} | {med('cold', size)} | {med('explored', size)} | {med('warm', size)} | "
+                      f"{med('pick', size)} | {med('model', size)} | {','.join(bests[size])} | "
+                      f"{','.join(picks['explored'].get(size, []))} | {','.join(picks['warm'][size])} | "
+                      f"{','.join(picks['model'].get(size, []))} |")
+            for phase in ("cold", "explored", "warm", "pick", "model"):
                 meds = [statistics.median(v) for v in ratios[phase].values()]
                 if meds:
                     print(f"{phase}: worst size {min(meds):.2f}, median {statistics.median(meds):.2f}")
+            if ratios["model"]:
+                # The model already chose well (>= 0.90 of the best): does the tuned choice keep it?
+                good = [x for x in ratios["model"] if x in ratios["warm"]
+                        and statistics.median(ratios["model"][x]) >= 0.90]
+                if good:
+                    worst = min(good, key=lambda x: statistics.median(ratios["warm"][x]))
+                    print(f"where the model alone reached >= 0.90 ({len(good)} sizes): warm worst "
+                          f"{statistics.median(ratios['warm'][worst]):.2f} ({worst} B, model alone "
+                          f"{statistics.median(ratios['model'][worst]):.2f})")
             if calib:
                 print(f"calibration at first init: {min(calib):.1f}-{max(calib):.1f} ms (ranks x runs)")
             print(f"explored calls per cold run (all shapes): {','.join(str(x) for x in explored)}")
