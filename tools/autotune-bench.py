@@ -7,8 +7,9 @@ explores the shapes it meets), then warm (the same cache: choices from the first
 job sweeps the sizes several times (the perf test's -N): the cold job --cold-cycles (2) times,
 the warm job --cycles (3) times. Prints per size the median over repetitions of auto busbw /
 best forced busbw:
-  - cold, 1st sweep: calibration (at the first call, inside the warm-up) and exploration are
-    inside the measured calls, as a job that calls each size only ITERS times pays them;
+  - cold, 1st sweep: each size's exploration is inside the measured calls, as a job that calls
+    each size only ITERS times pays it (calibration ran before, at the communicator's first
+    call, in the perf test's warm-up);
   - cold, after exploring: the cold job's later sweeps, what it learned (each column's median
     over them);
   - warm: each column's median over the warm job's sweeps, so that a slow stretch of the
@@ -124,8 +125,8 @@ def main():
                         if job == "cold":
                             calib += c
                             explored.append(sum(e))
-                        # The cold job's first sweep pays calibration and exploration; its later
-                        # sweeps run what it learned. The warm job: every sweep.
+                        # The cold job's first sweep pays the exploration; its later sweeps run
+                        # what it learned. The warm and model jobs: every sweep.
                         phases = ([("cold", slice(0, 1)), ("explored", slice(1, None))]
                                   if job == "cold" else [(job, slice(None))])
                         for phase, cycles in phases:
