@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Self-tuning against the best forced algorithm (docs/tuning.md, "Self-tuning"; figures in
 docs/performance.md). For each rank count and collective, each repetition runs the perf test
-twice with `-A all` (every algorithm forced in turn, then the automatic choice, at every size,
-in the same run) on one fresh tuning cache: first cold (the job calibrates the host and
-explores the shapes it meets), then warm (the same cache: choices from the first call). Each
-job sweeps the sizes several times (the perf test's -N): the cold job --cold-cycles (2) times,
-the warm job --cycles (3) times. Prints per size the median over repetitions of auto busbw /
-best forced busbw:
+three times with `-A all` (every algorithm forced in turn, then the automatic choice, at every
+size, in the same run) on one fresh tuning cache: first cold (the job calibrates the host and
+explores the shapes it meets), then warm (the same cache: choices from the first call), then
+the cost model alone (TUTTI_TUNE=0: no calibration, no refinement; --no-model leaves this job
+out). Each job sweeps the sizes several times (the perf test's -N): the cold job --cold-cycles
+(2) times, the warm and model jobs --cycles (3) times. Prints per size the median over
+repetitions of auto busbw / best forced busbw:
   - cold, 1st sweep: each size's exploration is inside the measured calls, as a job that calls
     each size only ITERS times pays it (calibration ran before, at the communicator's first
     call, in the perf test's warm-up);
@@ -17,12 +18,14 @@ best forced busbw:
     one run differ by up to 30%);
   - warm pick: the forced column of the algorithm auto used (the choice without the auto
     column's own noise);
-and the worst size and median of each, and what calibration and exploration cost (from the
-TUNE log).
+  - model alone: the model job's auto column, each column's median over its sweeps;
+and the worst size and median of each, the warm worst where the model alone reached >= 0.90
+(no regression where the model already chose well), and what calibration and exploration cost
+(from the TUNE log).
 
   tools/autotune-bench.py [--build build] [--np 2,4] [--colls all_reduce,all_gather,reduce_scatter]
                           [--reps 3] [--ranges 16:64K:180,256K:2M:120,4M:64M:80] [-f 4] [-w 5] [-a 1|3]
-                          [--cycles 3] [--cold-cycles 2]
+                          [--cycles 3] [--cold-cycles 2] [--no-model]
 
 Each range is MIN:MAX:ITERS, one perf-test invocation (the same cache). A shape's exploration
 takes TUTTI_TUNE_EXPLORE_AFTER (2) + up to 6 candidates x (2 + 5..15) calls (more timed calls
@@ -101,7 +104,7 @@ def main():
     ap.add_argument("--ranges", default="16:64K:180,256K:2M:120,4M:64M:80")
     ap.add_argument("-f", default="4")
     ap.add_argument("-w", type=int, default=5)
-    ap.add_argument("--cycles", type=int, default=3, help="size sweeps of the warm job")
+    ap.add_argument("--cycles", type=int, default=3, help="size sweeps of the warm and model jobs")
     ap.add_argument("--cold-cycles", type=int, default=2,
                     help="size sweeps of the cold job: the first explores, the rest run its choices")
     ap.add_argument("--no-model", dest="model", action="store_false",
