@@ -5,8 +5,11 @@ three times with `-A all` (every algorithm forced in turn, then the automatic ch
 size, in the same run) on one fresh tuning cache: first cold (the job calibrates the host and
 explores the shapes it meets), then warm (the same cache: choices from the first call), then
 the cost model alone (TUTTI_TUNE=0: no calibration, no refinement; --no-model leaves this job
-out). Each job sweeps the sizes several times (the perf test's -N): the cold job --cold-cycles
-(2) times, the warm and model jobs --cycles (3) times. Prints per size the median over
+out), then an oracle (--no-oracle leaves it out): the warm cache with each size's choice replaced
+by the warm job's best forced algorithm, a chooser that knew the answer. Its ratio is the
+metric's own floor on this machine: what the best possible choice scores when its column and
+the forced ones are measured again. Each job sweeps the sizes several times (the perf test's
+-N): the cold job --cold-cycles (2) times, the others --cycles (3) times. Prints per size the median over
 repetitions of auto busbw / best forced busbw:
   - cold, 1st sweep: each size's exploration is inside the measured calls, as a job that calls
     each size only ITERS times pays it (calibration ran before, at the communicator's first
@@ -19,13 +22,14 @@ repetitions of auto busbw / best forced busbw:
   - warm pick: the forced column of the algorithm auto used (the choice without the auto
     column's own noise);
   - model alone: the model job's auto column, each column's median over its sweeps;
+  - oracle: the oracle job's auto column, likewise;
 and the worst size and median of each, the warm worst where the model alone reached >= 0.90
 (no regression where the model already chose well), and what calibration and exploration cost
 (from the TUNE log).
 
   tools/autotune-bench.py [--build build] [--np 2,4] [--colls all_reduce,all_gather,reduce_scatter]
                           [--reps 3] [--ranges 16:64K:180,256K:2M:120,4M:64M:80] [-f 4] [-w 5] [-a 1|3]
-                          [--cycles 3] [--cold-cycles 2] [--no-model]
+                          [--cycles 3] [--cold-cycles 2] [--no-model] [--no-oracle]
 
 Each range is MIN:MAX:ITERS, one perf-test invocation (the same cache). A shape's exploration
 takes TUTTI_TUNE_EXPLORE_AFTER (2) + up to 6 candidates x (2 + 5..15) calls (more timed calls
@@ -37,8 +41,10 @@ are reported separately.
 """
 import argparse
 import csv
+import glob
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -77,6 +83,28 @@ def run_perf(a, np, coll, cache, out_csv, cycles, tune=True):
     return bws, used, calib, explored
 
 
+def write_oracle(cache, oracle, coll, np, best_by_size):
+    """Copies the tuning cache directory `cache` to `oracle` with the choice of each size's shape
+    replaced by that size's best forced algorithm. A shape's bucket is floor(log2) of the bytes
+    per rank (online_tuner.h): the size for all-reduce, size / ranks for the others."""
+    shutil.copytree(cache, oracle)
+    name = coll.replace("_", "")
+    buckets = {(s if coll == "all_reduce" else s // np).bit_length() - 1: s for s in best_by_size}
+    choice = re.compile(rf"^choice {name} n{np} h1 b(\d+) w\d \S+$")
+    for path in glob.glob(os.path.join(oracle, "*.tuning")):
+        lines = open(path).read().splitlines()
+        done = set()
+        for i, line in enumerate(lines):
+            m = choice.match(line)
+            if m and int(m.group(1)) in buckets:
+                size = buckets[int(m.group(1))]
+                lines[i] = line.rsplit(" ", 1)[0] + " " + best_by_size[size]
+                done.add(size)
+        if done != set(best_by_size):
+            sys.exit(f"oracle: no choice in {path} for sizes {sorted(set(best_by_size) - done)}")
+        open(path, "w").write("\n".join(lines) + "\n")
+
+
 def summarise(bws, used, cycles):
     """Each column's median busbw over the sweeps in `cycles` (a slice): the best forced
     algorithm per size, auto's busbw and most used algorithm, every forced column."""
@@ -109,21 +137,28 @@ def main():
                     help="size sweeps of the cold job: the first explores, the rest run its choices")
     ap.add_argument("--no-model", dest="model", action="store_false",
                     help="leave out the third job (TUTTI_TUNE=0: the cost model alone, the baseline)")
+    ap.add_argument("--no-oracle", dest="oracle", action="store_false",
+                    help="leave out the oracle job (the warm cache set to each size's best forced)")
     ap.add_argument("-a", dest="average", default="1",
                     help="perf-test time over ranks: 1 mean (nccl-tests' default), 3 the slowest")
     a = ap.parse_args()
     for np in [int(x) for x in a.np.split(",")]:
         for coll in a.colls.split(","):
-            ratios = {"cold": {}, "explored": {}, "warm": {}, "pick": {}, "model": {}}
+            ratios = {"cold": {}, "explored": {}, "warm": {}, "pick": {}, "model": {}, "oracle": {}}
             picks = {"explored": {}, "warm": {}, "model": {}}
             bests = {}
             calib, explored = [], []
             for rep in range(a.reps):
                 with tempfile.TemporaryDirectory(prefix="tutti-autotune-") as d:
                     cache = os.path.join(d, "cache")
-                    for job in ("cold", "warm") + (("model",) if a.model else ()):
+                    warm_best = {}
+                    for job in ("cold", "warm") + (("model",) if a.model else ()) + (
+                            ("oracle",) if a.oracle else ()):
+                        if job == "oracle":
+                            write_oracle(cache, os.path.join(d, "oracle"), coll, np, warm_best)
                         bws, used, c, e = run_perf(
-                            a, np, coll, cache, os.path.join(d, job + ".csv"),
+                            a, np, coll, os.path.join(d, "oracle") if job == "oracle" else cache,
+                            os.path.join(d, job + ".csv"),
                             a.cold_cycles if job == "cold" else a.cycles, tune=job != "model")
                         if job == "cold":
                             calib += c
@@ -138,7 +173,9 @@ def main():
                                 if size not in auto or bw <= 0:
                                     continue
                                 ratios[phase].setdefault(size, []).append(auto[size][0] / bw)
-                                if phase == "cold":
+                                if phase == "warm":
+                                    warm_best[size] = name
+                                if phase in ("cold", "oracle"):
                                     continue
                                 picks[phase].setdefault(size, []).append(auto[size][1])
                                 if phase == "warm":
@@ -149,17 +186,18 @@ def main():
             print(f"\n## {coll}, {np} ranks ({a.reps} repetitions; auto busbw / best forced busbw, "
                   "median; best forced (warm) and auto's algorithm per repetition)")
             print("| size (B) | cold: 1st sweep | cold: after exploring | warm | warm pick | "
-                  "model alone | best forced | auto cold | auto warm | model alone |")
-            print("|---|---|---|---|---|---|---|---|---|---|")
+                  "model alone | oracle | best forced | auto cold | auto warm | model alone |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|")
 
             def med(phase, size):
                 return f"{statistics.median(ratios[phase][size]):.2f}" if size in ratios[phase] else "-"
             for size in sorted(ratios["warm"]):
                 print(f"| {size} | {med('cold', size)} | {med('explored', size)} | {med('warm', size)} | "
-                      f"{med('pick', size)} | {med('model', size)} | {','.join(bests[size])} | "
+                      f"{med('pick', size)} | {med('model', size)} | {med('oracle', size)} | "
+                      f"{','.join(bests[size])} | "
                       f"{','.join(picks['explored'].get(size, []))} | {','.join(picks['warm'][size])} | "
                       f"{','.join(picks['model'].get(size, []))} |")
-            for phase in ("cold", "explored", "warm", "pick", "model"):
+            for phase in ("cold", "explored", "warm", "pick", "model", "oracle"):
                 meds = [statistics.median(v) for v in ratios[phase].values()]
                 if meds:
                     print(f"{phase}: worst size {min(meds):.2f}, median {statistics.median(meds):.2f}")
