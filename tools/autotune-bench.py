@@ -34,10 +34,11 @@ and the worst size and median of each, the warm worst where the model alone reac
 Each range is MIN:MAX:ITERS, one perf-test invocation (the same cache). A shape's exploration
 takes TUTTI_TUNE_EXPLORE_AFTER (2) + up to 6 candidates x (2 + 5..15) calls (more timed calls
 for small sizes), and when others come within 25% of the fastest a run-off of up to 3 of them,
-each 2 x 3 untimed + 4..16 timed calls (16 while their calls take up to 8 ms together).
-ITERS + 1 must cover it for the cold job's first sweep to finish exploring a size: up to 170
-calls at 16 B - 64 KiB, about 110 at 256 KiB - 2 MiB, 74 from 4 MiB. The calls spent exploring
-are reported separately.
+each 2 x 3 untimed + 4..16 timed calls (16 while their calls take up to 8 ms together), and up
+to two rounds more when its passes disagree. ITERS + 1 must cover it for the cold job's first
+sweep to finish exploring a size: up to 170 calls at 16 B - 64 KiB, about 110 at 256 KiB - 2 MiB,
+74 from 4 MiB, with one run-off round (later rounds spill into the second sweep). The calls
+spent exploring are reported separately.
 """
 import argparse
 import csv

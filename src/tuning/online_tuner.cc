@@ -182,10 +182,15 @@ std::vector<double> OnlineTuner::measured(const TuneKey& key) const {
   TUTTI_ASSERT(it != states_.end());
   const State& s = it->second;
   const long reps = s.reps, firstPass = (reps + 1) / 2;  // as planCalls lays the samples out
-  std::vector<double> out(s.options.size());
-  for (size_t i = 0; i < s.options.size(); ++i) {
+  const size_t n = s.options.size();
+  std::vector<double> out(3 * n);
+  for (size_t i = 0; i < n; ++i) {
     const auto begin = s.samples.begin() + static_cast<long>(i) * reps;
-    out[i] = candidateTime({begin, begin + firstPass}, {begin + firstPass, begin + reps});
+    const std::vector<double> first(begin, begin + firstPass),
+        second(begin + firstPass, begin + reps);
+    out[i] = candidateTime(first, second);
+    out[n + i] = meanOfTimes(first);
+    out[2 * n + i] = meanOfTimes(second);
   }
   return out;
 }
@@ -224,6 +229,10 @@ void OnlineTuner::startRunoff(State& s, const std::vector<int>& finalists, doubl
   std::vector<TuneOption> options;
   for (int i : finalists) options.push_back(s.options[static_cast<size_t>(i)]);
   s.options = std::move(options);
+  if (!s.runoff) {
+    s.runoffRound = 0;
+    s.runoffSums.assign(s.options.size(), 0.0);
+  }
   s.runoff = true;
   s.position = 0;
   s.reps = std::clamp(static_cast<int>(settings_.runoffBudgetSec / std::max(secondsPerRound, 1e-9)),
@@ -234,45 +243,92 @@ void OnlineTuner::startRunoff(State& s, const std::vector<int>& finalists, doubl
                       settings_.runoffCooldown);
 }
 
-std::string OnlineTuner::conclude(const TuneKey& key, const std::vector<double>& measured) {
+bool OnlineTuner::passesAgree(const std::vector<double>& times, int best, bool modelsChoice) const {
+  const size_t n = times.size() / 3;
+  const size_t b = static_cast<size_t>(best);
+  for (size_t pass = 1; pass <= 2; ++pass) {
+    const double* t = times.data() + pass * n;
+    double fastest = -1;
+    for (size_t i = 0; i < n; ++i)
+      if (t[i] >= 0 && (fastest < 0 || t[i] < fastest)) fastest = t[i];
+    // The margin keeps the model's choice against one that much faster: no round changes that.
+    const double allowed = modelsChoice
+                               ? std::max(settings_.runoffPassesAgree, settings_.keepModelMargin)
+                               : settings_.runoffPassesAgree;
+    if (t[b] >= 0 && t[b] > fastest * (1 + allowed)) return false;
+  }
+  return true;
+}
+
+namespace {
+// "a, b and c" of the options' names at `indices`.
+std::string namesOf(const std::vector<TuneOption>& options, const std::vector<int>& indices) {
+  std::string out;
+  for (size_t i = 0; i < indices.size(); ++i)
+    out += std::string(i == 0                   ? ""
+                       : i + 1 < indices.size() ? ", "
+                                                : " and ") +
+           options[static_cast<size_t>(indices[i])].name;
+  return out;
+}
+}  // namespace
+
+std::string OnlineTuner::conclude(const TuneKey& key, const std::vector<double>& agreed) {
   State& s = states_.at(key);
-  TUTTI_ASSERT(measured.size() == s.options.size());
-  const int best = fastest(s, measured);
+  const size_t n = s.options.size();
+  TUTTI_ASSERT(agreed.size() == n || agreed.size() == 3 * n);
+  const std::vector<double> measured(agreed.begin(), agreed.begin() + static_cast<long>(n));
+  if (s.runoff) {  // the rounds' times summed (a finalist without times in one: none)
+    ++s.runoffRound;
+    for (size_t i = 0; i < n; ++i)
+      s.runoffSums[i] = measured[i] < 0 || s.runoffSums[i] < 0 ? -1 : s.runoffSums[i] + measured[i];
+  }
+  const int best = fastest(s, s.runoff ? s.runoffSums : measured);
   std::ostringstream os;
   os.precision(4);
   os << key.text() << ": ";
   std::ostringstream times;
   times.precision(4);
-  for (size_t i = 0; i < s.options.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     times << " " << s.options[i].name << " predicted " << s.options[i].predictedSec * 1e6
           << " us, measured ";
     if (measured[i] < 0)
       times << "none";
     else
       times << measured[i] * 1e6 << " us";
-    times << (i + 1 < s.options.size() ? "," : ")");
+    times << (i + 1 < n ? "," : ")");
   }
-  const std::vector<int> close =
-      s.runoff || settings_.runoffMaxReps <= 0 ? std::vector<int>{} : finalists(measured, best);
+  std::vector<int> close;
+  if (!s.runoff && settings_.runoffMaxReps > 0) {
+    close = finalists(measured, best);
+    if (!close.empty())
+      os << "run-off of " << namesOf(s.options, close) << " (within "
+         << settings_.runoffWithin * 100 << "%)";
+  } else if (s.runoff && s.runoffRound < settings_.runoffRounds && agreed.size() == 3 * n &&
+             !passesAgree(agreed, best,
+                          s.options[static_cast<size_t>(best)].name == s.modelChoice)) {
+    for (size_t i = 0; i < n; ++i) close.push_back(static_cast<int>(i));
+    os << "run-off round " << s.runoffRound + 1 << " of " << namesOf(s.options, close)
+       << " (the passes of round " << s.runoffRound << " disagreed on "
+       << s.options[static_cast<size_t>(best)].name << ")";
+  }
   if (!close.empty()) {
-    os << "run-off of";
     double round = 0;
-    for (size_t i = 0; i < close.size(); ++i) {
-      os << (i == 0                 ? " "
-             : i + 1 < close.size() ? ", "
-                                    : " and ")
-         << s.options[static_cast<size_t>(close[i])].name;
-      round += measured[static_cast<size_t>(close[i])];
-    }
-    os << " (within " << settings_.runoffWithin * 100 << "%) after " << s.explored
-       << " calls (model chose " << s.modelChoice << ";" << times.str();
+    for (int i : close) round += std::max(measured[static_cast<size_t>(i)], 0.0);
+    os << " after " << s.explored << " calls (model chose " << s.modelChoice << ";" << times.str();
     startRunoff(s, close, round);
     return os.str();
   }
   s.winner = s.options[static_cast<size_t>(best)].name;
   s.phase = Phase::kSettled;
-  os << s.winner << " after " << s.explored << " explored calls ("
-     << (s.runoff ? "run-off;" : "model chose " + s.modelChoice + ";") << times.str();
+  os << s.winner << " after " << s.explored << " explored calls (";
+  if (!s.runoff)
+    os << "model chose " << s.modelChoice << ";";
+  else if (s.runoffRound == 1)
+    os << "run-off;";
+  else
+    os << "run-off, " << s.runoffRound << " rounds summed;";
+  os << times.str();
   return os.str();
 }
 

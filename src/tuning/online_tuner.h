@@ -64,6 +64,12 @@ struct TuneSettings {
   double runoffBudgetSec = 8e-3;
   int runoffWarmup = 2;
   int runoffCooldown = 1;
+  // A run-off whose passes disagree (in one of them its winner was more than runoffPassesAgree
+  // slower than another finalist) runs again, up to runoffRounds rounds in all; the sum of the
+  // rounds' times decides. A slow stretch of the machine that fell on one finalist's block, not
+  // enough to set its pass aside (candidateTime), must not decide alone.
+  int runoffRounds = 3;
+  double runoffPassesAgree = 0.05;
 };
 
 struct TuneOption {
@@ -102,12 +108,15 @@ class OnlineTuner {
   // has more than twice the median of the other's is left out (the machine, not the candidate,
   // was slow then). Agreed as the slowest rank's mean, as a perf test's loop reports it, rather
   // than the slowest rank of each call (which, with more ranks than cores, is nearly always a
-  // rank that was descheduled).
+  // rank that was descheduled). After the candidates' times come each one's first pass's, then
+  // each one's second pass's (the mean of that pass's calls, -1: none): 3 x candidates values.
   std::vector<double> measured(const TuneKey& key) const;
   // Chooses the winner from the agreed times per candidate, or starts a run-off of the fastest
-  // when others are close to it (the key explores on: readyToConclude() again at its end, and
-  // winner() stays "" until then); returns a one-line explanation (candidates, their predicted
-  // and measured times, the winner or the run-off).
+  // when others are close to it, or another round of a run-off whose passes disagree (the key
+  // explores on: readyToConclude() again at its end, and winner() stays "" until then); returns
+  // a one-line explanation (candidates, their predicted and measured times, the winner or the
+  // run-off). agreedSeconds: measured()'s layout, or the candidates' times alone (passes taken
+  // to agree).
   std::string conclude(const TuneKey& key, const std::vector<double>& agreedSeconds);
   // A winner learned earlier: used from the key's first call.
   void adopt(const TuneKey& key, const std::string& algo);
@@ -130,7 +139,9 @@ class OnlineTuner {
     int position = 0;  // the next exploring call's index in `calls`
     int explored = 0;  // calls explored so far (both rounds)
     bool runoff = false;
-    std::string modelChoice;  // the model's first candidate
+    int runoffRound = 0;             // run-off rounds concluded
+    std::vector<double> runoffSums;  // their agreed times per option, summed
+    std::string modelChoice;         // the model's first candidate
     std::vector<TuneOption> options;
     int reps = 0;                    // timed calls per option (settings, scaled by the budget)
     std::vector<PlannedCall> calls;  // the exploration, call by call
@@ -148,6 +159,9 @@ class OnlineTuner {
   // within runoffWithin of it; empty when none is.
   std::vector<int> finalists(const std::vector<double>& measured, int best) const;
   void startRunoff(State& s, const std::vector<int>& finalists, double secondsPerRound);
+  // True when each pass (times: measured()'s layout) has `best` within runoffPassesAgree of its
+  // fastest option (within the margin, when `best` is the model's choice).
+  bool passesAgree(const std::vector<double>& times, int best, bool modelsChoice) const;
   Pick pickFor(State& s);
 
   TuneSettings settings_;

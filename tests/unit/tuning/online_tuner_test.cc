@@ -1,8 +1,8 @@
 // OnlineTuner's decisions fed with synthetic timings: when exploring starts, which candidates
 // it tries and in what order (two passes, the second reversed), which calls it times, which winner
 // it keeps (the fastest by the mean of its calls, one held-up call left out, the model's own within
-// the margin, a pass the machine slowed left out), the run-off of close finalists, adopted
-// winners, and the keys' text form.
+// the margin, a pass the machine slowed left out), the run-off of close finalists (again while
+// its passes disagree), adopted winners, and the keys' text form.
 #include "tuning/online_tuner.h"
 
 #include <gtest/gtest.h>
@@ -164,7 +164,7 @@ TEST(OnlineTuner, CloseFinalistsRunOffInLongerBlocksAndTheRunOffDecides) {
     // rabenseifner's samples 0-3, ring's 4-7, half of each in a pass.
     EXPECT_EQ(run.samples, (std::vector<int>{-1, -1, 0, 1, -1, -1, -1, 4, 5, -1,
                                              -1, -1, 6, 7, -1, -1, -1, 2, 3, -1}));
-    EXPECT_EQ(t.measured(key()).size(), 2u);
+    EXPECT_EQ(t.measured(key()).size(), 3 * 2u);  // times, then first and second passes
     why = t.conclude(key(), t.measured(key()));
     EXPECT_EQ(t.winner(key()), ringWins ? "ring" : "rabenseifner") << why;
     EXPECT_NE(why.find("after 32 explored calls (run-off;"), std::string::npos) << why;
@@ -184,6 +184,56 @@ TEST(OnlineTuner, ARunOffWithoutTheModelsChoiceGoesToTheFaster) {
   EXPECT_EQ(t.winner(key()), "tree");
 }
 
+// A run-off whose passes disagree on its winner runs again (up to runoffRounds rounds), and the
+// rounds' summed times decide; passes within the margin of the model's choice agree with it.
+TEST(OnlineTuner, ARunOffWhosePassesDisagreeRunsAgainAndTheRoundsSummedDecide) {
+  // Times per algorithm in order of use: a run-off of 4 timed calls runs 2 in each pass.
+  const double ms = 1e-3;
+  {  // Round 1: rabenseifner slower than ring in the first pass, faster in the second (0.8 ms
+     // each overall); round 2 agrees; summed, rabenseifner 1.5 ms against ring's 1.6.
+    OnlineTuner t(threeCandidates(4));
+    explore(t, key(), {{"rabenseifner", {1.0e-3}}, {"ring", {0.95e-3}}, {"tree", {2e-3}}});
+    t.conclude(key(), t.measured(key()));
+    explore(t, key(),
+            {{"rabenseifner", {1.0 * ms, 1.0 * ms, 0.6 * ms, 0.6 * ms}}, {"ring", {0.8 * ms}}});
+    std::string why = t.conclude(key(), t.measured(key()));
+    EXPECT_EQ(t.winner(key()), "") << why;
+    EXPECT_NE(why.find("run-off round 2 of rabenseifner and ring (the passes of round 1 "
+                       "disagreed on rabenseifner)"),
+              std::string::npos)
+        << why;
+    explore(t, key(), {{"rabenseifner", {0.7 * ms}}, {"ring", {0.8 * ms}}});
+    why = t.conclude(key(), t.measured(key()));
+    EXPECT_EQ(t.winner(key()), "rabenseifner") << why;
+    EXPECT_NE(why.find("(run-off, 2 rounds summed;"), std::string::npos) << why;
+    EXPECT_EQ(t.exploredCalls(), 12 + 2 * 20);
+  }
+  {  // Passes that always disagree: three rounds, then the sums (a tie: the model's order).
+    OnlineTuner t(threeCandidates(4));
+    explore(t, key(), {{"rabenseifner", {2e-3}}, {"ring", {1.0e-3}}, {"tree", {1.05e-3}}});
+    t.conclude(key(), t.measured(key()));
+    std::string why;
+    for (int round = 1; round <= 3; ++round) {
+      EXPECT_EQ(t.winner(key()), "") << why;
+      explore(t, key(), {{"ring", {0.9 * ms, 0.9 * ms, 1.1 * ms, 1.1 * ms}}, {"tree", {1.0 * ms}}});
+      why = t.conclude(key(), t.measured(key()));
+    }
+    EXPECT_EQ(t.winner(key()), "ring") << why;
+    EXPECT_NE(why.find("(run-off, 3 rounds summed;"), std::string::npos) << why;
+    EXPECT_EQ(t.exploredCalls(), 12 + 3 * 20);
+  }
+  {  // The model's choice 8% slower in one pass, faster in the other: within the margin, agreed.
+    OnlineTuner t(threeCandidates(4));
+    explore(t, key(), {{"rabenseifner", {1.0e-3}}, {"ring", {0.95e-3}}, {"tree", {2e-3}}});
+    t.conclude(key(), t.measured(key()));
+    explore(t, key(),
+            {{"rabenseifner", {1.08 * ms, 1.08 * ms, 0.95 * ms, 0.95 * ms}}, {"ring", {1.0 * ms}}});
+    std::string why = t.conclude(key(), t.measured(key()));
+    EXPECT_EQ(t.winner(key()), "rabenseifner") << why;
+    EXPECT_NE(why.find("(run-off;"), std::string::npos) << why;
+  }
+}
+
 TEST(OnlineTuner, ARunOffTakesTheFastestFewWithinTheFactor) {
   TuneSettings s = threeCandidates(2);
   s.runoffWarmup = s.runoffCooldown = 0;
@@ -199,7 +249,7 @@ TEST(OnlineTuner, ARunOffTakesTheFastestFewWithinTheFactor) {
     Exploration run =
         explore(t, key(), {{"rabenseifner", {1e-3}}, {"ring", {1e-3}}, {"tree", {1e-3}}});
     EXPECT_EQ(run.algos.size(), static_cast<size_t>(2 * most));
-    EXPECT_EQ(t.measured(key()).size(), static_cast<size_t>(most));
+    EXPECT_EQ(t.measured(key()).size(), static_cast<size_t>(3 * most));
   }
 }
 
@@ -294,7 +344,8 @@ TEST(OnlineTuner, ConcludesOnTheAgreedTimesNotItsOwn) {
   OnlineTuner t(s);
   // This rank saw ring faster; the slowest rank's times (agreed) say rabenseifner.
   explore(t, key(), {{"rabenseifner", {2e-3}}, {"ring", {1e-3}}});
-  EXPECT_EQ(t.measured(key()), (std::vector<double>{2e-3, 1e-3}));
+  // The times, then each pass's (one timed call each: none in the second pass).
+  EXPECT_EQ(t.measured(key()), (std::vector<double>{2e-3, 1e-3, 2e-3, 1e-3, -1, -1}));
   t.conclude(key(), {2.5e-3, 4e-3});
   EXPECT_EQ(t.winner(key()), "rabenseifner");
 }
