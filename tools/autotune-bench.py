@@ -28,15 +28,17 @@ and the worst size and median of each, the warm worst where the model alone reac
 (from the TUNE log).
 
   tools/autotune-bench.py [--build build] [--np 2,4] [--colls all_reduce,all_gather,reduce_scatter]
-                          [--reps 3] [--ranges 16:64K:180,256K:2M:120,4M:64M:80] [-f 4] [-w 5] [-a 1|3]
+                          [--reps 3] [--ranges 8:8:180,16:64K:180,256K:2M:120,4M:64M:80] [-f 4] [-w 5] [-a 1|3]
                           [--cycles 3] [--cold-cycles 2] [--no-model] [--no-oracle]
 
-Each range is MIN:MAX:ITERS, one perf-test invocation (the same cache). A shape's exploration
+Each range is MIN:MAX:ITERS, one perf-test invocation (the same cache), in float32 unless its
+smallest size leaves a rank less than 4 bytes (all-gather and reduce-scatter of 8 B on 4
+ranks): that range runs in int8. A shape's exploration
 takes TUTTI_TUNE_EXPLORE_AFTER (2) + up to 6 candidates x (2 + 5..15) calls (more timed calls
 for small sizes), and when others come within 25% of the fastest a run-off of up to 3 of them,
 each 2 x 3 untimed + 4..16 timed calls (16 while their calls take up to 8 ms together), and up
 to two rounds more when its passes disagree. ITERS + 1 must cover it for the cold job's first
-sweep to finish exploring a size: up to 170 calls at 16 B - 64 KiB, about 110 at 256 KiB - 2 MiB,
+sweep to finish exploring a size: up to 170 calls at 8 B - 64 KiB, about 110 at 256 KiB - 2 MiB,
 74 from 4 MiB, with one run-off round (later rounds spill into the second sweep). The calls
 spent exploring are reported separately.
 """
@@ -52,7 +54,19 @@ import sys
 import tempfile
 
 
-def run_perf(a, np, coll, cache, out_csv, cycles, tune=True):
+def parse_size(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+def datatype(coll, np, smallest):
+    """float32, unless a range's smallest size leaves a rank less than one float32 (all-gather
+    and reduce-scatter of 8 B on 4 ranks): then int8."""
+    return "float" if coll == "all_reduce" or smallest // np >= 4 else "int8"
+
+
+def run_perf(a, np, coll, cache, out_csv, cycles, types, tune=True):
+    """Runs the perf test over the ranges; types[size] gets each size's datatype."""
     env = dict(os.environ, TUTTI_TUNING_CACHE=cache, TUTTI_DEBUG="INFO", TUTTI_DEBUG_SUBSYS="TUNE",
                TUTTI_TUNE="1" if tune else "0")
     env.pop("TUTTI_ALGO", None)
@@ -62,6 +76,7 @@ def run_perf(a, np, coll, cache, out_csv, cycles, tune=True):
         lo, hi, iters = r.split(":")
         cmd = [os.path.join(a.build, "tools", "tuttirun", "tuttirun"), "-np", str(np),
                os.path.join(a.build, "perf_tests", f"{coll}_perf"), "-b", lo, "-e", hi, "-f", a.f,
+               "-d", datatype(coll, np, int(parse_size(lo))),
                "-A", "all", "-c", "1", "-w", str(a.w), "-n", iters, "-a", a.average,
                "-N", str(cycles), "--csv", out_csv]
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
@@ -71,14 +86,18 @@ def run_perf(a, np, coll, cache, out_csv, cycles, tune=True):
         rows += list(csv.DictReader(open(out_csv)))
     calib = [float(x) for x in re.findall(r"calibrated \w+ in ([0-9.]+) ms", log)]
     explored = [int(x) for x in re.findall(r"after (\d+) explored calls", log)]
-    bws, used = {}, {}  # (size, algorithm or "auto") -> busbw per cycle; size -> auto's algorithm per cycle
+    # (size, algorithm or "auto") -> algbw per cycle; size -> auto's algorithm per cycle
+    bws, used = {}, {}
     for r in rows:
         if r["placement"] != "out-of-place" or not r["busbw_GBps"]:
             continue
         size, name = int(r["size"]), r["algo_requested"]
         if name != "auto" and int(r["wrong"] or 0) != 0:
             continue
-        bws.setdefault((size, name), []).append(float(r["busbw_GBps"]))
+        # From the time: the CSV's busbw has too few digits for 8 B (its factor over algbw is
+        # the same for every column of a size, so the ratios are busbw's).
+        bws.setdefault((size, name), []).append(size / float(r["time_us"]) / 1e3)
+        types[size] = r["type"]
         if name == "auto":
             used.setdefault(size, []).append(r["algo_used"])
     return bws, used, calib, explored
@@ -107,8 +126,8 @@ def write_oracle(cache, oracle, coll, np, best_by_size):
 
 
 def summarise(bws, used, cycles):
-    """Each column's median busbw over the sweeps in `cycles` (a slice): the best forced
-    algorithm per size, auto's busbw and most used algorithm, every forced column."""
+    """Each column's median bandwidth over the sweeps in `cycles` (a slice): the best forced
+    algorithm per size, auto's bandwidth and most used algorithm, every forced column."""
     best, auto, forced = {}, {}, {}
     for (size, name), v in bws.items():
         if not v[cycles]:
@@ -130,7 +149,7 @@ def main():
     ap.add_argument("--np", default="2,4")
     ap.add_argument("--colls", default="all_reduce,all_gather,reduce_scatter")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--ranges", default="16:64K:180,256K:2M:120,4M:64M:80")
+    ap.add_argument("--ranges", default="8:8:180,16:64K:180,256K:2M:120,4M:64M:80")
     ap.add_argument("-f", default="4")
     ap.add_argument("-w", type=int, default=5)
     ap.add_argument("--cycles", type=int, default=3, help="size sweeps of the warm and model jobs")
@@ -148,7 +167,7 @@ def main():
             ratios = {"cold": {}, "explored": {}, "warm": {}, "pick": {}, "model": {}, "oracle": {}}
             picks = {"explored": {}, "warm": {}, "model": {}}
             bests = {}
-            calib, explored = [], []
+            calib, explored, types = [], [], {}
             for rep in range(a.reps):
                 with tempfile.TemporaryDirectory(prefix="tutti-autotune-") as d:
                     cache = os.path.join(d, "cache")
@@ -160,7 +179,8 @@ def main():
                         bws, used, c, e = run_perf(
                             a, np, coll, os.path.join(d, "oracle") if job == "oracle" else cache,
                             os.path.join(d, job + ".csv"),
-                            a.cold_cycles if job == "cold" else a.cycles, tune=job != "model")
+                            a.cold_cycles if job == "cold" else a.cycles, types,
+                            tune=job != "model")
                         if job == "cold":
                             calib += c
                             explored.append(sum(e))
@@ -193,7 +213,8 @@ def main():
             def med(phase, size):
                 return f"{statistics.median(ratios[phase][size]):.2f}" if size in ratios[phase] else "-"
             for size in sorted(ratios["warm"]):
-                print(f"| {size} | {med('cold', size)} | {med('explored', size)} | {med('warm', size)} | "
+                dtype = "" if types.get(size, "float") == "float" else f" ({types[size]})"
+                print(f"| {size}{dtype} | {med('cold', size)} | {med('explored', size)} | {med('warm', size)} | "
                       f"{med('pick', size)} | {med('model', size)} | {med('oracle', size)} | "
                       f"{','.join(bests[size])} | "
                       f"{','.join(picks['explored'].get(size, []))} | {','.join(picks['warm'][size])} | "
