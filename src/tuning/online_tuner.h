@@ -137,7 +137,7 @@ class OnlineTuner {
     Phase phase = Phase::kCounting;
     int counted = 0;   // calls seen while counting
     int position = 0;  // the next exploring call's index in `calls`
-    int explored = 0;  // calls explored so far (both rounds)
+    int explored = 0;  // calls explored so far (every round)
     bool runoff = false;
     int runoffRound = 0;             // run-off rounds concluded
     std::vector<double> runoffSums;  // their agreed times per option, summed
