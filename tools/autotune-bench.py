@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
 """Self-tuning against the best forced algorithm (docs/tuning.md, "Self-tuning"; figures in
 docs/performance.md). For each rank count and collective, each repetition runs the perf test
-three times with `-A all` (every algorithm forced in turn, then the automatic choice, at every
+four times with `-A all` (every algorithm forced in turn, then the automatic choice, at every
 size, in the same run) on one fresh tuning cache: first cold (the job calibrates the host and
 explores the shapes it meets), then warm (the same cache: choices from the first call), then
 the cost model alone (TUTTI_TUNE=0: no calibration, no refinement; --no-model leaves this job
-out), then an oracle (--no-oracle leaves it out): the warm cache with each size's choice replaced
-by the warm job's best forced algorithm, a chooser that knew the answer. Its ratio is the
-metric's own floor on this machine: what the best possible choice scores when its column and
-the forced ones are measured again. Each job sweeps the sizes several times (the perf test's
--N): the cold job --cold-cycles (2) times, the others --cycles (3) times. Prints per size the median over
-repetitions of auto busbw / best forced busbw:
+out), then an oracle (--no-oracle leaves it out): the warm cache with each size's choice
+replaced by the warm job's best forced algorithm, a chooser that knew the answer. Its ratio is
+the metric's own floor on this machine: what the best possible choice scores when its column
+and the forced ones are measured again. Each job sweeps the sizes several times (the perf
+test's -N): the cold job --cold-cycles (4) times, the others --cycles (3) times. Prints per
+size the median over repetitions of auto busbw / best forced busbw:
   - cold, 1st sweep: each size's exploration is inside the measured calls, as a job that calls
     each size only ITERS times pays it (calibration ran before, at the communicator's first
     call, in the perf test's warm-up);
@@ -29,7 +29,7 @@ and the worst size and median of each, the warm worst where the model alone reac
 
   tools/autotune-bench.py [--build build] [--np 2,4] [--colls all_reduce,all_gather,reduce_scatter]
                           [--reps 3] [--ranges 8:8:180,16:64K:180,256K:2M:120,4M:64M:80] [-f 4] [-w 5] [-a 1|3]
-                          [--cycles 3] [--cold-cycles 2] [--no-model] [--no-oracle]
+                          [--cycles 3] [--cold-cycles 4] [--no-model] [--no-oracle]
 
 Each range is MIN:MAX:ITERS, one perf-test invocation (the same cache), in float32 unless its
 smallest size leaves a rank less than 4 bytes (all-gather and reduce-scatter of 8 B on 4
@@ -152,8 +152,9 @@ def main():
     ap.add_argument("--ranges", default="8:8:180,16:64K:180,256K:2M:120,4M:64M:80")
     ap.add_argument("-f", default="4")
     ap.add_argument("-w", type=int, default=5)
-    ap.add_argument("--cycles", type=int, default=3, help="size sweeps of the warm and model jobs")
-    ap.add_argument("--cold-cycles", type=int, default=2,
+    ap.add_argument("--cycles", type=int, default=3,
+                    help="size sweeps of the warm, model and oracle jobs")
+    ap.add_argument("--cold-cycles", type=int, default=4,
                     help="size sweeps of the cold job: the first explores, the rest run its choices")
     ap.add_argument("--no-model", dest="model", action="store_false",
                     help="leave out the third job (TUTTI_TUNE=0: the cost model alone, the baseline)")
