@@ -184,51 +184,60 @@ TEST(OnlineTuner, ARunOffWithoutTheModelsChoiceGoesToTheFaster) {
   EXPECT_EQ(t.winner(key()), "tree");
 }
 
+// A tuner whose first round (three candidates, 2 timed calls each, at these times) ended in a
+// run-off of 4 timed calls per finalist.
+OnlineTuner inRunoff(const std::map<std::string, std::vector<double>>& firstRound) {
+  OnlineTuner t(threeCandidates(4));
+  explore(t, key(), firstRound);
+  t.conclude(key(), t.measured(key()));
+  return t;
+}
+
+// One run-off round at these times per algorithm (in order of use: 2 timed calls in each pass);
+// the explanation of its conclusion.
+std::string runoffRound(OnlineTuner& t, const std::map<std::string, std::vector<double>>& times) {
+  explore(t, key(), times);
+  return t.conclude(key(), t.measured(key()));
+}
+
 // A run-off whose passes disagree on its winner runs again (up to runoffRounds rounds), and the
 // rounds' summed times decide; passes within the margin of the model's choice agree with it.
 TEST(OnlineTuner, ARunOffWhosePassesDisagreeRunsAgainAndTheRoundsSummedDecide) {
-  // Times per algorithm in order of use: a run-off of 4 timed calls runs 2 in each pass.
   const double ms = 1e-3;
+  const std::map<std::string, std::vector<double>> ringClose = {
+      {"rabenseifner", {1.0 * ms}}, {"ring", {0.95 * ms}}, {"tree", {2 * ms}}};
   {  // Round 1: rabenseifner slower than ring in the first pass, faster in the second (0.8 ms
      // each overall); round 2 agrees; summed, rabenseifner 1.5 ms against ring's 1.6.
-    OnlineTuner t(threeCandidates(4));
-    explore(t, key(), {{"rabenseifner", {1.0e-3}}, {"ring", {0.95e-3}}, {"tree", {2e-3}}});
-    t.conclude(key(), t.measured(key()));
-    explore(t, key(),
-            {{"rabenseifner", {1.0 * ms, 1.0 * ms, 0.6 * ms, 0.6 * ms}}, {"ring", {0.8 * ms}}});
-    std::string why = t.conclude(key(), t.measured(key()));
+    OnlineTuner t = inRunoff(ringClose);
+    std::string why = runoffRound(
+        t, {{"rabenseifner", {1.0 * ms, 1.0 * ms, 0.6 * ms, 0.6 * ms}}, {"ring", {0.8 * ms}}});
     EXPECT_EQ(t.winner(key()), "") << why;
     EXPECT_NE(why.find("run-off round 2 of rabenseifner and ring (the passes of round 1 "
                        "disagreed on rabenseifner)"),
               std::string::npos)
         << why;
-    explore(t, key(), {{"rabenseifner", {0.7 * ms}}, {"ring", {0.8 * ms}}});
-    why = t.conclude(key(), t.measured(key()));
+    why = runoffRound(t, {{"rabenseifner", {0.7 * ms}}, {"ring", {0.8 * ms}}});
     EXPECT_EQ(t.winner(key()), "rabenseifner") << why;
     EXPECT_NE(why.find("(run-off, 2 rounds summed;"), std::string::npos) << why;
     EXPECT_EQ(t.exploredCalls(), 12 + 2 * 20);
   }
   {  // Passes that always disagree: three rounds, then the sums (a tie: the model's order).
-    OnlineTuner t(threeCandidates(4));
-    explore(t, key(), {{"rabenseifner", {2e-3}}, {"ring", {1.0e-3}}, {"tree", {1.05e-3}}});
-    t.conclude(key(), t.measured(key()));
+    OnlineTuner t =
+        inRunoff({{"rabenseifner", {2 * ms}}, {"ring", {1.0 * ms}}, {"tree", {1.05 * ms}}});
     std::string why;
     for (int round = 1; round <= 3; ++round) {
       EXPECT_EQ(t.winner(key()), "") << why;
-      explore(t, key(), {{"ring", {0.9 * ms, 0.9 * ms, 1.1 * ms, 1.1 * ms}}, {"tree", {1.0 * ms}}});
-      why = t.conclude(key(), t.measured(key()));
+      why = runoffRound(t,
+                        {{"ring", {0.9 * ms, 0.9 * ms, 1.1 * ms, 1.1 * ms}}, {"tree", {1.0 * ms}}});
     }
     EXPECT_EQ(t.winner(key()), "ring") << why;
     EXPECT_NE(why.find("(run-off, 3 rounds summed;"), std::string::npos) << why;
     EXPECT_EQ(t.exploredCalls(), 12 + 3 * 20);
   }
   {  // The model's choice 8% slower in one pass, faster in the other: within the margin, agreed.
-    OnlineTuner t(threeCandidates(4));
-    explore(t, key(), {{"rabenseifner", {1.0e-3}}, {"ring", {0.95e-3}}, {"tree", {2e-3}}});
-    t.conclude(key(), t.measured(key()));
-    explore(t, key(),
-            {{"rabenseifner", {1.08 * ms, 1.08 * ms, 0.95 * ms, 0.95 * ms}}, {"ring", {1.0 * ms}}});
-    std::string why = t.conclude(key(), t.measured(key()));
+    OnlineTuner t = inRunoff(ringClose);
+    const std::string why = runoffRound(
+        t, {{"rabenseifner", {1.08 * ms, 1.08 * ms, 0.95 * ms, 0.95 * ms}}, {"ring", {1.0 * ms}}});
     EXPECT_EQ(t.winner(key()), "rabenseifner") << why;
     EXPECT_NE(why.find("(run-off;"), std::string::npos) << why;
   }
