@@ -243,9 +243,10 @@ void OnlineTuner::startRunoff(State& s, const std::vector<int>& finalists, doubl
                       settings_.runoffCooldown);
 }
 
-bool OnlineTuner::passesAgree(const std::vector<double>& times, int best, bool modelsChoice) const {
+bool OnlineTuner::passesAgree(const State& s, const std::vector<double>& times, int best) const {
   const size_t n = times.size() / 3;
   const size_t b = static_cast<size_t>(best);
+  const bool modelsChoice = best == 0 && s.options[0].name == s.modelChoice;  // as fastest()
   for (size_t pass = 1; pass <= 2; ++pass) {
     const double* t = times.data() + pass * n;
     double fastest = -1;
@@ -305,8 +306,7 @@ std::string OnlineTuner::conclude(const TuneKey& key, const std::vector<double>&
       os << "run-off of " << namesOf(s.options, close) << " (within "
          << settings_.runoffWithin * 100 << "%)";
   } else if (s.runoff && s.runoffRound < settings_.runoffRounds && agreed.size() == 3 * n &&
-             !passesAgree(agreed, best,
-                          s.options[static_cast<size_t>(best)].name == s.modelChoice)) {
+             !passesAgree(s, agreed, best)) {
     for (size_t i = 0; i < n; ++i) close.push_back(static_cast<int>(i));
     os << "run-off round " << s.runoffRound + 1 << " of " << namesOf(s.options, close)
        << " (the passes of round " << s.runoffRound << " disagreed on "

@@ -161,7 +161,7 @@ class OnlineTuner {
   void startRunoff(State& s, const std::vector<int>& finalists, double secondsPerRound);
   // True when each pass (times: measured()'s layout) has `best` within runoffPassesAgree of its
   // fastest option (within the margin, when `best` is the model's choice).
-  bool passesAgree(const std::vector<double>& times, int best, bool modelsChoice) const;
+  bool passesAgree(const State& s, const std::vector<double>& times, int best) const;
   Pick pickFor(State& s);
 
   TuneSettings settings_;
