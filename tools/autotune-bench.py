@@ -53,10 +53,8 @@ import subprocess
 import sys
 import tempfile
 
-
-def parse_size(text):
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "compare"))
+from compare import parse_bytes  # noqa: E402
 
 
 def datatype(coll, np, smallest):
@@ -76,7 +74,7 @@ def run_perf(a, np, coll, cache, out_csv, cycles, types, tune=True):
         lo, hi, iters = r.split(":")
         cmd = [os.path.join(a.build, "tools", "tuttirun", "tuttirun"), "-np", str(np),
                os.path.join(a.build, "perf_tests", f"{coll}_perf"), "-b", lo, "-e", hi, "-f", a.f,
-               "-d", datatype(coll, np, int(parse_size(lo))),
+               "-d", datatype(coll, np, parse_bytes(lo)),
                "-A", "all", "-c", "1", "-w", str(a.w), "-n", iters, "-a", a.average,
                "-N", str(cycles), "--csv", out_csv]
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
@@ -195,12 +193,11 @@ def main():
                                 if size not in auto or bw <= 0:
                                     continue
                                 ratios[phase].setdefault(size, []).append(auto[size][0] / bw)
-                                if phase == "warm":
-                                    warm_best[size] = name
                                 if phase in ("cold", "oracle"):
                                     continue
                                 picks[phase].setdefault(size, []).append(auto[size][1])
                                 if phase == "warm":
+                                    warm_best[size] = name
                                     bests.setdefault(size, []).append(name)
                                     if (size, auto[size][1]) in forced:
                                         ratios["pick"].setdefault(size, []).append(
