@@ -35,11 +35,6 @@ PERF = {"allgather": "all_gather_perf", "reducescatter": "reduce_scatter_perf",
         "alltoall": "alltoall_perf", "alltoallv": "alltoallv_perf"}
 
 
-def parse_size(s):
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    return int(s[:-1]) * mult[s[-1].upper()] if s[-1].upper() in mult else int(s)
-
-
 def run_perf(args, coll, hosts, per_host, warm_up=False):
     """One -A all run (warm_up: an automatic-only run of --warm iterations per size first fills
     the tuning cache, which the -A all run then reads)."""
