@@ -15,6 +15,7 @@
 // make the same calls decide alike. docs/tuning.md, "Online refinement".
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -71,6 +72,19 @@ struct TuneSettings {
   int runoffRounds = 3;
   double runoffPassesAgree = 0.05;
 };
+
+// The most calls of one key from its first to the one that settles its winner: exploreAfter on
+// the model's choice, every candidate's blocks at the most timed calls, then every run-off round
+// with the most finalists at theirs. A caller that must see every key settled (a test, a bench's
+// sweep) makes at least this many calls of each.
+constexpr int maxCallsToSettle(const TuneSettings& s) {
+  const int explore = s.maxCandidates * (2 * s.warmup + std::max(s.reps, s.maxReps));
+  const int round = s.runoffMaxReps <= 0
+                        ? 0
+                        : s.runoffFinalists * (2 * (s.runoffWarmup + s.runoffCooldown) +
+                                               std::max(s.runoffMinReps, s.runoffMaxReps));
+  return s.exploreAfter + explore + s.runoffRounds * round;
+}
 
 struct TuneOption {
   std::string name;

@@ -107,6 +107,12 @@ void callStream(int n, int rank, const tuttiUniqueId& id, int calls, const std::
   TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
 }
 
+// Calls per shape after which every shape has settled on its winner: a shape's exploration
+// takes up to 1 + 6 x (2 + 15) calls, then up to three run-off rounds of three finalists, each
+// 3 x (2 x 3 + 16) calls (301 in all: tuning::maxCallsToSettle, which tuning_online_test
+// checks against this number).
+constexpr int kCallsToSettle = 320;
+
 // Every rank's sequence file; the test fails unless all are equal. Returns rank 0's.
 std::string sameOnEveryRank(const TempDir& dir, int n) {
   std::string first = slurp(dir.file("seq.0"));
@@ -141,9 +147,7 @@ TEST(SelfTuning, ExploredCallsAreCorrectEveryRankRunsTheSameAlgorithmAndTheCache
         setenv("TUTTI_TUNING_CACHE", cache.c_str(), 1);
         setenv("TUTTI_TUNE_EXPLORE_AFTER", "1", 1);
         unsetenv("TUTTI_ALGO");
-        // 200 calls per shape: a shape's exploration takes up to 1 + 6 x (2 + 15) calls and
-        // a run-off of three finalists 3 x (2 x 3 + 16) more (169 in all).
-        callStream(n, rank, id, 200, dir.file("seq." + std::to_string(rank)));
+        callStream(n, rank, id, kCallsToSettle, dir.file("seq." + std::to_string(rank)));
       },
       240);
   ASSERT_TRUE(result.allOk()) << result.describe();
@@ -183,8 +187,7 @@ TEST(SelfTuning, AWarmCacheIsUsedFromTheFirstCallAndRanksAgreeOnRankZerosCache) 
         [&](int rank) {
           setenv("TUTTI_TUNING_CACHE", cacheA.c_str(), 1);
           setenv("TUTTI_TUNE_EXPLORE_AFTER", "0", 1);
-          // Every shape's exploration ends within 200 calls (168 at most: 6 x 17 + 3 x 22).
-          callStream(n, rank, id, 200, dir.file("seq." + std::to_string(rank)));
+          callStream(n, rank, id, kCallsToSettle, dir.file("seq." + std::to_string(rank)));
         },
         240);
     ASSERT_TRUE(result.allOk()) << result.describe();

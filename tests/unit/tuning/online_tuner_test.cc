@@ -243,6 +243,52 @@ TEST(OnlineTuner, ARunOffWhosePassesDisagreeRunsAgainAndTheRoundsSummedDecide) {
   }
 }
 
+// The worst case of one key, every count at its most: six candidates within the factor, 15
+// timed calls each, then three finalists within 25%, 16 timed calls each per round, whose
+// passes disagree in every round (all three). It settles at exactly maxCallsToSettle calls.
+TEST(OnlineTuner, AKeyWhoseEveryCountIsAtItsMostSettlesAtMaxCallsToSettle) {
+  TuneSettings s;
+  s.exploreAfter = 1;
+  // self_tuning_test makes this many calls of each shape (with TUTTI_TUNE_EXPLORE_AFTER 0 or
+  // 1) and expects every shape settled.
+  const int selfTuningTestCalls = 320;
+  EXPECT_LE(maxCallsToSettle(s), selfTuningTestCalls);
+  OnlineTuner t(s);
+  auto six = [] {
+    std::vector<TuneOption> o;
+    for (const char* name : {"a", "b", "c", "d", "e", "f"}) o.push_back({name, 1e-6});
+    return o;
+  };
+  const double us = 1e-6;
+  const std::map<std::string, double> firstRound = {
+      {"a", 1.0 * us}, {"b", 1.02 * us}, {"c", 1.04 * us}};
+  std::map<std::string, int> timedInRound;
+  int calls = 0, conclusions = 0;
+  std::string why;
+  while (t.winner(key()).empty() && calls < 1000) {
+    OnlineTuner::Pick p = t.next(key(), six);
+    ++calls;
+    if (p.sample >= 0) {
+      const int i = timedInRound[p.algo]++;
+      double sec = 2 * us;  // d, e and f in the first round
+      if (conclusions == 0 && firstRound.count(p.algo))
+        sec = firstRound.at(p.algo);
+      else if (conclusions > 0)  // a: 20% slower than b in the first pass, 30% faster after
+        sec = p.algo == "a" ? (i < 8 ? 1.2 * us : 0.7 * us) : firstRound.at(p.algo);
+      t.record(key(), p.sample, sec);
+    }
+    if (!t.readyToConclude(key())) continue;
+    why = t.conclude(key(), t.measured(key()));
+    ++conclusions;
+    timedInRound.clear();
+  }
+  EXPECT_EQ(conclusions, 4) << why;
+  EXPECT_EQ(t.winner(key()), "a") << why;
+  EXPECT_NE(why.find("(run-off, 3 rounds summed;"), std::string::npos) << why;
+  EXPECT_EQ(calls, maxCallsToSettle(s)) << why;
+  EXPECT_EQ(calls, 1 + 6 * (2 + 15) + 3 * 3 * (2 * (2 + 1) + 16));
+}
+
 TEST(OnlineTuner, ARunOffTakesTheFastestFewWithinTheFactor) {
   TuneSettings s = threeCandidates(2);
   s.runoffWarmup = s.runoffCooldown = 0;
