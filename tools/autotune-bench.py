@@ -14,8 +14,10 @@ size the median over repetitions of auto busbw / best forced busbw:
   - cold, 1st sweep: each size's exploration is inside the measured calls, as a job that calls
     each size only ITERS times pays it (calibration ran before, at the communicator's first
     call, in the perf test's warm-up);
-  - cold, after exploring: the cold job's later sweeps, what it learned (each column's median
-    over them);
+  - cold, after exploring: the cold job's sweeps after each size's last explored call (the
+    TUNE log's count of them; the first sweep's when that ends inside it), what it learned
+    (each column's median over them); a size whose exploration ran past the first sweep is
+    listed;
   - warm: each column's median over the warm job's sweeps, so that a slow stretch of the
     machine does not decide a column alone (at 4 ranks on 2 cores one algorithm's columns in
     one run differ by up to 30%);
@@ -29,7 +31,7 @@ and the worst size and median of each, the warm worst where the model alone reac
 
   tools/autotune-bench.py [--build build] [--np 2,4] [--colls all_reduce,all_gather,reduce_scatter]
                           [--reps 3] [--ranges 8:8:180,16:64K:180,256K:2M:120,4M:64M:80] [-f 4] [-w 5] [-a 1|3]
-                          [--cycles 3] [--cold-cycles 4] [--no-model] [--no-oracle]
+                          [--cycles 3] [--cold-cycles 4] [--no-model] [--no-oracle] [--logs DIR]
 
 Each range is MIN:MAX:ITERS, one perf-test invocation (the same cache), in float32 unless its
 smallest size leaves a rank less than 4 bytes (all-gather and reduce-scatter of 8 B on 4
@@ -37,10 +39,11 @@ ranks): that range runs in int8. A shape's exploration
 takes TUTTI_TUNE_EXPLORE_AFTER (2) + up to 6 candidates x (2 + 5..15) calls (more timed calls
 for small sizes), and when others come within 25% of the fastest a run-off of up to 3 of them,
 each 2 x 3 untimed + 4..16 timed calls (16 while their calls take up to 8 ms together), and up
-to two rounds more when its passes disagree. ITERS + 1 must cover it for the cold job's first
-sweep to finish exploring a size: up to 170 calls at 8 B - 64 KiB, about 110 at 256 KiB - 2 MiB,
-74 from 4 MiB, with one run-off round (later rounds spill into the second sweep). The calls
-spent exploring are reported separately.
+to two rounds more when its passes disagree. ITERS + 2 (the calls of a size per sweep) covers
+one run-off round: up to 170 calls at 8 B - 64 KiB, about 110 at 256 KiB - 2 MiB, 74 from
+4 MiB; later rounds spill into the second sweep and beyond. The calls spent exploring are
+reported separately. --logs DIR keeps each job's output and TUNE log
+(COLL-npN-repK-JOB.log).
 """
 import argparse
 import csv
@@ -64,12 +67,16 @@ def datatype(coll, np, smallest):
 
 
 def run_perf(a, np, coll, cache, out_csv, cycles, types, tune=True):
-    """Runs the perf test over the ranges; types[size] gets each size's datatype."""
+    """Runs the perf test over the ranges; types[size] gets each size's datatype. Returns the
+    job's bandwidths ((size, algorithm or "auto") -> per sweep), auto's algorithm per size and
+    sweep, the calibration times and explored-call counts of its TUNE log, the log itself, and
+    each size's ITERS."""
     env = dict(os.environ, TUTTI_TUNING_CACHE=cache, TUTTI_DEBUG="INFO", TUTTI_DEBUG_SUBSYS="TUNE",
                TUTTI_TUNE="1" if tune else "0")
     env.pop("TUTTI_ALGO", None)
     log = ""
     rows = []
+    iters_of = {}
     for r in a.ranges.split(","):
         lo, hi, iters = r.split(":")
         cmd = [os.path.join(a.build, "tools", "tuttirun", "tuttirun"), "-np", str(np),
@@ -81,7 +88,9 @@ def run_perf(a, np, coll, cache, out_csv, cycles, types, tune=True):
         if p.returncode != 0:
             sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout[-3000:]}{p.stderr[-3000:]}")
         log += p.stdout + p.stderr
-        rows += list(csv.DictReader(open(out_csv)))
+        found = list(csv.DictReader(open(out_csv)))
+        rows += found
+        iters_of.update({int(r["size"]): int(iters) for r in found})
     calib = [float(x) for x in re.findall(r"calibrated \w+ in ([0-9.]+) ms", log)]
     explored = [int(x) for x in re.findall(r"after (\d+) explored calls", log)]
     # (size, algorithm or "auto") -> algbw per cycle; size -> auto's algorithm per cycle
@@ -98,7 +107,35 @@ def run_perf(a, np, coll, cache, out_csv, cycles, types, tune=True):
         types[size] = r["type"]
         if name == "auto":
             used.setdefault(size, []).append(r["algo_used"])
-    return bws, used, calib, explored
+    return {"bws": bws, "used": used, "calib": calib, "explored": explored, "log": log,
+            "iters": iters_of}
+
+
+def bucket_of(coll, np, size):
+    """A size's tuning bucket: floor(log2) of the bytes per rank (online_tuner.h), the size for
+    all-reduce, size / ranks for the others."""
+    return (size if coll == "all_reduce" else size // np).bit_length() - 1
+
+
+def first_clean_sweep(log, coll, np, iters_of):
+    """size -> the cold job's first sweep that ran nothing but the size's learned choice (>= 1),
+    or None when the job ended before the size's exploration did. A shape's calls up to its
+    winner are TUTTI_TUNE_EXPLORE_AFTER (2) + its explored calls (the TUNE log's `learned <key>:
+    <algo> after N explored calls`); a sweep makes ITERS + 2 calls of a size (one before the
+    timed ones, one checked after). A run-off's later rounds spill into the second sweep and
+    beyond (ITERS covers one round), and a sweep with explored calls measures the exploring."""
+    name = coll.replace("_", "")
+    learned = {int(b): int(n) for b, n in re.findall(
+        rf"learned {name} n{np} h1 b(\d+) w\d: \S+ after (\d+) explored calls", log)}
+    exploring = {int(b) for b in re.findall(rf"exploring on: {name} n{np} h1 b(\d+) w\d", log)}
+    out = {}
+    for size, iters in iters_of.items():
+        b = bucket_of(coll, np, size)
+        if b in learned:
+            out[size] = max(1, -(-(2 + learned[b]) // (iters + 2)))
+        else:  # settled without exploring (one candidate), or still exploring at the end
+            out[size] = None if b in exploring else 1
+    return out
 
 
 def write_oracle(cache, oracle, coll, np, best_by_size):
@@ -107,7 +144,7 @@ def write_oracle(cache, oracle, coll, np, best_by_size):
     per rank (online_tuner.h): the size for all-reduce, size / ranks for the others."""
     shutil.copytree(cache, oracle)
     name = coll.replace("_", "")
-    buckets = {(s if coll == "all_reduce" else s // np).bit_length() - 1: s for s in best_by_size}
+    buckets = {bucket_of(coll, np, s): s for s in best_by_size}
     choice = re.compile(rf"^choice {name} n{np} h1 b(\d+) w\d \S+$")
     for path in glob.glob(os.path.join(oracle, "*.tuning")):
         lines = open(path).read().splitlines()
@@ -124,15 +161,15 @@ def write_oracle(cache, oracle, coll, np, best_by_size):
 
 
 def summarise(bws, used, cycles):
-    """Each column's median bandwidth over the sweeps in `cycles` (a slice): the best forced
+    """Each column's median bandwidth over the sweeps `cycles(size)` (a slice): the best forced
     algorithm per size, auto's bandwidth and most used algorithm, every forced column."""
     best, auto, forced = {}, {}, {}
     for (size, name), v in bws.items():
-        if not v[cycles]:
+        if not v[cycles(size)]:
             continue
-        bw = statistics.median(v[cycles])
+        bw = statistics.median(v[cycles(size)])
         if name == "auto":
-            names = used[size][cycles]
+            names = used[size][cycles(size)]
             auto[size] = (bw, max(set(names), key=names.count))
         else:
             forced[(size, name)] = bw
@@ -158,6 +195,7 @@ def main():
                     help="leave out the third job (TUTTI_TUNE=0: the cost model alone, the baseline)")
     ap.add_argument("--no-oracle", dest="oracle", action="store_false",
                     help="leave out the oracle job (the warm cache set to each size's best forced)")
+    ap.add_argument("--logs", help="keep each job's perf-test output and TUNE log in this folder")
     ap.add_argument("-a", dest="average", default="1",
                     help="perf-test time over ranks: 1 mean (nccl-tests' default), 3 the slowest")
     a = ap.parse_args()
@@ -166,7 +204,7 @@ def main():
             ratios = {"cold": {}, "explored": {}, "warm": {}, "pick": {}, "model": {}, "oracle": {}}
             picks = {"explored": {}, "warm": {}, "model": {}}
             bests = {}
-            calib, explored, types = [], [], {}
+            calib, explored, types, spilled = [], [], {}, []
             for rep in range(a.reps):
                 with tempfile.TemporaryDirectory(prefix="tutti-autotune-") as d:
                     cache = os.path.join(d, "cache")
@@ -175,18 +213,28 @@ def main():
                             ("oracle",) if a.oracle else ()):
                         if job == "oracle":
                             write_oracle(cache, os.path.join(d, "oracle"), coll, np, warm_best)
-                        bws, used, c, e = run_perf(
+                        r = run_perf(
                             a, np, coll, os.path.join(d, "oracle") if job == "oracle" else cache,
                             os.path.join(d, job + ".csv"),
                             a.cold_cycles if job == "cold" else a.cycles, types,
                             tune=job != "model")
+                        if a.logs:
+                            os.makedirs(a.logs, exist_ok=True)
+                            with open(os.path.join(a.logs, f"{coll}-np{np}-rep{rep}-{job}.log"),
+                                      "w") as f:
+                                f.write(r["log"])
+                        phases = [(job, lambda size: slice(None))]
                         if job == "cold":
-                            calib += c
-                            explored.append(sum(e))
-                        # The cold job's first sweep pays the exploration; its later sweeps run
-                        # what it learned. The warm and model jobs: every sweep.
-                        phases = ([("cold", slice(0, 1)), ("explored", slice(1, None))]
-                                  if job == "cold" else [(job, slice(None))])
+                            calib += r["calib"]
+                            explored.append(sum(r["explored"]))
+                            # The first sweep pays the exploration; the sweeps after a size's
+                            # last explored call run what it learned.
+                            clean = first_clean_sweep(r["log"], coll, np, r["iters"])
+                            spilled += [(size, k, rep) for size, k in clean.items() if k != 1]
+                            phases = [("cold", lambda size: slice(0, 1)),
+                                      ("explored", lambda size: slice(
+                                          clean[size] or a.cold_cycles, None))]
+                        bws, used = r["bws"], r["used"]
                         for phase, cycles in phases:
                             best, auto, forced = summarise(bws, used, cycles)
                             for size, (bw, name) in best.items():
@@ -233,6 +281,13 @@ def main():
             if calib:
                 print(f"calibration at first init: {min(calib):.1f}-{max(calib):.1f} ms (ranks x runs)")
             print(f"explored calls per cold run (all shapes): {','.join(str(x) for x in explored)}")
+            if spilled:
+                print("exploration past the cold job's first sweep (after exploring: the sweeps "
+                      "after it): " + ", ".join(
+                          f"{size} B explored into sweep {k} of {a.cold_cycles} (rep {rep + 1})"
+                          if k else
+                          f"{size} B unsettled after {a.cold_cycles} sweeps (rep {rep + 1})"
+                          for size, k, rep in spilled))
 
 
 if __name__ == "__main__":
