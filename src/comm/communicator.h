@@ -204,11 +204,11 @@ class Communicator {
   // One calibration of `link`: measures, fits and writes the calibrated model to *m (left as
   // it was when the fit is out of range: then false) and a one-line summary to *summary.
   bool measureAndFit(tuning::FitLink link, tuning::CostModel* m, std::string* summary);
-  // The direct all-reduce of `count` floats through the shared window, timed a few times after
-  // a warm-up (appended to `times`): direct, with the call's args in *args; null (nothing
-  // timed) without a window or where direct does not apply.
-  const algo::AlgorithmInfo* timeWindowAllReduce(size_t count, std::vector<double>& times,
-                                                 algo::CollArgs* args);
+  // Calibration's calls, each owning its buffers: the ring all-reduce of `count` floats, and
+  // the direct all-reduce through the shared window (empty without a window or where direct
+  // does not apply); the call's args in *args.
+  std::function<void()> ringAllReduceCall(size_t count, algo::CollArgs* args);
+  std::function<void()> windowAllReduceCall(size_t count, algo::CollArgs* args);
   void refine(const tuning::TuneKey& key, int sample, double seconds);
   std::vector<double> maxOverRanks(const std::vector<double>& mine);
   // Runs one collective call as `tag`: records it in the flight recorder, checks it across

@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <sstream>
 
 #include "comm/communicator.h"
@@ -77,13 +80,13 @@ std::vector<double> Communicator::maxOverRanks(const std::vector<double>& mine) 
 }
 
 namespace {
-constexpr int kWindowReps = 3;
+// Timed calls of the bandwidth point: the ring's and the window's, interleaved.
+constexpr int kBandwidthReps = 5;
 
 // One untimed call (connections, pages, a program's state), then `reps` timed ones appended to
 // `times`: each the time from its start to its end, back to back as in a loop (the throughput
 // the perf tests and refinement measure).
-template <typename Call>
-void timeCalls(Call&& call, int reps, std::vector<double>& times) {
+void timeCalls(const std::function<void()>& call, int reps, std::vector<double>& times) {
   call();
   for (int k = 0; k < reps; ++k) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -91,60 +94,94 @@ void timeCalls(Call&& call, int reps, std::vector<double>& times) {
     times.push_back(secondsSince(t0));
   }
 }
+
+// One untimed call of each, then `reps` rounds of the calls in turn; times[i] gets call i's.
+// A slow stretch of the machine (with more ranks than cores, tens of milliseconds) then falls
+// on every call alike and the ratios between their times hold, where blocks of one call after
+// another's would each take a different stretch.
+void timeInterleaved(const std::vector<std::function<void()>>& calls, int reps,
+                     std::vector<std::vector<double>>& times) {
+  for (const auto& call : calls) call();
+  times.assign(calls.size(), {});
+  for (int k = 0; k < reps; ++k)
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      calls[i]();
+      times[i].push_back(secondsSince(t0));
+    }
+}
+
+// A call's float32 buffers (ones in, out, scratch), kept alive by the call that uses them.
+struct CallBuffers {
+  std::vector<float> in, out;
+  std::vector<std::byte> tmp;
+  CallBuffers(size_t count, size_t scratch) : in(count, 1.0f), out(count), tmp(scratch) {}
+  std::array<std::byte*, 3> pointers() {
+    return {reinterpret_cast<std::byte*>(in.data()), reinterpret_cast<std::byte*>(out.data()),
+            tmp.data()};
+  }
+};
 }  // namespace
 
-const algo::AlgorithmInfo* Communicator::timeWindowAllReduce(size_t count,
-                                                             std::vector<double>& times,
-                                                             algo::CollArgs* args) {
+std::function<void()> Communicator::ringAllReduceCall(size_t count, algo::CollArgs* args) {
+  const algo::AlgorithmInfo& ring = *algo::find(algo::Coll::kAllReduce, "ring");
+  *args = baseArgs(algo::Coll::kAllReduce, count, tuttiFloat32);
+  args->op = tuttiSum;
+  auto s = std::make_shared<exec::Schedule>(ring.build(*args));
+  auto b = std::make_shared<CallBuffers>(count, s->scratchBytes);
+  return [this, s, b] {
+    auto buffers = b->pointers();
+    execute(*s, buffers);
+  };
+}
+
+std::function<void()> Communicator::windowAllReduceCall(size_t count, algo::CollArgs* args) {
   const algo::AlgorithmInfo* direct = algo::find(algo::Coll::kAllReduce, "direct");
   algo::CollArgs a = baseArgs(algo::Coll::kAllReduce, count, tuttiFloat32);
   a.op = tuttiSum;
   a.windowBytes = window_.chunkBytes();
-  if (direct == nullptr || a.windowBytes == 0 || !direct->applicable(a)) return nullptr;
-  const Planner::Planned& p = planner_->build(*direct, a);
-  std::vector<float> in(count, 1.0f), out(count);
-  std::vector<std::byte> tmp(p.schedule.scratchBytes);
-  std::byte* buffers[3] = {reinterpret_cast<std::byte*>(in.data()),
-                           reinterpret_cast<std::byte*>(out.data()), tmp.data()};
-  timeCalls([&] { execute(p.schedule, p.peers, p.program.get(), buffers); }, kWindowReps, times);
+  if (direct == nullptr || a.windowBytes == 0 || !direct->applicable(a)) return {};
+  const Planner::Planned* p = &planner_->build(*direct, a);
+  auto b = std::make_shared<CallBuffers>(count, p->schedule.scratchBytes);
   *args = std::move(a);
-  return direct;
+  return [this, p, b] {
+    auto buffers = b->pointers();
+    execute(p->schedule, p->peers, p->program.get(), buffers);
+  };
 }
 
 // A ring all-reduce of float32 at three sizes (8 B, 64 KiB, 1 MiB or 4 MiB: latency to bandwidth)
 // and the local reduction kernel, timed on every rank; the slowest rank's times fit the link the
 // communicator's ring crosses (shm on one host, tcp across hosts), as tutti-tune does. On one
-// host the shared window's direct all-reduce at 1 MiB is timed too: it prices reading another
-// rank's window (CostModel::windowReadBeta), which the ring's fit says nothing about.
+// host the shared window's direct all-reduce at 1 MiB is timed too, interleaved with the ring's
+// 1 MiB calls: it prices reading another rank's window (CostModel::windowReadBeta) against the
+// ring's link, which the ring's fit says nothing about.
 bool Communicator::measureAndFit(tuning::FitLink link, tuning::CostModel* m, std::string* summary) {
-  const algo::AlgorithmInfo& ring = *algo::find(algo::Coll::kAllReduce, "ring");
   // The bandwidth point: 1 MiB on shm; 4 MiB across hosts, where a shaper's or switch's burst
   // (tbf's 256 KiB here) would pass a 1 MiB call's messages faster than the link's rate.
   const size_t counts[] = {2, 16384, link == tuning::FitLink::kTcp ? size_t{1} << 20 : 262144};
-  const int reps[] = {7, 3, 3};
+  const int reps[] = {7, 3, kBandwidthReps};
   std::vector<double> times;
-  std::vector<algo::CollArgs> argsOf;
-  for (int i = 0; i < 3; ++i) {
-    algo::CollArgs a = baseArgs(algo::Coll::kAllReduce, counts[i], tuttiFloat32);
-    a.op = tuttiSum;
-    exec::Schedule s = ring.build(a);
-    std::vector<float> in(counts[i], 1.0f), out(counts[i]);
-    std::vector<std::byte> tmp(s.scratchBytes);
-    std::byte* buffers[3] = {reinterpret_cast<std::byte*>(in.data()),
-                             reinterpret_cast<std::byte*>(out.data()), tmp.data()};
-    timeCalls([&] { execute(s, buffers); }, reps[i], times);
-    argsOf.push_back(std::move(a));
-  }
-  times.push_back(tuning::measureGammaPerByte(size_t{4} << 20, 3));
+  std::vector<algo::CollArgs> argsOf(3);
+  for (int i = 0; i < 2; ++i) timeCalls(ringAllReduceCall(counts[i], &argsOf[i]), reps[i], times);
+  std::vector<std::function<void()>> bandwidth = {ringAllReduceCall(counts[2], &argsOf[2])};
   algo::CollArgs windowArgs;
-  const algo::AlgorithmInfo* window =
-      link == tuning::FitLink::kShm ? timeWindowAllReduce(counts[2], times, &windowArgs) : nullptr;
+  if (link == tuning::FitLink::kShm)
+    bandwidth.push_back(windowAllReduceCall(counts[2], &windowArgs));
+  if (!bandwidth.back()) bandwidth.pop_back();
+  std::vector<std::vector<double>> bandwidthTimes;
+  timeInterleaved(bandwidth, kBandwidthReps, bandwidthTimes);
+  times.insert(times.end(), bandwidthTimes[0].begin(), bandwidthTimes[0].end());
+  times.push_back(tuning::measureGammaPerByte(size_t{4} << 20, 3));
+  const bool window = bandwidth.size() == 2;
+  if (window) times.insert(times.end(), bandwidthTimes[1].begin(), bandwidthTimes[1].end());
   std::vector<double> agreed = maxOverRanks(times);
   std::vector<double> seconds;
   std::vector<tuning::PointFeatures> features;
   const int cores = link == tuning::FitLink::kShm
                         ? static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)))
                         : 0;
+  const algo::AlgorithmInfo& ring = *algo::find(algo::Coll::kAllReduce, "ring");
   size_t at = 0;
   for (int i = 0; i < 3; ++i) {
     seconds.push_back(medianOf(agreed, at, static_cast<size_t>(reps[i])));
@@ -160,8 +197,9 @@ bool Communicator::measureAndFit(tuning::FitLink link, tuning::CostModel* m, std
     if (window) {
       tuning::CostModel planned = *m;
       planned.coresPerHost = cores;  // as the planner prices a call (Planner::model)
-      m->windowReadBeta = tuning::fitWindowReadBeta(*window, windowArgs, planned,
-                                                    medianOf(agreed, at, kWindowReps));
+      m->windowReadBeta =
+          tuning::fitWindowReadBeta(*algo::find(algo::Coll::kAllReduce, "direct"), windowArgs,
+                                    planned, medianOf(agreed, at, kBandwidthReps));
     }
   }
   std::ostringstream os;
