@@ -83,32 +83,23 @@ namespace {
 // Timed calls of the bandwidth point: the ring's and the window's, interleaved.
 constexpr int kBandwidthReps = 5;
 
-// One untimed call (connections, pages, a program's state), then `reps` timed ones appended to
-// `times`: each the time from its start to its end, back to back as in a loop (the throughput
-// the perf tests and refinement measure).
-void timeCalls(const std::function<void()>& call, int reps, std::vector<double>& times) {
-  call();
-  for (int k = 0; k < reps; ++k) {
-    const auto t0 = std::chrono::steady_clock::now();
-    call();
-    times.push_back(secondsSince(t0));
-  }
-}
-
-// One untimed call of each, then `reps` rounds of the calls in turn; times[i] gets call i's.
-// A slow stretch of the machine (with more ranks than cores, tens of milliseconds) then falls
-// on every call alike and the ratios between their times hold, where blocks of one call after
+// One untimed call of each (connections, pages, a program's state), then `reps` rounds of the
+// calls in turn, each timed from its start to its end, back to back as in a loop (the
+// throughput the perf tests and refinement measure); times[i] gets call i's. With several
+// calls a slow stretch of the machine (with more ranks than cores, tens of milliseconds) falls
+// on each alike and the ratios between their times hold, where blocks of one call after
 // another's would each take a different stretch.
-void timeInterleaved(const std::vector<std::function<void()>>& calls, int reps,
-                     std::vector<std::vector<double>>& times) {
+std::vector<std::vector<double>> timeInterleaved(const std::vector<std::function<void()>>& calls,
+                                                 int reps) {
   for (const auto& call : calls) call();
-  times.assign(calls.size(), {});
+  std::vector<std::vector<double>> times(calls.size());
   for (int k = 0; k < reps; ++k)
     for (size_t i = 0; i < calls.size(); ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       calls[i]();
       times[i].push_back(secondsSince(t0));
     }
+  return times;
 }
 
 // A call's float32 buffers (ones in, out, scratch), kept alive by the call that uses them.
@@ -163,14 +154,16 @@ bool Communicator::measureAndFit(tuning::FitLink link, tuning::CostModel* m, std
   const int reps[] = {7, 3, kBandwidthReps};
   std::vector<double> times;
   std::vector<algo::CollArgs> argsOf(3);
-  for (int i = 0; i < 2; ++i) timeCalls(ringAllReduceCall(counts[i], &argsOf[i]), reps[i], times);
+  for (int i = 0; i < 2; ++i) {
+    const auto point = timeInterleaved({ringAllReduceCall(counts[i], &argsOf[i])}, reps[i]);
+    times.insert(times.end(), point[0].begin(), point[0].end());
+  }
   std::vector<std::function<void()>> bandwidth = {ringAllReduceCall(counts[2], &argsOf[2])};
   algo::CollArgs windowArgs;
   if (link == tuning::FitLink::kShm)
     bandwidth.push_back(windowAllReduceCall(counts[2], &windowArgs));
   if (!bandwidth.back()) bandwidth.pop_back();
-  std::vector<std::vector<double>> bandwidthTimes;
-  timeInterleaved(bandwidth, kBandwidthReps, bandwidthTimes);
+  const auto bandwidthTimes = timeInterleaved(bandwidth, kBandwidthReps);
   times.insert(times.end(), bandwidthTimes[0].begin(), bandwidthTimes[0].end());
   times.push_back(tuning::measureGammaPerByte(size_t{4} << 20, 3));
   const bool window = bandwidth.size() == 2;
