@@ -5,11 +5,13 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -246,6 +248,70 @@ TEST_F(CudaReduceTest, DivideMatchesHost) {
     CUDA_OK(cudaStreamSynchronize(stream_));
     EXPECT_EQ(firstMismatch(t, ref, got), SIZE_MAX) << dtypeName(t);
   }
+}
+
+// The n-source fold of the direct device all-reduce against the host's left-to-right fold of
+// binary reduce() (then divide() when averaging): every dtype and op, 1 to 16 sources (rotated
+// over the cases), aligned and offset by one element, into a separate buffer or in place over
+// source 0; and nothing is touched while the abort word is raised.
+TEST_F(CudaReduceTest, ReduceManyMatchesHostFold) {
+  const size_t lengths[] = {1, 17, 4099, 65537};
+  const int sourceCounts[] = {1, 2, 3, 5, 8, 16};
+  std::mt19937_64 rng(4321);
+  const size_t maxN = 65537 + 1;
+  std::vector<std::unique_ptr<DevBuf>> src;
+  for (int k = 0; k < 16; ++k) src.push_back(std::make_unique<DevBuf>(maxN * 8));
+  DevBuf dd(maxN * 8);
+  size_t cases = 0, rotate = 0;
+  for (tuttiDataType_t t : kTypes) {
+    const size_t es = dtypeSize(t);
+    for (tuttiRedOp_t op : kOps)
+      for (size_t n : lengths) {
+        const int k = sourceCounts[rotate++ % 6];
+        const int64_t divisor = op == tuttiSum && rotate % 2 == 0 ? k : 1;
+        std::vector<std::vector<char>> in;
+        for (int j = 0; j < k; ++j) in.push_back(randomData(t, n, rng));
+        std::vector<char> ref = in[0];
+        for (int j = 1; j < k; ++j) reduce(ref.data(), ref.data(), in[j].data(), n, t, op);
+        if (divisor > 1) divide(ref.data(), n, t, divisor);
+        for (size_t off : {size_t{0}, size_t{1}})
+          for (bool inPlace : {false, true}) {
+            std::vector<const void*> ptrs;
+            for (int j = 0; j < k; ++j) {
+              char* p = src[j]->c() + off * es;
+              CUDA_OK(cudaMemcpyAsync(p, in[j].data(), n * es, cudaMemcpyHostToDevice, stream_));
+              ptrs.push_back(p);
+            }
+            char* pd = inPlace ? src[0]->c() + off * es : dd.c() + off * es;
+            reduceManyCuda(pd, ptrs, n, t, op, divisor, nullptr, stream_);
+            std::vector<char> got(n * es);
+            CUDA_OK(cudaMemcpyAsync(got.data(), pd, n * es, cudaMemcpyDeviceToHost, stream_));
+            CUDA_OK(cudaStreamSynchronize(stream_));
+            const size_t bad = firstMismatch(t, ref, got);
+            ASSERT_EQ(bad, SIZE_MAX)
+                << dtypeName(t) << " " << opName(op) << " n=" << n << " sources=" << k
+                << " divisor=" << divisor << " offset=" << off << " inPlace=" << inPlace
+                << ": first mismatch at element " << bad;
+            ++cases;
+          }
+      }
+  }
+  EXPECT_EQ(cases, 10u * 4u * 4u * 4u);
+  // A raised abort word (mapped host memory): the kernel returns before touching dst.
+  uint32_t* word = nullptr;
+  CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&word), 64, cudaHostAllocMapped));
+  *word = 1;
+  void* dword = nullptr;
+  CUDA_OK(cudaHostGetDevicePointer(&dword, word, 0));
+  CUDA_OK(cudaMemsetAsync(dd.p, 0x5a, 4096, stream_));
+  const void* one[] = {src[0]->p};
+  reduceManyCuda(dd.p, one, 1024, tuttiFloat32, tuttiSum, 1, static_cast<uint32_t*>(dword),
+                 stream_);
+  std::vector<unsigned char> after(4096);
+  CUDA_OK(cudaMemcpyAsync(after.data(), dd.p, 4096, cudaMemcpyDeviceToHost, stream_));
+  CUDA_OK(cudaStreamSynchronize(stream_));
+  EXPECT_EQ(std::count(after.begin(), after.end(), 0x5a), 4096);
+  cudaFreeHost(word);
 }
 
 // float32 sum over 256 MiB buffers vs cudaMemcpy D2D of 256 MiB, in the same run. Bandwidth

@@ -1,7 +1,9 @@
 // Device reduction and divide kernels for every datatype and op: one grid-stride kernel per
 // (type, op) template instance. When dst, a and b are all 16-byte aligned the body moves
 // 16 bytes per load/store (uint4) and a short scalar tail finishes the last count % (16/size)
-// elements; otherwise every element goes through the scalar loop.
+// elements; otherwise every element goes through the scalar loop. The n-source kernel folds
+// its sources in order (src[0] op src[1] op ...), one binary step at a time as the host does,
+// and may divide (average); the flag kernels wait for and write 32-bit counters.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -94,6 +96,52 @@ __device__ __forceinline__ __nv_bfloat16 divideOne(__nv_bfloat16 v, int64_t divi
   return __float2bfloat16_rn(__bfloat162float(v) / static_cast<float>(divisor));
 }
 
+// dst[i] = src[0][i] op src[1][i] op ... op src[n-1][i], then / divisor when divisor > 1.
+// Returns at once when *abortFlag is set (the sources may belong to a failed peer).
+template <typename T, int kOp>
+__global__ void __launch_bounds__(kThreads)
+    reduceManyKernel(T* dst, ManySources src, int n, size_t nvec, size_t count, int64_t divisor,
+                     const volatile uint32_t* abortFlag) {
+  // One read per block (a read per thread would cost as much as the fold).
+  __shared__ uint32_t stop;
+  if (threadIdx.x == 0) stop = abortFlag != nullptr ? *abortFlag : 0u;
+  __syncthreads();
+  if (stop != 0) return;
+  constexpr int kPer = 16 / sizeof(T);
+  const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  uint4* vd = reinterpret_cast<uint4*>(dst);
+  for (size_t i = tid; i < nvec; i += stride) {
+    uint4 acc = reinterpret_cast<const uint4*>(src.p[0])[i];
+    T* ae = reinterpret_cast<T*>(&acc);
+    for (int s = 1; s < n; ++s) {
+      uint4 y = reinterpret_cast<const uint4*>(src.p[s])[i];
+      const T* ye = reinterpret_cast<const T*>(&y);
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) ae[k] = applyOp<kOp>(ae[k], ye[k]);
+    }
+    if (divisor > 1) {
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) ae[k] = divideOne(ae[k], divisor);
+    }
+    vd[i] = acc;
+  }
+  for (size_t i = nvec * kPer + tid; i < count; i += stride) {
+    T acc = static_cast<const T*>(src.p[0])[i];
+    for (int s = 1; s < n; ++s) acc = applyOp<kOp>(acc, static_cast<const T*>(src.p[s])[i]);
+    dst[i] = divisor > 1 ? divideOne(acc, divisor) : acc;
+  }
+}
+
+__global__ void waitFlagKernel(const volatile uint32_t* flag, uint32_t value) {
+  while (static_cast<int32_t>(*flag - value) < 0) __nanosleep(256);
+}
+
+__global__ void writeFlagKernel(volatile uint32_t* flag, uint32_t value) {
+  __threadfence_system();  // what the stream wrote before is visible before the flag
+  *flag = value;
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kThreads) divideKernel(T* dst, size_t count, int64_t divisor) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
@@ -134,6 +182,37 @@ int launchOp(void* dst, const void* a, const void* b, size_t count, int op, cuda
     default:
       return static_cast<int>(cudaErrorInvalidValue);
   }
+}
+
+template <typename T>
+int launchMany(void* dst, const ManySources& src, int n, size_t count, int op, int64_t divisor,
+               const uint32_t* abortFlag, cudaStream_t s) {
+  uintptr_t bits = reinterpret_cast<uintptr_t>(dst);
+  for (int k = 0; k < n; ++k) bits |= reinterpret_cast<uintptr_t>(src.p[k]);
+  const size_t nvec = (bits & 15u) == 0 ? count / (16 / sizeof(T)) : 0;
+  const unsigned blocks = blocksFor(nvec > 0 ? nvec : count);
+  T* d = static_cast<T*>(dst);
+  switch (op) {
+    case kSum:
+      reduceManyKernel<T, kSum>
+          <<<blocks, kThreads, 0, s>>>(d, src, n, nvec, count, divisor, abortFlag);
+      break;
+    case kProd:
+      reduceManyKernel<T, kProd>
+          <<<blocks, kThreads, 0, s>>>(d, src, n, nvec, count, divisor, abortFlag);
+      break;
+    case kMax:
+      reduceManyKernel<T, kMax>
+          <<<blocks, kThreads, 0, s>>>(d, src, n, nvec, count, divisor, abortFlag);
+      break;
+    case kMin:
+      reduceManyKernel<T, kMin>
+          <<<blocks, kThreads, 0, s>>>(d, src, n, nvec, count, divisor, abortFlag);
+      break;
+    default:
+      return static_cast<int>(cudaErrorInvalidValue);
+  }
+  return static_cast<int>(cudaGetLastError());
 }
 
 template <typename T>
@@ -184,6 +263,21 @@ struct ReduceLauncher {
   }
 };
 
+struct ManyLauncher {
+  void* dst;
+  ManySources src;
+  int n;
+  size_t count;
+  int op;
+  int64_t divisor;
+  const uint32_t* abortFlag;
+  cudaStream_t s;
+  template <typename T>
+  int run() const {
+    return launchMany<T>(dst, src, n, count, op, divisor, abortFlag, s);
+  }
+};
+
 struct DivideLauncher {
   void* dst;
   size_t count;
@@ -200,6 +294,22 @@ struct DivideLauncher {
 int launchReduce(void* dst, const void* a, const void* b, size_t count, int dtype, int op,
                  void* stream) {
   return withType(dtype, ReduceLauncher{dst, a, b, count, op, static_cast<cudaStream_t>(stream)});
+}
+
+int launchReduceMany(void* dst, const ManySources& src, int n, size_t count, int dtype, int op,
+                     int64_t divisor, const uint32_t* abortFlag, void* stream) {
+  return withType(dtype, ManyLauncher{dst, src, n, count, op, divisor, abortFlag,
+                                      static_cast<cudaStream_t>(stream)});
+}
+
+int launchWaitFlag(const uint32_t* flag, uint32_t value, void* stream) {
+  waitFlagKernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(flag, value);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int launchWriteFlag(uint32_t* flag, uint32_t value, void* stream) {
+  writeFlagKernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(flag, value);
+  return static_cast<int>(cudaGetLastError());
 }
 
 int launchDivide(void* dst, size_t count, int dtype, int64_t divisor, void* stream) {

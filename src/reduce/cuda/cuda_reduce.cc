@@ -27,6 +27,24 @@ void reduceCuda(void* dst, const void* a, const void* b, size_t count, tuttiData
   check(cudadetail::launchReduce(dst, a, b, count, dtype, op, stream), "reduceCuda", count, dtype);
 }
 
+void reduceManyCuda(void* dst, std::span<const void* const> srcs, size_t count,
+                    tuttiDataType_t dtype, tuttiRedOp_t op, int64_t divisor,
+                    const uint32_t* abortFlag, void* stream) {
+  static_assert(kMaxReduceSources == cudadetail::kMaxSources);
+  TUTTI_CHECK_ARG(dtypeValid(dtype), "reduceManyCuda: invalid datatype ", static_cast<int>(dtype));
+  TUTTI_CHECK_ARG(opValid(op) && op != tuttiAvg, "reduceManyCuda: invalid op ",
+                  static_cast<int>(op));
+  TUTTI_CHECK_ARG(!srcs.empty() && srcs.size() <= cudadetail::kMaxSources,
+                  "reduceManyCuda: ", srcs.size(), " sources (1..", cudadetail::kMaxSources, ")");
+  TUTTI_CHECK_ARG(divisor >= 1, "reduceManyCuda: divisor must be positive, got ", divisor);
+  if (count == 0) return;
+  cudadetail::ManySources src{};
+  for (size_t k = 0; k < srcs.size(); ++k) src.p[k] = srcs[k];
+  check(cudadetail::launchReduceMany(dst, src, static_cast<int>(srcs.size()), count, dtype, op,
+                                     divisor, abortFlag, stream),
+        "reduceManyCuda", count, dtype);
+}
+
 void divideCuda(void* dst, size_t count, tuttiDataType_t dtype, int64_t divisor, void* stream) {
   TUTTI_CHECK_ARG(dtypeValid(dtype), "divideCuda: invalid datatype ", static_cast<int>(dtype));
   TUTTI_CHECK_ARG(divisor > 0, "divideCuda: divisor must be positive, got ", divisor);

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "tutti/tutti.h"
 
@@ -20,5 +21,16 @@ void reduceCuda(void* dst, const void* a, const void* b, size_t count, tuttiData
 
 // Enqueues dst[i] /= divisor on `stream` (finishes tuttiAvg; integers truncate).
 void divideCuda(void* dst, size_t count, tuttiDataType_t dtype, int64_t divisor, void* stream);
+
+// Enqueues dst[i] = srcs[0][i] (op) srcs[1][i] (op) ... for i < count, folded in that order
+// one binary step at a time (bit for bit the host's left-to-right fold), then divided by
+// `divisor` when it is > 1 (tuttiAvg: pass tuttiSum and the rank count). dst may alias one
+// source exactly. At most 16 sources. When abortFlag (a device-memory word; each block reads
+// it once) is non-null and reads non-zero as a block starts, that block reads and writes
+// nothing.
+void reduceManyCuda(void* dst, std::span<const void* const> srcs, size_t count,
+                    tuttiDataType_t dtype, tuttiRedOp_t op, int64_t divisor,
+                    const uint32_t* abortFlag, void* stream);
+inline constexpr int kMaxReduceSources = 16;
 
 }  // namespace tutti::reduce
