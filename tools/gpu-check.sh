@@ -6,7 +6,10 @@
 #      bandwidth vs a D2D copy; cuda_collectives_test: every collective on device buffers at
 #      1/2/4/8 ranks sharing GPU 0, host/device mix, killed rank), run directly (the same
 #      commands as `ctest -L gpu`, so a carried tree needs no CTest files) + cuda_ipc unit test
-#   3. all_reduce_perf --memory cuda at 2/4/8 ranks on one GPU, 8 B .. 1 GiB
+#      and the direct device all-reduce (pieces, one-/two-shot, back-to-back calls, a stalled
+#      and a killed peer)
+#   3. all_reduce_perf --memory cuda at 2/4/8 ranks on one GPU, 8 B .. 512 MiB, direct
+#      (TUTTI_CUDA_DIRECT=1, automatic settings); then staged (the default) to $STAGED_MAX
 #   4. the device collectives over the cuda_ipc transport (device FIFO, then host staging)
 #   5. host all-reduce at 4/8/16 ranks: tutti vs Open MPI vs Gloo (tools/compare/compare.py)
 # Every step has a time limit; results go to $RES (default $OUT/gpu-check, else
@@ -17,7 +20,8 @@
 #   env: JOBS, TUTTI_CUDA_ARCHS, BUILD_TYPE, SKIP_BUILD=1, RES=dir,
 #        STEPS=regex (run only the steps whose names match), PERF_CHECK=0|1 (default 1),
 #        DEVROOT=dir (a carried runtime: DEVROOT/lib on LD_LIBRARY_PATH, Open MPI under
-#        DEVROOT/usr via OPAL_PREFIX; tools/gpu-pack.sh makes it), HOST_NPS="4 8 16"
+#        DEVROOT/usr via OPAL_PREFIX; tools/gpu-pack.sh makes it), HOST_NPS="4 8 16",
+#        CUDA_NPS="2 4 8", STAGED_MAX=256M
 set -u -o pipefail
 SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$(cd "${1:-$SRC/build-gpu-check}" 2>/dev/null && pwd || echo "${1:-$SRC/build-gpu-check}")"
@@ -87,14 +91,29 @@ if [ $GPU = 1 ]; then
     step "cuda_collectives_np$np" "${COLL_LIMIT:-120}" "$COLL" --gtest_filter="Ranks/DeviceCollectives.*/$idx"
   done
   step cuda_collectives_misc 90 "$COLL" --gtest_filter='DeviceBuffers.*'
-  # ---- 3. all_reduce_perf --memory cuda, 2/4/8 ranks on one GPU ----
-  for np in 2 4 8; do
-    lim=${PERF_LIMIT:-$(( 30 + 15 * np ))}
-    step "all_reduce_perf_cuda_np$np" "$lim" "$RUN" -np $np --timeout "$lim" \
+  step cuda_direct "${COLL_LIMIT:-120}" env TUTTI_DEBUG=INFO TUTTI_DEBUG_SUBSYS=INIT "$COLL" \
+    --gtest_filter='Ranks/DeviceAllReduceDirect.*:DeviceAllReduceDirectFailure.*:Path/DeviceBuffersKilled.*'
+  grep -ho "direct device all-reduce .*" "$RES/cuda_direct.log" 2>/dev/null | sort | uniq -c | tee -a "$SUMMARY"
+  # ---- 3. all_reduce_perf --memory cuda, 2/4/8 ranks on one GPU: direct, then staged ----
+  for np in ${CUDA_NPS:-2 4 8}; do
+    lim=${PERF_LIMIT:-$(( 30 + 10 * np ))}
+    step "all_reduce_perf_cuda_np$np" "$lim" env TUTTI_CUDA_DIRECT=1 "$RUN" -np $np --timeout "$lim" \
       "$PERF" --memory cuda -b 8 -e 1G -f 4 -n 5 -w 2 -c "${PERF_CHECK:-1}" -J "$RES/all_reduce_perf_cuda_np$np.json"
     [ -f "$RES/all_reduce_perf_cuda_np$np.log" ] &&
-      grep -E "^ +(8|1048576|268435456|1073741824) |Avg bus" "$RES/all_reduce_perf_cuda_np$np.log" 2>/dev/null | tee -a "$SUMMARY"
+      grep -E "^ +(8|32768|1048576|33554432|268435456|1073741824) |Avg bus" "$RES/all_reduce_perf_cuda_np$np.log" 2>/dev/null | tee -a "$SUMMARY"
+    step "all_reduce_perf_cuda_staged_np$np" "$lim" env TUTTI_CUDA_DIRECT=0 "$RUN" -np $np --timeout "$lim" \
+      "$PERF" --memory cuda -b 8 -e "${STAGED_MAX:-256M}" -f 4 -n 5 -w 2 -c 0 -J "$RES/all_reduce_perf_cuda_staged_np$np.json"
+    [ -f "$RES/all_reduce_perf_cuda_staged_np$np.log" ] &&
+      grep -E "^ +(8|32768|1048576|33554432|268435456) |Avg bus" "$RES/all_reduce_perf_cuda_staged_np$np.log" 2>/dev/null | tee -a "$SUMMARY"
   done
+  # The direct path's variants at one size range: two-shot from 256 KiB (automatic on one shared
+  # GPU: never), and the streams ordered by kernels instead of the driver's memory operations.
+  step all_reduce_perf_cuda_twoshot_np4 60 env TUTTI_CUDA_DIRECT=1 TUTTI_CUDA_TWO_SHOT_BYTES=262144 "$RUN" -np 4 \
+    --timeout 55 "$PERF" --memory cuda -b 8 -e 256M -f 4 -n 5 -w 2 -c 0
+  grep -E "^ +(8|32768|1048576|33554432|268435456) " "$RES/all_reduce_perf_cuda_twoshot_np4.log" 2>/dev/null | tee -a "$SUMMARY"
+  step all_reduce_perf_cuda_kernels_np2 60 env TUTTI_CUDA_DIRECT=1 TUTTI_CUDA_STREAM_MEMOPS=0 "$RUN" -np 2 \
+    --timeout 55 "$PERF" --memory cuda -b 8 -e 256M -f 4 -n 5 -w 2 -c 0
+  grep -E "^ +(8|32768|1048576|33554432|268435456) " "$RES/all_reduce_perf_cuda_kernels_np2.log" 2>/dev/null | tee -a "$SUMMARY"
   # ---- 4. cuda_ipc: device FIFO, then the host-staging fallback ----
   # Forced (TUTTI_TRANSPORT) and without the shared window, which would carry every
   # collective that fits it between ranks of one host and leave the transport unused.
@@ -104,13 +123,13 @@ if [ $GPU = 1 ]; then
   grep -ho "cuda_ipc: rank [0-9]* <-> .*" "$RES/cuda_ipc_device.log" 2>/dev/null | cut -c1-160 | sort | uniq -c | sort -rn | head -5 | tee -a "$SUMMARY"
   step cuda_ipc_hoststaging 60 "${IPC[@]}" TUTTI_CUDA_IPC_P2P=0 \
     "$COLL" --gtest_filter='Ranks/DeviceCollectives.*/1'
-  step all_reduce_perf_cuda_np2_cuda_ipc 60 "${IPC[@]}" "$RUN" -np 2 --timeout 55 \
+  step all_reduce_perf_cuda_np2_cuda_ipc 60 "${IPC[@]}" TUTTI_CUDA_DIRECT=0 "$RUN" -np 2 --timeout 55 \
     "$PERF" --memory cuda -b 8 -e 256M -f 4 -n 5 -w 2 -c 1 -J "$RES/all_reduce_perf_cuda_np2_cuda_ipc.json"
   grep -E "^ +(1048576|268435456) |Avg bus" "$RES/all_reduce_perf_cuda_np2_cuda_ipc.log" 2>/dev/null | tee -a "$SUMMARY"
 fi
 
 # ---- 5. host all-reduce on this machine's cores: tutti vs Open MPI vs Gloo ----
-for np in ${HOST_NPS:-4 8 16}; do
+for np in ${HOST_NPS-4 8 16}; do
   step "host_compare_np$np" "${HOST_LIMIT:-100}" python3 "$SRC/tools/compare/compare.py" --build "$BUILD" \
     -np $np -b 8 -e 128M -f 8 -n 10 -w 2 --small-max 64K --small-n 200 --small-w 20 \
     --gloo-small-n 20 --gloo-small-w 2 --reps 1 --gloo-algo ring --timeout "${HOST_LIMIT:-100}"

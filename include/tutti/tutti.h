@@ -205,6 +205,11 @@ TUTTI_API tuttiResult_t tuttiCommUserRank(const tuttiComm_t comm, int* rank);
  * and all-to-all; sendbuff == recvbuff + rank*sendcount elements for all-gather; recvbuff ==
  * sendbuff + rank*recvcount elements for reduce-scatter. Any other overlap is
  * tuttiInvalidArgument, before anything moves. */
+/* Device buffers are staged through pinned host memory (the host waits for stream once per
+ * call). With TUTTI_CUDA_DIRECT=1 an all-reduce of device buffers whose ranks all share one
+ * host runs on the device instead: enqueued on stream, returning without a host
+ * synchronisation; a failure found afterwards (a dead or stalled peer) shows in
+ * tuttiCommGetAsyncError and fails the next call (docs/cuda.md). */
 TUTTI_API tuttiResult_t tuttiAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                        tuttiDataType_t datatype, tuttiRedOp_t op, tuttiComm_t comm,
                                        tuttiStream_t stream);

@@ -75,7 +75,7 @@ PerfStats* logCollective(tuttiComm_t comm, const char* fn, const CallInfo& info,
     }
     os << info.extra << " comm " << ptr(comm) << " [nranks=" << c.size() << "]";
     if (stream != nullptr) os << " stream " << ptr(stream);
-    if (device) os << " device (staged)";
+    if (device) os << " device";
     if (grouped) os << " grouped";
     log::write(log::Level::kInfo, log::Subsys::kColl, os.str());
   }

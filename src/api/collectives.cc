@@ -44,10 +44,14 @@ TUTTI_API tuttiResult_t tuttiAllReduce(const void* sendbuff, void* recvbuff, siz
     const size_t bytes = tutti::api::bufferBytes("count", count, datatype);
     const tutti::api::CallBuffers bufs{sendbuff, bytes, recvbuff, bytes};
     tutti::api::checkAliasing(bufs, 0);
-    return issue(comm, "tuttiAllReduce", {count, datatype, op}, bufs, stream,
-                 [count, datatype, op](tutti::Communicator& c, const void* send, void* recv) {
-                   c.allReduce(send, recv, count, datatype, op);
-                 });
+    return issue(
+        comm, "tuttiAllReduce", {count, datatype, op}, bufs, stream,
+        [count, datatype, op](tutti::Communicator& c, const void* send, void* recv) {
+          c.allReduce(send, recv, count, datatype, op);
+        },
+        [count, datatype, op](tutti::Communicator& c, const void* send, void* recv, void* s) {
+          return c.allReduceDevice(send, recv, count, datatype, op, s);
+        });
   });
 }
 

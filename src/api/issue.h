@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "call_log.h"
@@ -31,10 +32,12 @@ inline std::optional<algo::Coll> fusibleCollOf(std::string_view fn) {
 }
 
 // body(c, send, recv) runs the call on c: the communicator's lane for this call
-// (comm_lanes.h; the communicator itself with one lane, or inside a group).
-template <typename F>
+// (comm_lanes.h; the communicator itself with one lane, or inside a group). For device
+// buffers, deviceBody(c, send, recv, cudaStream), when given, may run the call on the device
+// and return true; false (or none given) stages the call through host memory.
+template <typename F, typename D = std::nullptr_t>
 tuttiResult_t issue(tuttiComm_t comm, const char* fn, const CallInfo& info, const CallBuffers& b,
-                    tuttiStream_t stream, F&& body) {
+                    tuttiStream_t stream, F&& body, D&& deviceBody = nullptr) {
   const bool device = buffersOnDevice(fn, b);
   std::shared_ptr<HostStream> host = hostStreamOf(stream);
   const tuttiStream_t cudaStream = host ? nullptr : stream;
@@ -45,11 +48,16 @@ tuttiResult_t issue(tuttiComm_t comm, const char* fn, const CallInfo& info, cons
   PerfStats* perf = nullptr;
   if (log::enabledAny(log::Level::kInfo, kCollOrPerf)) [[unlikely]]
     perf = logCollective(comm, fn, info, b, stream, device, grouped, opCount);
-  auto run = [comm, lane, fn, b, cudaStream, device, perf, body = std::forward<F>(body)]() {
+  auto run = [comm, lane, fn, b, cudaStream, device, perf, body = std::forward<F>(body),
+              deviceBody = std::forward<D>(deviceBody)]() {
     const double t0 = perf != nullptr ? nowSeconds() : 0;
     Communicator& c = comm->lanes.at(ready(comm), lane);
     comm->lastLane.store(lane, std::memory_order_relaxed);
-    if (device)
+    bool onDevice = false;
+    if constexpr (!std::is_same_v<std::decay_t<D>, std::nullptr_t>)
+      if (device) onDevice = deviceBody(c, b.send, b.recv, cudaStream);
+    if (onDevice) {
+    } else if (device)
       runStaged(fn, b, cudaStream, [&](const void* send, void* recv) { body(c, send, recv); });
     else
       body(c, b.send, b.recv);

@@ -347,6 +347,8 @@ TUTTI_API tuttiResult_t tuttiCommGetAsyncError(tuttiComm_t comm, tuttiResult_t* 
                                    comm == nullptr ? "comm is NULL" : "asyncError is NULL");
   *asyncError = comm->asyncError.load();
   if (*asyncError == tuttiSuccess) *asyncError = comm->failure.load();
+  // A failure found outside any call (the direct device all-reduce's watchdog).
+  if (*asyncError == tuttiSuccess && comm->impl) *asyncError = comm->impl->failure();
   if (*asyncError == tuttiSuccess && comm->impl && comm->impl->aborted())
     *asyncError = tuttiRemoteError;
   return tuttiSuccess;

@@ -5,6 +5,9 @@
 #include <chrono>
 
 #include "comm/communicator.h"
+#include "comm/device_allreduce.h"
+#include "comm/failure_monitor.h"
+#include "comm/membership.h"
 #include "comm/planner.h"
 #include "common/dtype.h"
 #include "common/log.h"
@@ -63,6 +66,52 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
     reduce::divide(static_cast<std::byte*>(recv) + avgOffsetElems * es, avgElems, args.dtype,
                    nranks_);
   }
+}
+
+bool Communicator::allReduceDevice(const void* send, void* recv, size_t count,
+                                   tuttiDataType_t dtype, tuttiRedOp_t op, void* stream) {
+  log::setThreadRank(rank_);
+  if (deviceTried_ && !device_) return false;
+  monitor_->throwIfFailed();  // host collectives check this when they take their options
+  algo::CollArgs args = baseArgs(algo::Coll::kAllReduce, count, dtype);
+  args.op = baseOp(op);
+  if (!deviceTried_) {
+    // A call of its own: every rank takes part, and all decline or all go direct.
+    CallTag tag = calls_.next(args, op);
+    const bool calibrating = collectiveCallNumber(tag) == 1 && planner_->selfTuning() != nullptr;
+    calls_.setLastAlgorithm("cuda_setup");
+    runTaggedCall(tag, "cuda_setup", [&] {
+      if (calibrating) calibrate();
+      DeviceAllReduce::Peers peers{rank_, nranks_, membership_->visiblePids(),
+                                   [m = membership_](int r) { return m->describeRank(r); }};
+      const DeviceAllReduceSettings settings{options_.cudaDirectBytes, options_.cudaDirectMinBytes,
+                                             options_.cudaTwoShotBytes, options_.cudaStreamMemOps,
+                                             options_.timeoutSec};
+      std::string why;
+      device_ = DeviceAllReduce::setup(
+          peers, recv, options_.cudaDirect, settings,
+          [this](const void* mine, void* all, size_t bytes) {
+            allGatherInCall(mine, all, bytes, tuttiUint8);
+          },
+          [monitor = monitor_.get()](tuttiResult_t code, const std::string& text, int first) {
+            monitor->record(code, text, first);
+            monitor->revoke();
+          },
+          monitor_->abortFlag(), &why);
+      deviceTried_ = true;
+      if (device_)
+        TUTTI_INFO(kInit, device_->describe());
+      else
+        TUTTI_INFO(kInit, "direct device all-reduce declined (device buffers are staged): " << why);
+    });
+    if (!device_) return false;
+  }
+  if (count * dtypeSize(dtype) < device_->minBytes()) return false;  // staged: faster here
+  CallTag tag = calls_.next(args, op);
+  const char* name = device_->algorithmFor(count * dtypeSize(dtype));
+  calls_.setLastAlgorithm(name);
+  runTaggedCall(tag, name, [&] { device_->run(send, recv, count, dtype, op, stream); });
+  return true;
 }
 
 std::vector<size_t> Communicator::hostSendCounts(const algo::CollArgs& args) {

@@ -34,6 +34,11 @@ CommOptions commOptionsFromEnv() {
   o.tuneCandidates = env::getInt("TUTTI_TUNE_CANDIDATES");
   o.tuneExploreAfter = env::getInt("TUTTI_TUNE_EXPLORE_AFTER");
   o.streamLanes = env::getInt("TUTTI_STREAM_LANES");
+  o.cudaDirect = env::getBool("TUTTI_CUDA_DIRECT");
+  o.cudaDirectBytes = env::getInt("TUTTI_CUDA_DIRECT_BYTES");
+  o.cudaDirectMinBytes = env::getInt("TUTTI_CUDA_DIRECT_MIN_BYTES");
+  o.cudaTwoShotBytes = env::getInt("TUTTI_CUDA_TWO_SHOT_BYTES");
+  o.cudaStreamMemOps = env::getBool("TUTTI_CUDA_STREAM_MEMOPS");
   return o;
 }
 
@@ -46,6 +51,13 @@ void checkCommOptions(const CommOptions& o) {
   TUTTI_CHECK_ARG(o.spinYield == "auto" || o.spinYield == "0" || o.spinYield == "1",
                   "TUTTI_SPIN_YIELD=", o.spinYield, ": use auto, 0 or 1");
   topo::parseBindMode(o.bind);  // throws naming TUTTI_BIND
+  TUTTI_CHECK_ARG(o.cudaDirectBytes >= 4096 && o.cudaDirectBytes <= (int64_t{1} << 34),
+                  "TUTTI_CUDA_DIRECT_BYTES=", o.cudaDirectBytes,
+                  " is out of range: use 4096 to 17179869184");
+  TUTTI_CHECK_ARG(o.cudaTwoShotBytes >= -1, "TUTTI_CUDA_TWO_SHOT_BYTES=", o.cudaTwoShotBytes,
+                  ": use -1 (automatic) or a byte count");
+  TUTTI_CHECK_ARG(o.cudaDirectMinBytes >= -1, "TUTTI_CUDA_DIRECT_MIN_BYTES=", o.cudaDirectMinBytes,
+                  ": use -1 (automatic) or a byte count");
   TUTTI_CHECK_ARG(o.tuneCandidates >= 1 && o.tuneCandidates <= 16,
                   "TUTTI_TUNE_CANDIDATES=", o.tuneCandidates, " is out of range: use 1 to 16");
   TUTTI_CHECK_ARG(o.tuneExploreAfter >= 0 && o.tuneExploreAfter <= 1000000,

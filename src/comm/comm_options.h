@@ -31,6 +31,11 @@ struct CommOptions {
   int64_t tuneCandidates = 6;           // TUTTI_TUNE_CANDIDATES
   int64_t tuneExploreAfter = 2;         // TUTTI_TUNE_EXPLORE_AFTER
   int64_t streamLanes = 1;              // TUTTI_STREAM_LANES (src/api/comm_lanes.h)
+  bool cudaDirect = false;              // TUTTI_CUDA_DIRECT (device_allreduce.h)
+  int64_t cudaDirectBytes = 32 << 20;   // TUTTI_CUDA_DIRECT_BYTES
+  int64_t cudaDirectMinBytes = -1;      // TUTTI_CUDA_DIRECT_MIN_BYTES (-1: automatic)
+  int64_t cudaTwoShotBytes = -1;        // TUTTI_CUDA_TWO_SHOT_BYTES (-1: automatic)
+  bool cudaStreamMemOps = true;         // TUTTI_CUDA_STREAM_MEMOPS
 };
 
 // Reads every field from the environment (the env registry; TUTTI_TIMEOUT checked there).

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "comm/connection_set.h"
+#include "comm/device_allreduce.h"
 #include "comm/failure_attribution.h"
 #include "comm/failure_monitor.h"
 #include "comm/fused_plans.h"

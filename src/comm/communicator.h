@@ -34,6 +34,7 @@ namespace exec {
 class WindowProgram;
 }  // namespace exec
 class ConnectionSet;
+class DeviceAllReduce;
 class FusedPlans;
 class Planner;
 namespace tuning {
@@ -86,6 +87,12 @@ class Communicator {
                  std::span<const size_t> sendDispls, void* recv, std::span<const size_t> recvCounts,
                  std::span<const size_t> recvDispls, tuttiDataType_t dtype);
   void barrier();
+  // All-reduce of CUDA device buffers enqueued on `stream` (a cudaStream_t) and run on the
+  // device without staging (device_allreduce.h), for ranks that all share one host. The first
+  // call sets the path up (collective); false, on every rank alike, when it cannot serve this
+  // communicator: the caller then stages the call through host memory.
+  bool allReduceDevice(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
+                       tuttiRedOp_t op, void* stream);
   // One collective of a fused group: an all-reduce, all-gather, reduce-scatter or all-to-all
   // (count as the single call takes it) on host buffers; op is the caller's (tuttiAvg divides
   // after the call).
@@ -266,6 +273,10 @@ class Communicator {
   // This rank's standby store, shrink's meeting and the agreement on failed ranks.
   std::unique_ptr<Recovery> recovery_;
   exec::ExecOptions execOptions_;  // made once; window and callTag set per call
+  // The direct device all-reduce, set up at the first device all-reduce (null when it
+  // declined); last, so it goes first and still reports to the monitor while it waits.
+  bool deviceTried_ = false;
+  std::unique_ptr<DeviceAllReduce> device_;
 };
 
 }  // namespace tutti

@@ -65,6 +65,26 @@ constexpr Var kVars[] = {
      "through shared host memory."},
     {"TUTTI_CUDA_IPC_CHUNK_BYTES", Type::kInt, "1048576", "TRANSPORT",
      "Bytes per cuda_ipc FIFO slot (4 slots per peer and direction)."},
+    {"TUTTI_CUDA_DIRECT", Type::kBool, "0", "COLL",
+     "1: all-reduce on CUDA device buffers of ranks on one host runs on the device (one- or "
+     "two-shot through IPC-mapped scratch, ordered by stream signals, no host "
+     "synchronisation). Off by default until a peer killed mid-call is shown to release the "
+     "survivors' streams (docs/cuda.md); 0 stages it like the other collectives."},
+    {"TUTTI_CUDA_DIRECT_BYTES", Type::kInt, "33554432", "COLL",
+     "Device scratch per rank of the direct device all-reduce; larger calls run in pieces of "
+     "this size."},
+    {"TUTTI_CUDA_DIRECT_MIN_BYTES", Type::kInt, "-1", "COLL",
+     "Device all-reduce calls smaller than this are staged through host memory instead of "
+     "taking the direct path. -1: n x 512 KiB when every rank drives the same GPU (its "
+     "processes time-slice it, so each cross-rank step costs a context switch), else 0."},
+    {"TUTTI_CUDA_TWO_SHOT_BYTES", Type::kInt, "-1", "COLL",
+     "Direct device all-reduce pieces of at least this many bytes go two-shot (each rank "
+     "reduces 1/n, then all gather), smaller ones one-shot (every rank reduces all). -1: never "
+     "when every rank drives the same GPU (two-shot's extra step costs a context switch), "
+     "else 262144."},
+    {"TUTTI_CUDA_STREAM_MEMOPS", Type::kBool, "1", "COLL",
+     "0: order the direct device all-reduce with one-thread kernels instead of the driver's "
+     "stream memory operations (cuStreamWaitValue32)."},
     {"TUTTI_SHM_DIR", Type::kString, "/dev/shm", "TRANSPORT",
      "Directory (a tmpfs) where shm segments are created and unlinked at once."},
     {"TUTTI_SHM_FIFO_BYTES", Type::kInt, "4194304", "TRANSPORT",
@@ -118,7 +138,8 @@ constexpr Var kVars[] = {
     {"TUTTI_STREAM_LANES", Type::kInt, "1", "EXEC",
      "Lanes per communicator (1..16): lanes 1..n-1 are duplicates of it with their own "
      "connections, made at init; its k-th collective runs on lane k mod n (lane 0 inside a "
-     "group), so collectives on different host streams run at the same time. 1: one after another, as NCCL's do. The "
+     "group), so collectives on different host streams run at the same time. 1: one after another, "
+     "as NCCL's do. The "
      "same on every rank."},
     {"TUTTI_SPIN_YIELD", Type::kString, "auto", "EXEC",
      "While polling, 1: sched_yield between polls, 0: pause-spin; auto: yield only when this "

@@ -1,7 +1,9 @@
 // Collectives on CUDA device buffers over real processes sharing one GPU (label gpu):
 // every collective x dtype x op x count x in/out of place, on host and then on device buffers,
 // gives the reference loop's result on verifiable data (guard bytes around the device buffer);
-// host/device mixes are rejected; a rank killed mid-collective turns into an error on the others.
+// the direct device all-reduce in pieces, one- and two-shot, with calls enqueued back to back;
+// host/device mixes are rejected; a rank killed mid-collective, or a peer that never calls,
+// turns into an error on the others (the direct path's streams are released, not hung).
 // Skips, naming the reason, without a GPU. The parent never initialises CUDA (the ranks are
 // forked); it probes in a child process. NoCuda.* runs where CUDA is *not* usable: a device-looking
 // pointer gets a clear error.
@@ -203,6 +205,10 @@ class DeviceCollectives : public ::testing::TestWithParam<int> {};
 TEST_P(DeviceCollectives, EveryCollectiveDtypeOpMatchesHostRun) {
   SKIP_WITHOUT_GPU();
   const int n = GetParam();
+  // All-reduce takes the direct device path at every size (automatic: staged below n x 512 KiB
+  // on one shared GPU); the staged all-reduce is the path of the other collectives.
+  setenv("TUTTI_CUDA_DIRECT", "1", 1);
+  setenv("TUTTI_CUDA_DIRECT_MIN_BYTES", "0", 1);
   tuttiUniqueId id = makeId();
   auto result = runRanks(
       n,
@@ -230,10 +236,157 @@ TEST_P(DeviceCollectives, EveryCollectiveDtypeOpMatchesHostRun) {
         cudaStreamDestroy(s);
       },
       600);
+  unsetenv("TUTTI_CUDA_DIRECT");
+  unsetenv("TUTTI_CUDA_DIRECT_MIN_BYTES");
   EXPECT_RANKS_OK(result);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, DeviceCollectives, ::testing::Values(1, 2, 4, 8));
+
+// The direct device all-reduce (src/comm/device_allreduce.h) with small pieces: calls larger
+// than the scratch go in pieces, one-shot and two-shot both run, and several calls enqueued
+// back to back (no synchronisation between them, each on its own buffers) all come out right.
+// Parameter: ranks, and whether the streams are ordered by memory operations or kernels.
+struct DirectCase {
+  int ranks;
+  bool memOps;
+};
+class DeviceAllReduceDirect : public ::testing::TestWithParam<DirectCase> {};
+
+TEST_P(DeviceAllReduceDirect, PiecesAndBackToBackCallsMatchReference) {
+  SKIP_WITHOUT_GPU();
+  const DirectCase pc = GetParam();
+  setenv("TUTTI_CUDA_DIRECT_BYTES", "65536", 1);
+  setenv("TUTTI_CUDA_TWO_SHOT_BYTES", "16384", 1);
+  setenv("TUTTI_CUDA_STREAM_MEMOPS", pc.memOps ? "1" : "0", 1);
+  setenv("TUTTI_CUDA_DIRECT", "1", 1);
+  setenv("TUTTI_CUDA_DIRECT_MIN_BYTES", "0", 1);
+  struct Shape {
+    tuttiDataType_t t;
+    tuttiRedOp_t op;
+    size_t count;
+    const char* algo;
+  };
+  // 1.2 MB in 19 pieces (two-shot), 12 KB one-shot, bf16 average in 4 pieces, 1 element.
+  const Shape shapes[] = {{tuttiFloat32, tuttiSum, 300001, "cuda_twoshot"},
+                          {tuttiInt32, tuttiMax, 3001, "cuda_oneshot"},
+                          {tuttiBfloat16, tuttiAvg, 100003, "cuda_twoshot"},
+                          {tuttiInt64, tuttiProd, 1, "cuda_oneshot"}};
+  const int n = pc.ranks;
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      n,
+      [&](int rank) {
+        CUDA_OK(cudaSetDevice(0));
+        cudaStream_t s;
+        CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        tuttiComm_t comm;
+        TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+        uint64_t call = 0;
+        for (const Shape& sh : shapes) {
+          constexpr int kCalls = 3;  // enqueued back to back, then one synchronisation
+          const size_t es = dsize(sh.t), bytes = sh.count * es, g = verifiable::kGuardBytes;
+          std::vector<verifiable::Spec> specs;
+          std::vector<void*> dev(kCalls);
+          for (int k = 0; k < kCalls; ++k) {
+            specs.push_back(
+                {sh.t, verifiable::kindOf(true, sh.op), n, verifiable::seedOf({call++})});
+            std::vector<std::byte> in(bytes + 2 * g, verifiable::kGuardByte);
+            verifiable::fill(specs[k], rank, in.data() + g, sh.count);
+            CUDA_OK(cudaMalloc(&dev[k], bytes + 2 * g));
+            CUDA_OK(cudaMemcpyAsync(dev[k], in.data(), in.size(), cudaMemcpyHostToDevice, s));
+            CUDA_OK(cudaStreamSynchronize(s));
+          }
+          for (int k = 0; k < kCalls; ++k) {
+            auto* b = static_cast<std::byte*>(dev[k]) + g;  // in place
+            TUTTI_ASSERT_OK(tuttiAllReduce(b, b, sh.count, sh.t, sh.op, comm, s), comm);
+            EXPECT_STREQ(tuttiCommLastAlgorithm(comm), sh.algo) << "count " << sh.count;
+          }
+          CUDA_OK(cudaStreamSynchronize(s));
+          for (int k = 0; k < kCalls; ++k) {
+            std::vector<std::byte> got(bytes + 2 * g), want(bytes);
+            CUDA_OK(cudaMemcpy(got.data(), dev[k], got.size(), cudaMemcpyDeviceToHost));
+            verifiable::fillReduced(specs[k], want.data(), sh.count);
+            EXPECT_EQ(verifiable::firstMismatch(specs[k], got.data() + g, want.data(), sh.count),
+                      "")
+                << "dtype " << sh.t << " op " << sh.op << " count " << sh.count << " call " << k;
+            for (size_t i = 0; i < g; ++i)
+              ASSERT_TRUE(got[i] == verifiable::kGuardByte &&
+                          got[g + bytes + i] == verifiable::kGuardByte)
+                  << "guard byte overwritten, count " << sh.count;
+            CUDA_OK(cudaFree(dev[k]));
+          }
+        }
+        TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+        cudaStreamDestroy(s);
+      },
+      180);
+  unsetenv("TUTTI_CUDA_DIRECT_BYTES");
+  unsetenv("TUTTI_CUDA_TWO_SHOT_BYTES");
+  unsetenv("TUTTI_CUDA_STREAM_MEMOPS");
+  unsetenv("TUTTI_CUDA_DIRECT");
+  unsetenv("TUTTI_CUDA_DIRECT_MIN_BYTES");
+  EXPECT_RANKS_OK(result);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, DeviceAllReduceDirect,
+                         ::testing::Values(DirectCase{2, true}, DirectCase{4, true},
+                                           DirectCase{3, false}),
+                         [](const auto& info) {
+                           return std::to_string(info.param.ranks) +
+                                  (info.param.memOps ? "_memops" : "_kernels");
+                         });
+
+// A peer that never makes the call: the direct path's call returns at once (it is enqueued),
+// then the watchdog fails the communicator within the timeout naming that rank, and the
+// stream that waited for it completes instead of hanging.
+TEST(DeviceAllReduceDirectFailure, StalledPeerBecomesAsyncErrorAndStreamEnds) {
+  SKIP_WITHOUT_GPU();
+  setenv("TUTTI_TIMEOUT", "4", 1);
+  setenv("TUTTI_CUDA_DIRECT", "1", 1);
+  setenv("TUTTI_CUDA_DIRECT_MIN_BYTES", "0", 1);
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(
+      2,
+      [&](int rank) {
+        CUDA_OK(cudaSetDevice(0));
+        tuttiComm_t comm;
+        TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 2, id, rank), nullptr);
+        void* d = nullptr;
+        CUDA_OK(cudaMalloc(&d, 1 << 20));
+        CUDA_OK(cudaMemset(d, 0, 1 << 20));
+        TUTTI_ASSERT_OK(tuttiAllReduce(d, d, 1024, tuttiFloat32, tuttiSum, comm, nullptr), comm);
+        CUDA_OK(cudaDeviceSynchronize());
+        if (rank == 1) {  // does not make the second call
+          sleep(8);
+          tuttiCommAbort(comm);
+          tuttiCommDestroy(comm);
+          _exit(0);
+        }
+        EXPECT_STREQ(tuttiCommLastAlgorithm(comm), "cuda_oneshot");
+        TUTTI_ASSERT_OK(tuttiAllReduce(d, d, 1024, tuttiFloat32, tuttiSum, comm, nullptr), comm);
+        tuttiResult_t async = tuttiSuccess;
+        for (int i = 0; i < 200 && async == tuttiSuccess; ++i) {
+          usleep(50 * 1000);
+          tuttiCommGetAsyncError(comm, &async);
+        }
+        EXPECT_EQ(async, tuttiTimeout);
+        EXPECT_NE(tuttiAllReduce(d, d, 1024, tuttiFloat32, tuttiSum, comm, nullptr), tuttiSuccess);
+        EXPECT_NE(std::string(tuttiGetLastError(comm)).find("rank 1"), std::string::npos)
+            << tuttiGetLastError(comm);
+        EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the waiting stream was released
+        tuttiCommAbort(comm);
+        tuttiCommDestroy(comm);
+        cudaFree(d);
+        _exit(::testing::Test::HasFailure() ? kExitGtestFailure : 0);
+      },
+      60);
+  unsetenv("TUTTI_TIMEOUT");
+  unsetenv("TUTTI_CUDA_DIRECT");
+  unsetenv("TUTTI_CUDA_DIRECT_MIN_BYTES");
+  EXPECT_RANKS_OK(result);
+  EXPECT_LT(result.seconds, 30);
+}
 
 TEST(DeviceBuffers, HostDeviceMixIsRejected) {
   SKIP_WITHOUT_GPU();
@@ -259,11 +412,19 @@ TEST(DeviceBuffers, HostDeviceMixIsRejected) {
   EXPECT_RANKS_OK(result);
 }
 
-// Rank 2 of 3 dies while the others run a 64 MiB all-reduce on device buffers: they must get
-// an error (naming a rank), not hang, well within the harness timeout.
-TEST(DeviceBuffers, KilledRankTurnsIntoError) {
+// Rank 2 of 3 dies while the others run a 64 MiB all-reduce on device buffers (direct: the
+// automatic settings stage the first, small call and take the direct path for this one): they must
+// get an error (naming a rank), not hang, well within the harness timeout. Staged (parameter false)
+// the call itself fails; direct, the call returns once enqueued, the communicator's asynchronous
+// error turns non-success, the next call fails naming the rank, and the stream that waited for the
+// dead rank completes.
+class DeviceBuffersKilled : public ::testing::TestWithParam<bool> {};
+
+TEST_P(DeviceBuffersKilled, KilledRankTurnsIntoError) {
   SKIP_WITHOUT_GPU();
+  const bool direct = GetParam();
   setenv("TUTTI_TIMEOUT", "20", 1);
+  setenv("TUTTI_CUDA_DIRECT", direct ? "1" : "0", 1);
   tuttiUniqueId id = makeId();
   auto result = runRanks(
       3,
@@ -282,6 +443,17 @@ TEST(DeviceBuffers, KilledRankTurnsIntoError) {
           raise(SIGKILL);
         }
         tuttiResult_t r = tuttiAllReduce(d, d, count, tuttiFloat32, tuttiSum, comm, nullptr);
+        if (direct) {
+          EXPECT_EQ(r, tuttiSuccess) << tuttiGetLastError(comm);
+          tuttiResult_t async = tuttiSuccess;
+          for (int i = 0; i < 400 && async == tuttiSuccess; ++i) {
+            usleep(50 * 1000);
+            tuttiCommGetAsyncError(comm, &async);
+          }
+          EXPECT_NE(async, tuttiSuccess);
+          r = tuttiAllReduce(d, d, 1024, tuttiFloat32, tuttiSum, comm, nullptr);
+          EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // released, not hung
+        }
         EXPECT_NE(r, tuttiSuccess);
         EXPECT_NE(std::string(tuttiGetLastError(comm)).find("rank"), std::string::npos)
             << tuttiGetLastError(comm);
@@ -290,12 +462,16 @@ TEST(DeviceBuffers, KilledRankTurnsIntoError) {
       },
       90);
   unsetenv("TUTTI_TIMEOUT");
+  unsetenv("TUTTI_CUDA_DIRECT");
   ASSERT_EQ(result.ranks.size(), 3u);
   EXPECT_TRUE(result.ranks[0].ok()) << result.describe();
   EXPECT_TRUE(result.ranks[1].ok()) << result.describe();
   EXPECT_EQ(result.ranks[2].signal, SIGKILL) << result.describe();
   EXPECT_LT(result.seconds, 60);
 }
+
+INSTANTIATE_TEST_SUITE_P(Path, DeviceBuffersKilled, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "direct" : "staged"; });
 
 // Where CUDA is not usable, memory the process cannot read (as a device pointer would be)
 // is reported as such instead of crashing the host path.
