@@ -143,18 +143,19 @@ void DeviceAllReduce::State::poison() {
   // The host stores come first and need no CUDA call (this runs on the watchdog thread, maybe
   // while the driver cleans up after a dead peer, or while another thread holds the device in
   // a synchronisation that only these stores can end).
-  const bool first = !poisoned.exchange(true);
+  poisoned = true;
   if (load(abortWord()) == 0) store(abortWord(), static_cast<uint32_t>(peers.rank) + 1);
   const uint32_t lift = issued.load() + kPoisonLead;
   for (int r = 0; r < peers.nranks; ++r)
     for (Counter c : {kReady, kReduced, kDone}) store(host(r, c), lift);
   // Then the kernels' abort word, on a stream of its own, not waited for: blocks that start
-  // after it lands read nothing of the peers.
-  if (first) {
-    try {
-      side->setAsync(abortDevice.data(), 1, sizeof(uint32_t));
-    } catch (const Error&) {
-    }
+  // after it lands read nothing of the peers. Written at every lift, not only the first, so
+  // every lift is followed by a submission of this process: a guess from the H200 runs
+  // (docs/cuda.md, the killed-peer test) is that a stream waiting on host memory is looked at
+  // again only when its context submits work.
+  try {
+    side->setAsync(abortDevice.data(), 1, sizeof(uint32_t));
+  } catch (const Error&) {
   }
 }
 

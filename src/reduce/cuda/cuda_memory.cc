@@ -9,14 +9,18 @@
 #include "common/error.h"
 
 namespace tutti::cuda {
-namespace {
 
-void check(cudaError_t err, const char* call, const char* what) {
+void checkCall(int err, const char* call, const char* what) {
   if (err == cudaSuccess) return;
   cudaGetLastError();  // clear the sticky-free error state of this thread
-  fail(tuttiSystemError, what, ": ", call, " failed: ", cudaGetErrorName(err), " (",
-       cudaGetErrorString(err), ")");
+  const auto e = static_cast<cudaError_t>(err);
+  fail(tuttiSystemError, what, ": ", call, " failed: ", cudaGetErrorName(e), " (",
+       cudaGetErrorString(e), ")");
 }
+
+namespace {
+
+void check(cudaError_t err, const char* call, const char* what) { checkCall(err, call, what); }
 
 cudaStream_t asStream(void* s) { return static_cast<cudaStream_t>(s); }
 

@@ -9,6 +9,10 @@
 
 namespace tutti::cuda {
 
+// Throws tuttiSystemError "<what>: <call> failed: <name> (<text>)" unless err (a cudaError_t)
+// is cudaSuccess.
+void checkCall(int err, const char* call, const char* what);
+
 // Enqueues a copy of `bytes` from src to dst on `stream` (cudaMemcpyDefault: either side may
 // be host or device memory, UVA decides). Returns without waiting.
 void copyAsync(void* dst, const void* src, size_t bytes, void* stream, const char* what);

@@ -10,20 +10,14 @@
 
 #include "common/error.h"
 #include "reduce/cuda/cuda_kernels.h"
+#include "reduce/cuda/cuda_memory.h"
 
 namespace tutti::cuda {
 namespace {
 
-void check(cudaError_t err, const char* call, const char* what) {
-  if (err == cudaSuccess) return;
-  cudaGetLastError();
-  fail(tuttiSystemError, what, ": ", call, " failed: ", cudaGetErrorName(err), " (",
-       cudaGetErrorString(err), ")");
-}
+void check(cudaError_t err, const char* call, const char* what) { checkCall(err, call, what); }
 
-void checkLaunch(int err, const char* what) {
-  check(static_cast<cudaError_t>(err), "kernel launch", what);
-}
+void checkLaunch(int err, const char* what) { checkCall(err, "kernel launch", what); }
 
 using WaitFn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 using WriteFn = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
