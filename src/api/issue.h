@@ -2,7 +2,8 @@
 // stream (tuttiStreamCreate; returns at once), or recorded when a group is open, always in the
 // communicator's call order (ordered_call.h); body(c, send, recv) gets the user's buffers, or host
 // copies of them when they are device memory (memory_space.h), staged on `stream` when it is a
-// cudaStream_t. Shared by collectives.cc and uneven_collectives.cc.
+// cudaStream_t, unless a device body given for the call (all-reduce: the direct device path)
+// takes them first. Shared by collectives.cc and uneven_collectives.cc.
 // Logs the call's COLL line and counts it for PERF (call_log.h) when those log at INFO.
 #pragma once
 
@@ -53,14 +54,13 @@ tuttiResult_t issue(tuttiComm_t comm, const char* fn, const CallInfo& info, cons
     const double t0 = perf != nullptr ? nowSeconds() : 0;
     Communicator& c = comm->lanes.at(ready(comm), lane);
     comm->lastLane.store(lane, std::memory_order_relaxed);
-    bool onDevice = false;
+    bool onDevice = false;  // run on the device, without staging
     if constexpr (!std::is_same_v<std::decay_t<D>, std::nullptr_t>)
       if (device) onDevice = deviceBody(c, b.send, b.recv, cudaStream);
-    if (onDevice) {
-    } else if (device)
-      runStaged(fn, b, cudaStream, [&](const void* send, void* recv) { body(c, send, recv); });
-    else
+    if (!device)
       body(c, b.send, b.recv);
+    else if (!onDevice)
+      runStaged(fn, b, cudaStream, [&](const void* send, void* recv) { body(c, send, recv); });
     if (perf != nullptr)
       perf->add(callName(fn), std::max(b.sendBytes, b.recvBytes), nowSeconds() - t0, true);
   };
