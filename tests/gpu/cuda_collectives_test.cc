@@ -22,6 +22,7 @@
 #include "comm_test_util.h"
 #include "common/dtype.h"
 #include "harness/fork_harness.h"
+#include "harness/scoped_env.h"
 #include "support/verifiable.h"
 #include "tutti/tutti.h"
 
@@ -208,8 +209,7 @@ TEST_P(DeviceCollectives, EveryCollectiveDtypeOpMatchesHostRun) {
   const int n = GetParam();
   // All-reduce takes the direct device path at every size (automatic: staged below n x 512 KiB
   // on one shared GPU); the staged all-reduce is the path of the other collectives.
-  setenv("TUTTI_CUDA_DIRECT", "1", 1);
-  setenv("TUTTI_CUDA_DIRECT_MIN_BYTES", "0", 1);
+  ScopedEnv env{{"TUTTI_CUDA_DIRECT", "1"}, {"TUTTI_CUDA_DIRECT_MIN_BYTES", "0"}};
   tuttiUniqueId id = makeId();
   auto result = runRanks(
       n,
@@ -237,8 +237,6 @@ TEST_P(DeviceCollectives, EveryCollectiveDtypeOpMatchesHostRun) {
         cudaStreamDestroy(s);
       },
       600);
-  unsetenv("TUTTI_CUDA_DIRECT");
-  unsetenv("TUTTI_CUDA_DIRECT_MIN_BYTES");
   EXPECT_RANKS_OK(result);
 }
 
@@ -257,11 +255,11 @@ class DeviceAllReduceDirect : public ::testing::TestWithParam<DirectCase> {};
 TEST_P(DeviceAllReduceDirect, PiecesAndBackToBackCallsMatchReference) {
   SKIP_WITHOUT_GPU();
   const DirectCase pc = GetParam();
-  setenv("TUTTI_CUDA_DIRECT_BYTES", "65536", 1);
-  setenv("TUTTI_CUDA_TWO_SHOT_BYTES", "16384", 1);
-  setenv("TUTTI_CUDA_STREAM_MEMOPS", pc.memOps ? "1" : "0", 1);
-  setenv("TUTTI_CUDA_DIRECT", "1", 1);
-  setenv("TUTTI_CUDA_DIRECT_MIN_BYTES", "0", 1);
+  ScopedEnv env{{"TUTTI_CUDA_DIRECT_BYTES", "65536"},
+                {"TUTTI_CUDA_TWO_SHOT_BYTES", "16384"},
+                {"TUTTI_CUDA_STREAM_MEMOPS", pc.memOps ? "1" : "0"},
+                {"TUTTI_CUDA_DIRECT", "1"},
+                {"TUTTI_CUDA_DIRECT_MIN_BYTES", "0"}};
   struct Shape {
     tuttiDataType_t t;
     tuttiRedOp_t op;
@@ -322,11 +320,6 @@ TEST_P(DeviceAllReduceDirect, PiecesAndBackToBackCallsMatchReference) {
         cudaStreamDestroy(s);
       },
       180);
-  unsetenv("TUTTI_CUDA_DIRECT_BYTES");
-  unsetenv("TUTTI_CUDA_TWO_SHOT_BYTES");
-  unsetenv("TUTTI_CUDA_STREAM_MEMOPS");
-  unsetenv("TUTTI_CUDA_DIRECT");
-  unsetenv("TUTTI_CUDA_DIRECT_MIN_BYTES");
   EXPECT_RANKS_OK(result);
 }
 
@@ -343,9 +336,8 @@ INSTANTIATE_TEST_SUITE_P(Ranks, DeviceAllReduceDirect,
 // stream that waited for it completes instead of hanging.
 TEST(DeviceAllReduceDirectFailure, StalledPeerBecomesAsyncErrorAndStreamEnds) {
   SKIP_WITHOUT_GPU();
-  setenv("TUTTI_TIMEOUT", "4", 1);
-  setenv("TUTTI_CUDA_DIRECT", "1", 1);
-  setenv("TUTTI_CUDA_DIRECT_MIN_BYTES", "0", 1);
+  ScopedEnv env{
+      {"TUTTI_TIMEOUT", "4"}, {"TUTTI_CUDA_DIRECT", "1"}, {"TUTTI_CUDA_DIRECT_MIN_BYTES", "0"}};
   tuttiUniqueId id = makeId();
   auto result = runRanks(
       2,
@@ -387,9 +379,6 @@ TEST(DeviceAllReduceDirectFailure, StalledPeerBecomesAsyncErrorAndStreamEnds) {
         _exit(::testing::Test::HasFailure() ? kExitGtestFailure : 0);
       },
       60);
-  unsetenv("TUTTI_TIMEOUT");
-  unsetenv("TUTTI_CUDA_DIRECT");
-  unsetenv("TUTTI_CUDA_DIRECT_MIN_BYTES");
   EXPECT_RANKS_OK(result);
   EXPECT_LT(result.seconds, 30);
 }
@@ -429,8 +418,7 @@ class DeviceBuffersKilled : public ::testing::TestWithParam<bool> {};
 TEST_P(DeviceBuffersKilled, KilledRankTurnsIntoError) {
   SKIP_WITHOUT_GPU();
   const bool direct = GetParam();
-  setenv("TUTTI_TIMEOUT", "20", 1);
-  setenv("TUTTI_CUDA_DIRECT", direct ? "1" : "0", 1);
+  ScopedEnv env{{"TUTTI_TIMEOUT", "20"}, {"TUTTI_CUDA_DIRECT", direct ? "1" : "0"}};
   tuttiUniqueId id = makeId();
   auto result = runRanks(
       3,
@@ -467,8 +455,6 @@ TEST_P(DeviceBuffersKilled, KilledRankTurnsIntoError) {
         _exit(::testing::Test::HasFailure() ? kExitGtestFailure : 0);
       },
       90);
-  unsetenv("TUTTI_TIMEOUT");
-  unsetenv("TUTTI_CUDA_DIRECT");
   ASSERT_EQ(result.ranks.size(), 3u);
   EXPECT_TRUE(result.ranks[0].ok()) << result.describe();
   EXPECT_TRUE(result.ranks[1].ok()) << result.describe();

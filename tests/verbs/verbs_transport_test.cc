@@ -14,6 +14,7 @@
 #include "bootstrap/memory_store.h"
 #include "common/error.h"
 #include "harness/fork_harness.h"
+#include "harness/scoped_env.h"
 #include "harness/temp_dir.h"
 #include "harness/threads_harness.h"
 #include "transports/ibverbs/ib_device.h"
@@ -30,28 +31,7 @@ using verbstest::IbRank;
 
 constexpr size_t kMiB = size_t{1} << 20;
 
-// Sets environment variables for one test and restores them after.
-class ScopedEnv {
- public:
-  ScopedEnv(std::initializer_list<std::pair<const char*, const char*>> vars) {
-    for (auto& [k, v] : vars) {
-      const char* old = getenv(k);
-      saved_.push_back({k, old ? std::optional<std::string>(old) : std::nullopt});
-      setenv(k, v, 1);
-    }
-  }
-  ~ScopedEnv() {
-    for (auto& [k, v] : saved_) {
-      if (v)
-        setenv(k.c_str(), v->c_str(), 1);
-      else
-        unsetenv(k.c_str());
-    }
-  }
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
+using test::ScopedEnv;
 
 void withRanks(int n, const std::function<void(int, IbRank&)>& fn) {
   bootstrap::MemoryStore store;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bootstrap/store.h"
+#include "harness/scoped_env.h"
 #include "transport_conformance.h"
 #include "transports/shm/shm_transport.h"
 
@@ -76,23 +77,6 @@ inline double cpuSeconds(int who) {
          1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
-// Sets an environment variable for the lifetime of the object.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = ::getenv(name)) old_ = old, had_ = true;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      ::setenv(name_.c_str(), old_.c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-};
+using tutti::test::ScopedEnv;  // harness/scoped_env.h
 
 }  // namespace tutti::transport::shmtest
