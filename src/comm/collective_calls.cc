@@ -106,9 +106,10 @@ bool Communicator::allReduceDevice(const void* send, void* recv, size_t count,
     });
     if (!device_) return false;
   }
-  if (count * dtypeSize(dtype) < device_->minBytes()) return false;  // staged: faster here
+  const size_t bytes = count * dtypeSize(dtype);
+  if (bytes < device_->minBytes()) return false;  // staged: faster here
   CallTag tag = calls_.next(args, op);
-  const char* name = device_->algorithmFor(count * dtypeSize(dtype));
+  const char* name = device_->algorithmFor(bytes);
   calls_.setLastAlgorithm(name);
   runTaggedCall(tag, name, [&] { device_->run(send, recv, count, dtype, op, stream); });
   return true;

@@ -129,6 +129,8 @@ struct DeviceAllReduce::State {
   const uint32_t* devAbortWord() { return reinterpret_cast<const uint32_t*>(abortDevice.data()); }
   std::byte* myScratch() { return scratch.data(); }
 
+  // Whether a call of `bytes` goes two-shot (the same on every rank).
+  bool twoShot(size_t bytes) const;
   void poison();
   void failWith(tuttiResult_t code, const std::string& text, int rank);
   void watch();
@@ -200,11 +202,7 @@ void DeviceAllReduce::State::watch() {
   auto lastProgress = Clock::now();
   std::unique_lock<std::mutex> lock(mu);
   while (!cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return stop; })) {
-    if (poisoned) {
-      poison();
-      continue;
-    }
-    if (abortFlag != nullptr && abortFlag->load()) {
+    if (poisoned || (abortFlag != nullptr && abortFlag->load())) {
       poison();
       continue;
     }
@@ -266,7 +264,7 @@ void DeviceAllReduce::State::piece(const std::byte* in, std::byte* out, size_t e
   // Every rank has finished reading my scratch (and my own last piece is done, whatever
   // stream it ran on).
   if (s > 1) waitAll(stream, kDone, s - 1, true);
-  cuda::copyDeviceAsync(myScratch(), in, elems * es, stream, "direct device all-reduce");
+  cuda::copyAsync(myScratch(), in, elems * es, stream, "direct device all-reduce");
   signals->write(stream, dev(me, kReady), s);
   waitAll(stream, kReady, s);
   std::array<const void*, reduce::kMaxReduceSources> src{};
@@ -327,11 +325,14 @@ DeviceAllReduce::~DeviceAllReduce() {
 int DeviceAllReduce::device() const { return s_->device; }
 size_t DeviceAllReduce::minBytes() const { return static_cast<size_t>(s_->settings.minBytes); }
 
-const char* DeviceAllReduce::algorithmFor(size_t bytes) const {
+bool DeviceAllReduce::State::twoShot(size_t bytes) const {
   const auto piece =
-      static_cast<int64_t>(std::min(bytes, static_cast<size_t>(s_->settings.scratchBytes)));
-  return s_->peers.nranks > 1 && piece >= s_->settings.twoShotBytes ? "cuda_twoshot"
-                                                                    : "cuda_oneshot";
+      static_cast<int64_t>(std::min(bytes, static_cast<size_t>(settings.scratchBytes)));
+  return peers.nranks > 1 && piece >= settings.twoShotBytes;
+}
+
+const char* DeviceAllReduce::algorithmFor(size_t bytes) const {
+  return s_->twoShot(bytes) ? "cuda_twoshot" : "cuda_oneshot";
 }
 
 std::string DeviceAllReduce::describe() const {
@@ -359,10 +360,10 @@ void DeviceAllReduce::run(const void* send, void* recv, size_t count, tuttiDataT
   const int64_t divisor = op == tuttiAvg ? st.peers.nranks : 1;
   const tuttiRedOp_t base = op == tuttiAvg ? tuttiSum : op;
   if (st.peers.nranks == 1) {
-    if (send != recv) cuda::copyDeviceAsync(recv, send, count * es, stream, "tuttiAllReduce");
+    if (send != recv) cuda::copyAsync(recv, send, count * es, stream, "tuttiAllReduce");
     return;
   }
-  const bool twoShot = std::string_view(algorithmFor(count * es)) == "cuda_twoshot";
+  const bool twoShot = st.twoShot(count * es);
   const size_t pieceElems = static_cast<size_t>(st.settings.scratchBytes) / es;
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);

@@ -201,11 +201,4 @@ void SideStream::synchronize() {
         "side stream");
 }
 
-void copyDeviceAsync(void* dst, const void* src, size_t bytes, void* stream, const char* what) {
-  if (bytes == 0) return;
-  check(
-      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)),
-      "cudaMemcpyAsync", what);
-}
-
 }  // namespace tutti::cuda

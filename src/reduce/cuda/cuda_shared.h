@@ -102,7 +102,4 @@ class SideStream {
   void* stream_ = nullptr;
 };
 
-// Enqueues a device-to-device copy on stream (cudaMemcpyDeviceToDevice).
-void copyDeviceAsync(void* dst, const void* src, size_t bytes, void* stream, const char* what);
-
 }  // namespace tutti::cuda
