@@ -195,6 +195,10 @@ std::vector<double> OnlineTuner::measured(const TuneKey& key) const {
   return out;
 }
 
+double OnlineTuner::margin(const State& s) const {
+  return s.runoff ? settings_.runoffKeepModelMargin : settings_.keepModelMargin;
+}
+
 int OnlineTuner::fastest(const State& s, const std::vector<double>& measured) const {
   int best = -1;
   for (size_t i = 0; i < s.options.size(); ++i)
@@ -202,7 +206,7 @@ int OnlineTuner::fastest(const State& s, const std::vector<double>& measured) co
       best = static_cast<int>(i);
   // The model's choice stays unless another is faster by more than the margin (noise).
   if (best > 0 && measured[0] >= 0 && s.options[0].name == s.modelChoice &&
-      measured[0] <= measured[static_cast<size_t>(best)] * (1 + settings_.keepModelMargin))
+      measured[0] <= measured[static_cast<size_t>(best)] * (1 + margin(s)))
     best = 0;
   return best < 0 ? 0 : best;
 }
@@ -253,9 +257,8 @@ bool OnlineTuner::passesAgree(const State& s, const std::vector<double>& times, 
     for (size_t i = 0; i < n; ++i)
       if (t[i] >= 0 && (fastest < 0 || t[i] < fastest)) fastest = t[i];
     // The margin keeps the model's choice against one that much faster: no round changes that.
-    const double allowed = modelsChoice
-                               ? std::max(settings_.runoffPassesAgree, settings_.keepModelMargin)
-                               : settings_.runoffPassesAgree;
+    const double allowed = modelsChoice ? std::max(settings_.runoffPassesAgree, margin(s))
+                                        : settings_.runoffPassesAgree;
     if (t[b] >= 0 && t[b] > fastest * (1 + allowed)) return false;
   }
   return true;

@@ -51,6 +51,10 @@ struct TuneSettings {
   double repBudgetSec = 2e-3;     // predicted time of all candidates' timed calls (small calls
                                   // are cheap to repeat and noisier: more of them)
   double keepModelMargin = 0.10;  // the model's choice stays unless beaten by more than this
+  // ... and in a run-off (longer blocks, rounds summed: firmer times), by more than this. A
+  // choice kept by a margin may be that much slower than the best for good, so it stays well
+  // inside the 10% a user would call a miss.
+  double runoffKeepModelMargin = 0.05;
   // A run-off when others come within runoffWithin of the fastest: the fastest few
   // (runoffFinalists at most) run again, alone, in longer blocks (closer to a loop's steady
   // state: a block's first calls, still out of step after the switch, and its last, overlapped
@@ -167,8 +171,10 @@ class OnlineTuner {
   static std::vector<PlannedCall> planCalls(int options, int reps, int warmup, int cooldown);
   void start(const TuneKey& key, State& s, const std::vector<TuneOption>& ranked);
   // Index of the fastest measured option; the model's choice (0, while a candidate) when within
-  // the margin of it.
+  // the margin of it (the run-off's, in a run-off).
   int fastest(const State& s, const std::vector<double>& measured) const;
+  // The margin that keeps the model's choice in s's round (first round or run-off).
+  double margin(const State& s) const;
   // The options a run-off compares (indices in the model's order): `best` and the fastest others
   // within runoffWithin of it; empty when none is.
   std::vector<int> finalists(const std::vector<double>& measured, int best) const;
