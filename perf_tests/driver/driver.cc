@@ -306,9 +306,26 @@ std::string resultColumns(const Measurement& m) {
   return buf;
 }
 
+// The -A sweep's measurements of one size: each forced algorithm in run.sweep's order, then the
+// automatic choice last. With --alternate, odd cycles run them in reverse (auto first), so that no
+// column always follows the same one; the result keeps the printed order.
+std::vector<Measurement> measureSweep(Run& run, const Layout& l, tuttiDataType_t type,
+                                      tuttiRedOp_t op, int root, int cycle) {
+  const size_t n = run.sweep.size();
+  std::vector<Measurement> ms(n + 1);
+  const bool reverse = run.b.opt.alternate && cycle % 2 == 1;
+  for (size_t k = 0; k <= n; ++k) {
+    const size_t i = reverse ? n - k : k;
+    ms[i] = i < n ? benchTime(run.b, l, type, op, root, false, run.sweep[i], true)
+                  : benchTime(run.b, l, type, op, root, false, "", false);
+  }
+  return ms;
+}
+
 // One line of the table: nccl-tests' size count type redop root + out-of-place + in-place.
+// cycle: the -N cycle it belongs to (0 first).
 void testSize(Run& run, const Layout& l, tuttiDataType_t type, tuttiRedOp_t op, const char* opStr,
-              int root) {
+              int root, int cycle) {
   Bench& b = run.b;
   const size_t ws = typeSize(type);
   const int printedRoot = b.coll->hasRoot ? root : -1;
@@ -359,8 +376,10 @@ void testSize(Run& run, const Layout& l, tuttiDataType_t type, tuttiRedOp_t op, 
       run.json.key("algorithms");
       run.json.beginObject();
     }
-    for (const auto& a : run.sweep) {
-      const Measurement m = benchTime(b, l, type, op, root, false, a, true);
+    const std::vector<Measurement> ms = measureSweep(run, l, type, op, root, cycle);
+    for (size_t i = 0; i < run.sweep.size(); ++i) {
+      const std::string& a = run.sweep[i];
+      const Measurement& m = ms[i];
       const int w = std::max<int>(7, static_cast<int>(a.size()));
       if (m.ran) {
         const bool other = !m.algoUsed.empty() && m.algoUsed != a;
@@ -375,7 +394,7 @@ void testSize(Run& run, const Layout& l, tuttiDataType_t type, tuttiRedOp_t op, 
       csvRow(run, l, type, opStr, printedRoot, "out-of-place", a, m);
     }
     if (run.json.active()) run.json.endObject();
-    const Measurement autoM = benchTime(b, l, type, op, root, false, "", false);
+    const Measurement& autoM = ms.back();
     wrong += autoM.wrong;
     anyChecked |= autoM.checked;
     run.bwSum += autoM.busBw;
@@ -412,13 +431,15 @@ void timeTest(Run& run, tuttiDataType_t type, tuttiRedOp_t op, const char* opStr
     forceAlgorithm(b, "");
   }
   int cycles = o.runCycles;
+  int cycle = 0;
   do {
     for (size_t size = o.minBytes; size <= o.maxBytes;
          size = o.stepFactor > 1 ? size * o.stepFactor : size + o.stepBytes) {
-      testSize(run, b.coll->layout(size / ws, b.nranks), type, op, opStr, root);
+      testSize(run, b.coll->layout(size / ws, b.nranks), type, op, opStr, root, cycle);
       if (o.stepFactor <= 1 && o.stepBytes == 0) break;
       if (o.stepFactor > 1 && size == 0) break;
     }
+    ++cycle;
   } while (o.runCycles == 0 || --cycles > 0);
 }
 

@@ -43,7 +43,7 @@ double parseSize(const char* value) {
 
 namespace {
 
-enum LongOnly { kAlgos = 1000, kMemory, kCsv, kLimit, kLinkGbps, kShowAlgo, kSyncEach };
+enum LongOnly { kAlgos = 1000, kMemory, kCsv, kLimit, kLinkGbps, kShowAlgo, kSyncEach, kAlternate };
 
 void usage(const char* prog) {
   printf(
@@ -75,6 +75,8 @@ void usage(const char* prog) {
       "[-A,--algo <name/all/a,b,c> force the algorithm (TUTTI_ALGO); all: one busbw column per "
       "algorithm] \n\t"
       "[--algos <a,b,c> algorithms that -A all sweeps (default: built-in list)] \n\t"
+      "[--alternate <0/1> with -A all and -N: every other cycle runs the columns, auto first, in "
+      "reverse order (printed in the usual order)] \n\t"
       "[--memory <host/host-stream/cuda> where buffers live (default host; host-stream: host "
       "buffers, the calls on a tutti host stream)] \n\t"
       "[--sync_each <0/1> wait for each call's stream before the next (no barrier)] \n\t"
@@ -131,6 +133,7 @@ int parseOptions(int argc, char** argv, Options* o, bool hasOp, bool hasRoot) {
                                            {"link_gbps", required_argument, 0, kLinkGbps},
                                            {"show_algo", required_argument, 0, kShowAlgo},
                                            {"sync_each", required_argument, 0, kSyncEach},
+                                           {"alternate", required_argument, 0, kAlternate},
                                            {"help", no_argument, 0, 'h'},
                                            {0, 0, 0, 0}};
   const char* prog = basename(argv[0]);
@@ -263,6 +266,9 @@ int parseOptions(int argc, char** argv, Options* o, bool hasOp, bool hasRoot) {
         break;
       case kSyncEach:
         o->syncEach = static_cast<int>(strtol(optarg, nullptr, 0));
+        break;
+      case kAlternate:
+        o->alternate = static_cast<int>(strtol(optarg, nullptr, 0));
         break;
       case 'h':
         usage(prog);

@@ -43,6 +43,7 @@ struct Options {
   double linkGbps = 0;                // --link-gbps X (Gbit/s)
   int showAlgo = 0;                   // --show_algo 0/1: algorithm + transports columns
   int syncEach = 0;                   // --sync_each 0/1: synchronize the stream after each call
+  int alternate = 0;                  // --alternate 0/1: -A's columns in reverse every other cycle
 };
 
 // Parses argv. Returns -1 to continue, else the exit status (help printed: 0; error: 1).
