@@ -9,8 +9,10 @@ out), then an oracle (--no-oracle leaves it out): the warm cache with each size'
 replaced by the warm job's best forced algorithm, a chooser that knew the answer. Its ratio is
 the metric's own floor on this machine: what the best possible choice scores when its column
 and the forced ones are measured again. Each job sweeps the sizes several times (the perf
-test's -N): the cold job --cold-cycles (4) times, the others --cycles (3) times. Prints per
-size the median over repetitions of auto busbw / best forced busbw:
+test's -N): the cold job --cold-cycles (4) times, the others --cycles (4) times, every other
+sweep with the columns in reverse order (the perf test's --alternate 1: auto first, so that no
+column always follows the same one). Prints per size the median over repetitions of auto busbw /
+best forced busbw:
   - cold, 1st sweep: each size's exploration is inside the measured calls, as a job that calls
     each size only ITERS times pays it (calibration ran before, at the communicator's first
     call, in the perf test's warm-up);
@@ -25,13 +27,16 @@ size the median over repetitions of auto busbw / best forced busbw:
     column's own noise);
   - model alone: the model job's auto column, each column's median over its sweeps;
   - oracle: the oracle job's auto column, likewise;
+  - warm vs best out of sample: the warm job's auto against the best forced algorithm chosen on
+    other sweeps than it is measured on (best_out_of_sample): the best of 8-10 close, noisy
+    columns' medians is biased high, so the plain ratio scores even a perfect chooser below 1;
 and the worst size and median of each, the warm worst where the model alone reached >= 0.90
 (no regression where the model already chose well), and what calibration and exploration cost
 (from the TUNE log).
 
   tools/autotune-bench.py [--build build] [--np 2,4] [--colls all_reduce,all_gather,reduce_scatter]
                           [--reps 3] [--ranges 8:8:180,16:64K:180,256K:2M:120,4M:64M:80] [-f 4] [-w 5] [-a 1|3]
-                          [--cycles 3] [--cold-cycles 4] [--no-model] [--no-oracle] [--logs DIR]
+                          [--cycles 4] [--cold-cycles 4] [--no-model] [--no-oracle] [--logs DIR]
 
 Each range is MIN:MAX:ITERS, one perf-test invocation (the same cache), in float32 unless its
 smallest size leaves a rank less than 4 bytes (all-gather and reduce-scatter of 8 B on 4
@@ -83,7 +88,7 @@ def run_perf(a, np, coll, cache, out_csv, cycles, types, tune=True):
                os.path.join(a.build, "perf_tests", f"{coll}_perf"), "-b", lo, "-e", hi, "-f", a.f,
                "-d", datatype(coll, np, parse_bytes(lo)),
                "-A", "all", "-c", "1", "-w", str(a.w), "-n", iters, "-a", a.average,
-               "-N", str(cycles), "--csv", out_csv]
+               "-N", str(cycles), "--alternate", "1", "--csv", out_csv]
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
         if p.returncode != 0:
             sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout[-3000:]}{p.stderr[-3000:]}")
@@ -178,6 +183,23 @@ def summarise(bws, used, cycles):
     return best, auto, forced
 
 
+def best_out_of_sample(bws, size):
+    """The best forced algorithm's bandwidth at `size`, chosen and measured on different sweeps:
+    for each sweep, the algorithm with the best median over the other sweeps, and its bandwidth
+    in this one; the median of these. The best of many columns' medians (summarise) is biased
+    high where columns are close and noisy: it takes each sweep's lucky column. None with fewer
+    than 2 sweeps."""
+    cols = {name: v for (s, name), v in bws.items() if s == size and name != "auto"}
+    sweeps = min((len(v) for v in cols.values()), default=0)
+    if sweeps < 2:
+        return None
+    held_out = []
+    for k in range(sweeps):
+        pick = max(cols, key=lambda n: statistics.median(cols[n][:k] + cols[n][k + 1:sweeps]))
+        held_out.append(cols[pick][k])
+    return statistics.median(held_out)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
@@ -187,7 +209,7 @@ def main():
     ap.add_argument("--ranges", default="8:8:180,16:64K:180,256K:2M:120,4M:64M:80")
     ap.add_argument("-f", default="4")
     ap.add_argument("-w", type=int, default=5)
-    ap.add_argument("--cycles", type=int, default=3,
+    ap.add_argument("--cycles", type=int, default=4,
                     help="size sweeps of the warm, model and oracle jobs")
     ap.add_argument("--cold-cycles", type=int, default=4,
                     help="size sweeps of the cold job: the first explores, the rest run its choices")
@@ -201,7 +223,8 @@ def main():
     a = ap.parse_args()
     for np in [int(x) for x in a.np.split(",")]:
         for coll in a.colls.split(","):
-            ratios = {"cold": {}, "explored": {}, "warm": {}, "pick": {}, "model": {}, "oracle": {}}
+            ratios = {"cold": {}, "explored": {}, "warm": {}, "pick": {}, "model": {}, "oracle": {},
+                      "warm-oos": {}}
             picks = {"explored": {}, "warm": {}, "model": {}}
             bests = {}
             calib, explored, types, spilled = [], [], {}, []
@@ -245,6 +268,10 @@ def main():
                                     continue
                                 picks[phase].setdefault(size, []).append(auto[size][1])
                                 if phase == "warm":
+                                    oos = best_out_of_sample(bws, size)
+                                    if oos:
+                                        ratios["warm-oos"].setdefault(size, []).append(
+                                            auto[size][0] / oos)
                                     warm_best[size] = name
                                     bests.setdefault(size, []).append(name)
                                     if (size, auto[size][1]) in forced:
@@ -253,8 +280,9 @@ def main():
             print(f"\n## {coll}, {np} ranks ({a.reps} repetitions; auto busbw / best forced busbw, "
                   "median; best forced (warm) and auto's algorithm per repetition)")
             print("| size (B) | cold: 1st sweep | cold: after exploring | warm | warm pick | "
-                  "model alone | oracle | best forced | auto cold | auto warm | model alone |")
-            print("|---|---|---|---|---|---|---|---|---|---|---|")
+                  "model alone | oracle | warm vs best out of sample | best forced | auto cold | "
+                  "auto warm | model alone |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 
             def med(phase, size):
                 return f"{statistics.median(ratios[phase][size]):.2f}" if size in ratios[phase] else "-"
@@ -262,10 +290,11 @@ def main():
                 dtype = "" if types.get(size, "float") == "float" else f" ({types[size]})"
                 print(f"| {size}{dtype} | {med('cold', size)} | {med('explored', size)} | {med('warm', size)} | "
                       f"{med('pick', size)} | {med('model', size)} | {med('oracle', size)} | "
+                      f"{med('warm-oos', size)} | "
                       f"{','.join(bests[size])} | "
                       f"{','.join(picks['explored'].get(size, []))} | {','.join(picks['warm'][size])} | "
                       f"{','.join(picks['model'].get(size, []))} |")
-            for phase in ("cold", "explored", "warm", "pick", "model", "oracle"):
+            for phase in ("cold", "explored", "warm", "pick", "model", "oracle", "warm-oos"):
                 meds = [statistics.median(v) for v in ratios[phase].values()]
                 if meds:
                     print(f"{phase}: worst size {min(meds):.2f}, median {statistics.median(meds):.2f}")
