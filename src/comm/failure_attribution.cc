@@ -29,7 +29,8 @@ FailureVerdict attributePeerFailure(const exec::PeerFailure& e, FailureMonitor& 
       text += "; rank " + std::to_string(gone) + " had failed before: " + late->text;
     } else if (gone >= 0) {
       first = gone;
-      text += " (after a failure elsewhere: " + membership.describeRank(gone) + " is gone)";
+      text += " (after a failure elsewhere: " + membership.describeRank(gone) +
+              " died: its process is gone)";
     } else {
       text += " (aborted or destroyed by its caller; no other rank is gone)";
     }
@@ -43,7 +44,7 @@ FailureVerdict attributePeerFailure(const exec::PeerFailure& e, FailureMonitor& 
     } else {
       first = dead;
       text += "; rank " + std::to_string(e.peer()) + " is alive (it gave up after a failure), " +
-              membership.describeRank(dead) + " is not (its standby address refuses connections)";
+              membership.describeRank(dead) + " died (its standby address refuses connections)";
     }
   }
   text += " (the first rank to fail: " + (first >= 0 ? std::to_string(first) : "unknown") + ")";

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -294,6 +295,8 @@ TEST(FailureAttribution, ASurvivorThatClosedAfterAFailureElsewhereIsNotBlamed) {
     EXPECT_EQ(res, tuttiRemoteError) << msg;
     EXPECT_NE(msg.find("closed the connection"), std::string::npos) << msg;
     EXPECT_NE(msg.find("(the first rank to fail: 2)"), std::string::npos) << msg;
+    // In words too, as the launchers' killed-rank tests read it: "rank 2 (host, pid) died".
+    EXPECT_TRUE(std::regex_search(msg, std::regex("rank 2 \\([^)]*\\) died"))) << msg;
     tuttiCommAbort(b);
   });
   EXPECT_EQ(r.ranks[2].signal, SIGKILL) << r.describe();
