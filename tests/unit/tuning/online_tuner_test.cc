@@ -464,8 +464,9 @@ TEST(OnlineTuner, SmallCallsAreTimedMoreOftenWithinTheBudget) {
     OnlineTuner t(s);
     int timed = 0;
     for (int i = 0; i < 100 && !t.readyToConclude(key()); ++i) {
-      OnlineTuner::Pick p = t.next(
-          key(), [&] { return std::vector<TuneOption>{{"ring", predicted}, {"tree", predicted}}; });
+      OnlineTuner::Pick p = t.next(key(), [&] {
+        return std::vector<TuneOption>{{"ring", predicted}, {"tree", predicted}};
+      });
       if (p.sample >= 0) ++timed;
     }
     return timed;
