@@ -42,11 +42,13 @@ Each range is MIN:MAX:ITERS, one perf-test invocation (the same cache), in float
 smallest size leaves a rank less than 4 bytes (all-gather and reduce-scatter of 8 B on 4
 ranks): that range runs in int8. A shape's exploration
 takes TUTTI_TUNE_EXPLORE_AFTER (2) + up to 6 candidates x (2 + 5..15) calls (more timed calls
-for small sizes), and when others come within 25% of the fastest a run-off of up to 3 of them,
-each 2 x 3 untimed + 4..16 timed calls (16 while their calls take up to 8 ms together), and up
-to two rounds more when its passes disagree. ITERS + 2 (the calls of a size per sweep) covers
-one run-off round: up to 170 calls at 8 B - 64 KiB, about 110 at 256 KiB - 2 MiB, 74 from
-4 MiB; later rounds spill into the second sweep and beyond. The calls spent exploring are
+for small sizes), and when others come within 25% of the fastest (within 3x when the fastest's
+timed calls took less than 4 ms in all) a run-off of up to 3 of them, each (2..4 passes) x 3
+untimed + 4..32 timed calls (32 while their calls take up to 0.25 ms together), and up to two
+rounds more when its halves disagree. ITERS + 2 (the calls of a size per sweep) covers the
+first round and, from 4 MiB, one run-off round (74 calls); at 8 B - 64 KiB the first run-off
+round ends in the second sweep (up to 236 calls), and later rounds spill further. The calls
+spent exploring are
 reported separately. --logs DIR keeps each job's output and TUNE log
 (COLL-npN-repK-JOB.log).
 """

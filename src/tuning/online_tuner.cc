@@ -82,21 +82,25 @@ void OnlineTuner::start(const TuneKey&, State& s, const std::vector<TuneOption>&
   s.reps = std::clamp(static_cast<int>(settings_.repBudgetSec / all), settings_.reps,
                       std::max(settings_.reps, settings_.maxReps));
   s.samples.assign(s.options.size() * static_cast<size_t>(s.reps), -1.0);
-  s.calls = planCalls(static_cast<int>(s.options.size()), s.reps, settings_.warmup, 0);
+  s.calls = planCalls(static_cast<int>(s.options.size()), s.reps, passesFor(settings_, s.reps),
+                      settings_.warmup, 0);
 }
 
-std::vector<OnlineTuner::PlannedCall> OnlineTuner::planCalls(int options, int reps, int warmup,
-                                                             int cooldown) {
+int OnlineTuner::passStart(int reps, int passes, int p) {
+  return p * (reps / passes) + std::min(p, reps % passes);
+}
+
+std::vector<OnlineTuner::PlannedCall> OnlineTuner::planCalls(int options, int reps, int passes,
+                                                             int warmup, int cooldown) {
   std::vector<PlannedCall> calls;
-  const int firstPass = (reps + 1) / 2;
-  for (int pass = 0; pass < 2; ++pass) {
-    const int timed = pass == 0 ? firstPass : reps - firstPass;
+  for (int pass = 0; pass < passes; ++pass) {
+    const int first = passStart(reps, passes, pass),
+              timed = passStart(reps, passes, pass + 1) - first;
     if (timed == 0) continue;
     for (int i = 0; i < options; ++i) {
-      const int option = pass == 0 ? i : options - 1 - i;
+      const int option = pass % 2 == 0 ? i : options - 1 - i;
       for (int w = 0; w < warmup; ++w) calls.push_back({option, -1});
-      for (int t = 0; t < timed; ++t)
-        calls.push_back({option, option * reps + (pass == 0 ? 0 : firstPass) + t});
+      for (int t = 0; t < timed; ++t) calls.push_back({option, option * reps + first + t});
       for (int c = 0; c < cooldown; ++c) calls.push_back({option, -1});
     }
   }
@@ -162,11 +166,11 @@ double medianOfTimes(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// One candidate's time from its two passes' samples: the mean of all (meanOfTimes), or of one
-// pass alone when the other's median is more than twice its own. Then the machine was slower
-// for all of that pass's block (a burst of load, a descheduled rank's time slice spanning it),
-// not the candidate: slow calls that come with it come in both blocks, and the median of a
-// block hardly moves for one of them.
+// One candidate's time from the samples of its two halves of the passes: the mean of all
+// (meanOfTimes), or of one half alone when the other's median is more than twice its own. Then
+// the machine was slower for all of that half's blocks (a burst of load, a descheduled rank's
+// time slice spanning them), not the candidate: slow calls that come with it come in both
+// halves, and the median of a half hardly moves for one of them.
 double candidateTime(const std::vector<double>& first, const std::vector<double>& second) {
   const double a = medianOfTimes(first), b = medianOfTimes(second);
   if (a >= 0 && b >= 0 && a > 2 * b) return meanOfTimes(second);
@@ -181,7 +185,9 @@ std::vector<double> OnlineTuner::measured(const TuneKey& key) const {
   auto it = states_.find(key);
   TUTTI_ASSERT(it != states_.end());
   const State& s = it->second;
-  const long reps = s.reps, firstPass = (reps + 1) / 2;  // as planCalls lays the samples out
+  // As planCalls lays the samples out: the first half of the passes, then the second.
+  const int passes = passesFor(settings_, s.reps);
+  const long reps = s.reps, firstPass = passStart(s.reps, passes, (passes + 1) / 2);
   const size_t n = s.options.size();
   std::vector<double> out(3 * n);
   for (size_t i = 0; i < n; ++i) {
@@ -211,11 +217,12 @@ int OnlineTuner::fastest(const State& s, const std::vector<double>& measured) co
   return best < 0 ? 0 : best;
 }
 
-std::vector<int> OnlineTuner::finalists(const std::vector<double>& measured, int best) const {
+std::vector<int> OnlineTuner::finalists(const std::vector<double>& measured, int best,
+                                        double within) const {
   const double b = measured[static_cast<size_t>(best)];
   std::vector<int> close;
   for (size_t i = 0; i < measured.size(); ++i)
-    if (b >= 0 && measured[i] >= 0 && measured[i] <= b * (1 + settings_.runoffWithin))
+    if (b >= 0 && measured[i] >= 0 && measured[i] <= b * (1 + within))
       close.push_back(static_cast<int>(i));
   // The fastest few (and `best`, which the margin may have kept over a faster one).
   std::sort(close.begin(), close.end(), [&](int x, int y) {
@@ -243,16 +250,16 @@ void OnlineTuner::startRunoff(State& s, const std::vector<int>& finalists, doubl
                       settings_.runoffMinReps,
                       std::max(settings_.runoffMinReps, settings_.runoffMaxReps));
   s.samples.assign(s.options.size() * static_cast<size_t>(s.reps), -1.0);
-  s.calls = planCalls(static_cast<int>(s.options.size()), s.reps, settings_.runoffWarmup,
-                      settings_.runoffCooldown);
+  s.calls = planCalls(static_cast<int>(s.options.size()), s.reps, passesFor(settings_, s.reps),
+                      settings_.runoffWarmup, settings_.runoffCooldown);
 }
 
 bool OnlineTuner::passesAgree(const State& s, const std::vector<double>& times, int best) const {
   const size_t n = times.size() / 3;
   const size_t b = static_cast<size_t>(best);
   const bool modelsChoice = best == 0 && s.options[0].name == s.modelChoice;  // as fastest()
-  for (size_t pass = 1; pass <= 2; ++pass) {
-    const double* t = times.data() + pass * n;
+  for (size_t half = 1; half <= 2; ++half) {
+    const double* t = times.data() + half * n;
     double fastest = -1;
     for (size_t i = 0; i < n; ++i)
       if (t[i] >= 0 && (fastest < 0 || t[i] < fastest)) fastest = t[i];
@@ -304,10 +311,19 @@ std::string OnlineTuner::conclude(const TuneKey& key, const std::vector<double>&
   }
   std::vector<int> close;
   if (!s.runoff && settings_.runoffMaxReps > 0) {
-    close = finalists(measured, best);
-    if (!close.empty())
+    // The fastest's timed calls: a round of them shorter than trustRoundSec is not trusted.
+    const double roundSec = std::max(measured[static_cast<size_t>(best)], 0.0) * s.reps;
+    const bool trusted = roundSec >= settings_.trustRoundSec;
+    close =
+        finalists(measured, best, trusted ? settings_.runoffWithin : settings_.withinFactor - 1);
+    if (!close.empty() && trusted)
       os << "run-off of " << namesOf(s.options, close) << " (within "
          << settings_.runoffWithin * 100 << "%)";
+    else if (!close.empty())
+      os << "run-off of " << namesOf(s.options, close) << " (within " << settings_.withinFactor
+         << "x: the first round's " << s.reps << " calls of "
+         << s.options[static_cast<size_t>(best)].name << " took " << roundSec * 1e3
+         << " ms, too short to trust)";
   } else if (s.runoff && s.runoffRound < settings_.runoffRounds && agreed.size() == 3 * n &&
              !passesAgree(s, agreed, best)) {
     for (size_t i = 0; i < n; ++i) close.push_back(static_cast<int>(i));

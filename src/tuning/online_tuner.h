@@ -1,15 +1,17 @@
 // OnlineTuner: the automatic choice refined by measurement. For each call shape seen often
 // (collective, rank count, hosts, message-size bucket, shared window or not: a TuneKey) it
 // tries the cost model's few best candidates over early calls and keeps the fastest. They run
-// in two passes, the second in reverse order (A B C, then C B A), each candidate a block of
-// consecutive calls per pass whose first `warmup` calls are untimed: every timed call follows a
-// call of its own candidate (a loop's steady state, not the switch from another), and a drift
+// in passes, every other one in reverse order (A B C, then C B A, ...), each candidate a block
+// of consecutive calls per pass whose first `warmup` calls are untimed: every timed call follows
+// a call of its own candidate (a loop's steady state, not the switch from another), and a drift
 // or a burst of load on the machine falls on more than one candidate. `reps` timed calls per
-// candidate (more for small calls, TuneSettings), half in each pass. The caller times the
+// candidate (more for small calls, TuneSettings), spread over two passes, or more where they
+// would make a block of more than `blockReps` timed calls. The caller times the
 // calls, agrees with the other ranks on the slowest rank's time of each candidate (the same
 // numbers on every rank) and hands them to conclude(); from then on the key's winner is used,
-// unless others came within TuneSettings::runoffWithin of the fastest: then those few run again,
-// alone, in longer blocks, and that run-off's times decide.
+// unless others came within TuneSettings::runoffWithin of the fastest (within withinFactor when
+// the round was too short to trust: trustRoundSec): then those few run again, alone, in longer
+// blocks and more passes, and that run-off's times decide.
 // Winners learned earlier (a cache) are adopted without exploring. It holds no clocks and no
 // communicator: every decision comes from the call sequence and the agreed times, so ranks that
 // make the same calls decide alike. docs/tuning.md, "Online refinement".
@@ -50,6 +52,8 @@ struct TuneSettings {
   int maxReps = 15;               // ... and up to this many while they fit in the budget below
   double repBudgetSec = 2e-3;     // predicted time of all candidates' timed calls (small calls
                                   // are cheap to repeat and noisier: more of them)
+  int blockReps = 8;              // timed calls per candidate and pass, at most: more make more
+                                  // passes (a candidate's calls spread over the round)
   double keepModelMargin = 0.10;  // the model's choice stays unless beaten by more than this
   // ... and in a run-off (longer blocks, rounds summed: firmer times), by more than this. A
   // choice kept by a margin may be that much slower than the best for good, so it stays well
@@ -61,11 +65,15 @@ struct TuneSettings {
   // by the next candidate's start, weigh less), with runoffWarmup and runoffCooldown untimed
   // calls per block, and that decides. Timed calls per finalist: as many of
   // runoffMinReps..runoffMaxReps as fit in runoffBudgetSec at their measured times (0 max: no
-  // run-off).
+  // run-off), in blocks of blockReps at most.
   double runoffWithin = 0.25;
+  // A first round whose fastest candidate's timed calls took less than this in all is too short
+  // to trust (with more ranks than cores, one rank's time slice can hold up all of a block's
+  // calls and none of another's): its fastest few within withinFactor go to the run-off.
+  double trustRoundSec = 4e-3;
   int runoffFinalists = 3;
   int runoffMinReps = 4;
-  int runoffMaxReps = 16;
+  int runoffMaxReps = 32;
   double runoffBudgetSec = 8e-3;
   int runoffWarmup = 2;
   int runoffCooldown = 1;
@@ -77,16 +85,26 @@ struct TuneSettings {
   double runoffPassesAgree = 0.05;
 };
 
+// The passes `reps` timed calls per candidate take: two, or more where a block would have more
+// than s.blockReps timed calls.
+constexpr int passesFor(const TuneSettings& s, int reps) {
+  const int block = std::max(1, s.blockReps);
+  return std::max(2, (reps + block - 1) / block);
+}
+
 // The most calls of one key from its first to the one that settles its winner: exploreAfter on
 // the model's choice, every candidate's blocks at the most timed calls, then every run-off round
 // with the most finalists at theirs. A caller that must see every key settled (a test, a bench's
 // sweep) makes at least this many calls of each.
 constexpr int maxCallsToSettle(const TuneSettings& s) {
-  const int explore = s.maxCandidates * (2 * s.warmup + std::max(s.reps, s.maxReps));
-  const int round = s.runoffMaxReps <= 0
-                        ? 0
-                        : s.runoffFinalists * (2 * (s.runoffWarmup + s.runoffCooldown) +
-                                               std::max(s.runoffMinReps, s.runoffMaxReps));
+  const int reps = std::max(s.reps, s.maxReps);
+  const int explore = s.maxCandidates * (passesFor(s, reps) * s.warmup + reps);
+  const int runoffReps = std::max(s.runoffMinReps, s.runoffMaxReps);
+  const int round =
+      s.runoffMaxReps <= 0
+          ? 0
+          : s.runoffFinalists *
+                (passesFor(s, runoffReps) * (s.runoffWarmup + s.runoffCooldown) + runoffReps);
   return s.exploreAfter + explore + s.runoffRounds * round;
 }
 
@@ -122,18 +140,19 @@ class OnlineTuner {
   // loop of them costs (a candidate with rare slow calls pays for them), leaving out a slowest
   // call that took more than twice the next slowest (one call the machine held up, with more
   // ranks than cores, must not decide) and counting none for more than 4x the median (a time
-  // slice a rank was descheduled for is milliseconds, 100x a small call); a pass whose block
-  // has more than twice the median of the other's is left out (the machine, not the candidate,
-  // was slow then). Agreed as the slowest rank's mean, as a perf test's loop reports it, rather
-  // than the slowest rank of each call (which, with more ranks than cores, is nearly always a
-  // rank that was descheduled). After the candidates' times come each one's first pass's, then
-  // each one's second pass's (the mean of that pass's calls, -1: none): 3 x candidates values.
+  // slice a rank was descheduled for is milliseconds, 100x a small call); a half of the passes
+  // (the first pass, or the second, when there are two) whose calls have more than twice the
+  // median of the other half's is left out (the machine, not the candidate, was slow then).
+  // Agreed as the slowest rank's mean, as a perf test's loop reports it, rather than the slowest
+  // rank of each call (which, with more ranks than cores, is nearly always a rank that was
+  // descheduled). After the candidates' times come each one's first half's, then each one's
+  // second half's (the mean of that half's calls, -1: none): 3 x candidates values.
   std::vector<double> measured(const TuneKey& key) const;
   // Chooses the winner from the agreed times per candidate, or starts a run-off of the fastest
   // when others are close to it, or another round of a run-off whose passes disagree (the key
   // explores on: readyToConclude() again at its end, and winner() stays "" until then); returns
   // a one-line explanation (candidates, their predicted and measured times, the winner or the
-  // run-off). agreedSeconds: measured()'s layout, or the candidates' times alone (passes taken
+  // run-off). agreedSeconds: measured()'s layout, or the candidates' times alone (halves taken
   // to agree).
   std::string conclude(const TuneKey& key, const std::vector<double>& agreedSeconds);
   // A winner learned earlier: used from the key's first call.
@@ -166,9 +185,13 @@ class OnlineTuner {
     std::vector<double> samples;     // options x reps, -1 = not recorded
     std::string winner;
   };
-  // The two passes' calls (see the class comment); a block ends with `cooldown` untimed calls
-  // (the run-off's: the next candidate's start falls on them, not on a timed call).
-  static std::vector<PlannedCall> planCalls(int options, int reps, int warmup, int cooldown);
+  // The passes' calls (see the class comment; `passes` of them, the timed calls shared out
+  // evenly, the earlier passes taking one more); a block ends with `cooldown` untimed calls (the
+  // run-off's: the next candidate's start falls on them, not on a timed call).
+  static std::vector<PlannedCall> planCalls(int options, int reps, int passes, int warmup,
+                                            int cooldown);
+  // The first of pass p's timed calls among a candidate's `reps` in `passes` (p == passes: reps).
+  static int passStart(int reps, int passes, int p);
   void start(const TuneKey& key, State& s, const std::vector<TuneOption>& ranked);
   // Index of the fastest measured option; the model's choice (0, while a candidate) when within
   // the margin of it (the run-off's, in a run-off).
@@ -176,11 +199,12 @@ class OnlineTuner {
   // The margin that keeps the model's choice in s's round (first round or run-off).
   double margin(const State& s) const;
   // The options a run-off compares (indices in the model's order): `best` and the fastest others
-  // within runoffWithin of it; empty when none is.
-  std::vector<int> finalists(const std::vector<double>& measured, int best) const;
+  // within `within` of it (1 + within times its time); empty when none is.
+  std::vector<int> finalists(const std::vector<double>& measured, int best, double within) const;
   void startRunoff(State& s, const std::vector<int>& finalists, double secondsPerRound);
-  // True when each pass (times: measured()'s layout) has `best` within runoffPassesAgree of its
-  // fastest option (within the margin, when `best` is the model's choice).
+  // True when each half of the passes (times: measured()'s layout) has `best` within
+  // runoffPassesAgree of its fastest option (within the margin, when `best` is the model's
+  // choice).
   bool passesAgree(const State& s, const std::vector<double>& times, int best) const;
   Pick pickFor(State& s);
 

@@ -28,6 +28,7 @@ TuneSettings twoCandidates(int reps) {
   s.exploreAfter = 0;
   s.maxCandidates = 2;
   s.reps = reps;
+  s.trustRoundSec = 0;  // every first round long enough to trust (its own test below)
   return s;
 }
 
@@ -39,6 +40,7 @@ TuneSettings threeCandidates(int runoffReps) {
   s.maxCandidates = 3;
   s.reps = 2;
   s.runoffMinReps = s.runoffMaxReps = runoffReps;
+  s.trustRoundSec = 0;
   return s;
 }
 
@@ -69,6 +71,7 @@ TEST(OnlineTuner, UsesTheModelUntilAKeyIsSeenOftenThenTriesItsBestWithinTheFacto
   s.withinFactor = 3;
   s.warmup = 1;
   s.reps = 2;
+  s.trustRoundSec = 0;
   OnlineTuner t(s);
   int rankedCalls = 0;
   auto counting = [&] {
@@ -272,14 +275,14 @@ TEST(OnlineTuner, ARunOffKeepsTheModelsChoiceOnlyWithinItsTighterMargin) {
 }
 
 // The worst case of one key, every count at its most: six candidates within the factor, 15
-// timed calls each, then three finalists within 25%, 16 timed calls each per round, whose
-// passes disagree in every round (all three). It settles at exactly maxCallsToSettle calls.
+// timed calls each, then three finalists, 32 timed calls each per round in four passes, whose
+// halves disagree in every round (all three). It settles at exactly maxCallsToSettle calls.
 TEST(OnlineTuner, AKeyWhoseEveryCountIsAtItsMostSettlesAtMaxCallsToSettle) {
   TuneSettings s;
   s.exploreAfter = 1;
   // self_tuning_test makes this many calls of each shape (with TUTTI_TUNE_EXPLORE_AFTER 0 or
   // 1) and expects every shape settled.
-  const int selfTuningTestCalls = 320;
+  const int selfTuningTestCalls = 520;
   EXPECT_LE(maxCallsToSettle(s), selfTuningTestCalls);
   OnlineTuner t(s);
   auto six = [] {
@@ -301,8 +304,8 @@ TEST(OnlineTuner, AKeyWhoseEveryCountIsAtItsMostSettlesAtMaxCallsToSettle) {
       double sec = 2 * us;  // d, e and f in the first round
       if (conclusions == 0 && firstRound.count(p.algo))
         sec = firstRound.at(p.algo);
-      else if (conclusions > 0)  // a: 20% slower than b in the first pass, 30% faster after
-        sec = p.algo == "a" ? (i < 8 ? 1.2 * us : 0.7 * us) : firstRound.at(p.algo);
+      else if (conclusions > 0)  // a: 20% slower than b in the first half, 30% faster after
+        sec = p.algo == "a" ? (i < 16 ? 1.2 * us : 0.7 * us) : firstRound.at(p.algo);
       t.record(key(), p.sample, sec);
     }
     if (!t.readyToConclude(key())) continue;
@@ -314,7 +317,71 @@ TEST(OnlineTuner, AKeyWhoseEveryCountIsAtItsMostSettlesAtMaxCallsToSettle) {
   EXPECT_EQ(t.winner(key()), "a") << why;
   EXPECT_NE(why.find("(run-off, 3 rounds summed;"), std::string::npos) << why;
   EXPECT_EQ(calls, maxCallsToSettle(s)) << why;
-  EXPECT_EQ(calls, 1 + 6 * (2 + 15) + 3 * 3 * (2 * (2 + 1) + 16));
+  EXPECT_EQ(calls, 1 + 6 * (2 + 15) + 3 * 3 * (4 * (2 + 1) + 32));
+}
+
+// A first round whose fastest candidate's timed calls took less than trustRoundSec in all (5
+// calls of 50 us: one time slice of a descheduled rank can hold up a whole block) is not
+// trusted: its fastest few within the factor (3x) run off, where a longer round (5 calls of 1 ms)
+// decides alone unless others came within 25%.
+TEST(OnlineTuner, AFirstRoundTooShortToTrustSendsItsFastestWithinTheFactorToARunOff) {
+  TuneSettings s;
+  s.exploreAfter = 0;
+  s.maxCandidates = 3;
+  s.reps = s.maxReps = 5;
+  s.trustRoundSec = 4e-3;
+  s.runoffWithin = 0.25;
+  for (double scale : {0.05, 1.0}) {  // 50 us and 1 ms calls of the fastest
+    OnlineTuner t(s);
+    const double ms = 1e-3 * scale;
+    explore(t, key(), {{"rabenseifner", {1.0 * ms}}, {"ring", {2.4 * ms}}, {"tree", {3.5 * ms}}});
+    const std::string why = t.conclude(key(), t.measured(key()));
+    if (scale < 1) {
+      EXPECT_EQ(t.winner(key()), "") << why;
+      // tree, 3.5x the fastest, is no finalist.
+      EXPECT_NE(why.find("run-off of rabenseifner and ring (within 3x: the first round's 5 "
+                         "calls of rabenseifner took 0.25 ms, too short to trust)"),
+                std::string::npos)
+          << why;
+    } else {
+      EXPECT_EQ(t.winner(key()), "rabenseifner") << why;
+      EXPECT_EQ(why.find("run-off"), std::string::npos) << why;
+    }
+  }
+}
+
+// A run-off of many timed calls spreads them over more passes (blocks of blockReps at most),
+// every other one reversed; its halves (measured()'s second and third parts) are the first and
+// the last two passes.
+TEST(OnlineTuner, ARunOffOfManyTimedCallsSpreadsThemOverMorePasses) {
+  TuneSettings s = threeCandidates(16);
+  s.blockReps = 4;
+  s.runoffWarmup = 1;
+  s.runoffCooldown = 0;
+  OnlineTuner t(s);
+  explore(t, key(), {{"rabenseifner", {1.0e-3}}, {"ring", {0.95e-3}}, {"tree", {2e-3}}});
+  t.conclude(key(), t.measured(key()));
+  // ring: 0.8 ms in the first two passes, 1.2 ms in the last two (its calls in order of use).
+  std::vector<double> ring(8, 0.8e-3);
+  ring.resize(16, 1.2e-3);
+  Exploration run = explore(t, key(), {{"rabenseifner", {1.0e-3}}, {"ring", ring}});
+  std::vector<std::string> order;
+  for (const char* block : {"rabenseifner", "ring", "ring", "rabenseifner", "rabenseifner", "ring",
+                            "ring", "rabenseifner"})
+    order.insert(order.end(), 5, block);  // one untimed call, then 4 timed
+  EXPECT_EQ(run.algos, order);
+  const std::vector<double> m = t.measured(key());
+  ASSERT_EQ(m.size(), 6u);
+  EXPECT_NEAR(m[1], 1.0e-3, 1e-12);  // ring over all its calls
+  EXPECT_NEAR(m[3], 0.8e-3, 1e-12);  // its first half
+  EXPECT_NEAR(m[5], 1.2e-3, 1e-12);  // its second half
+  // The halves disagree: rabenseifner, tied with ring overall (the model's choice stays), was 25%
+  // slower in the first half. Another round.
+  const std::string why = t.conclude(key(), m);
+  EXPECT_NE(why.find("run-off round 2 of rabenseifner and ring (the passes of round 1 disagreed "
+                     "on rabenseifner)"),
+            std::string::npos)
+      << why;
 }
 
 TEST(OnlineTuner, ARunOffTakesTheFastestFewWithinTheFactor) {
