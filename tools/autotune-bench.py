@@ -35,7 +35,7 @@ and the worst size and median of each, the warm worst where the model alone reac
 (from the TUNE log).
 
   tools/autotune-bench.py [--build build] [--np 2,4] [--colls all_reduce,all_gather,reduce_scatter]
-                          [--reps 3] [--ranges 8:8:180,16:64K:180,256K:2M:120,4M:64M:80] [-f 4] [-w 5] [-a 1|3]
+                          [--reps 3] [--ranges 8:8:600,16:64K:600,256K:2M:300,4M:64M:80] [-f 4] [-w 5] [-a 1|3]
                           [--cycles 4] [--cold-cycles 4] [--no-model] [--no-oracle] [--logs DIR]
 
 Each range is MIN:MAX:ITERS, one perf-test invocation (the same cache), in float32 unless its
@@ -46,9 +46,10 @@ for small sizes), and when others come within 25% of the fastest (within 3x when
 timed calls took less than 4 ms in all) a run-off of up to 3 of them, each (2..4 passes) x 3
 untimed + 4..32 timed calls (32 while their calls take up to 0.25 ms together), and up to two
 rounds more when its halves disagree. ITERS + 2 (the calls of a size per sweep) covers the
-first round and, from 4 MiB, one run-off round (74 calls); at 8 B - 64 KiB the first run-off
-round ends in the second sweep (up to 236 calls), and later rounds spill further. The calls
-spent exploring are
+first round and one run-off round (up to 236 calls at 8 B - 64 KiB, 74 from 4 MiB); later
+rounds spill into the second sweep and beyond. The default ITERS make a sample of a small or
+middle size last tens of milliseconds, several of the scheduler's time slices (with more ranks
+than cores a sample of a few milliseconds is one slice's luck). The calls spent exploring are
 reported separately. --logs DIR keeps each job's output and TUNE log
 (COLL-npN-repK-JOB.log).
 """
@@ -208,7 +209,7 @@ def main():
     ap.add_argument("--np", default="2,4")
     ap.add_argument("--colls", default="all_reduce,all_gather,reduce_scatter")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--ranges", default="8:8:180,16:64K:180,256K:2M:120,4M:64M:80")
+    ap.add_argument("--ranges", default="8:8:600,16:64K:600,256K:2M:300,4M:64M:80")
     ap.add_argument("-f", default="4")
     ap.add_argument("-w", type=int, default=5)
     ap.add_argument("--cycles", type=int, default=4,
