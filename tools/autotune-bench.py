@@ -43,7 +43,7 @@ smallest size leaves a rank less than 4 bytes (all-gather and reduce-scatter of 
 ranks): that range runs in int8. A shape's exploration
 takes TUTTI_TUNE_EXPLORE_AFTER (2) + up to 6 candidates x (2 + 5..15) calls (more timed calls
 for small sizes), and when others come within 25% of the fastest (within 3x when the fastest's
-timed calls took less than 4 ms in all) a run-off of up to 3 of them, each (2..4 passes) x 3
+timed calls took less than 20 ms in all) a run-off of up to 3 of them, each (2..4 passes) x 3
 untimed + 4..32 timed calls (32 while their calls take up to 0.25 ms together), and up to two
 rounds more when its halves disagree. ITERS + 2 (the calls of a size per sweep) covers the
 first round and one run-off round (up to 236 calls at 8 B - 64 KiB, 74 from 4 MiB); later

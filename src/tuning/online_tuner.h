@@ -68,9 +68,11 @@ struct TuneSettings {
   // run-off), in blocks of blockReps at most.
   double runoffWithin = 0.25;
   // A first round whose fastest candidate's timed calls took less than this in all is too short
-  // to trust (with more ranks than cores, one rank's time slice can hold up all of a block's
-  // calls and none of another's): its fastest few within withinFactor go to the run-off.
-  double trustRoundSec = 4e-3;
+  // to trust: its fastest few within withinFactor go to the run-off. With more ranks than cores
+  // one rank's wait for a core (milliseconds) can hold up all of a short block's calls and none
+  // of another's, and a block's few calls after one untimed call can miss an algorithm's steady
+  // state (a ring's pipeline), which the run-off's longer blocks reach.
+  double trustRoundSec = 20e-3;
   int runoffFinalists = 3;
   int runoffMinReps = 4;
   int runoffMaxReps = 32;

@@ -320,18 +320,18 @@ TEST(OnlineTuner, AKeyWhoseEveryCountIsAtItsMostSettlesAtMaxCallsToSettle) {
   EXPECT_EQ(calls, 1 + 6 * (2 + 15) + 3 * 3 * (4 * (2 + 1) + 32));
 }
 
-// A first round whose fastest candidate's timed calls took less than trustRoundSec in all (5
-// calls of 50 us: one time slice of a descheduled rank can hold up a whole block) is not
-// trusted: its fastest few within the factor (3x) run off, where a longer round (5 calls of 1 ms)
+// A first round whose fastest candidate's timed calls took less than trustRoundSec (20 ms) in
+// all (5 calls of 50 us: one time slice of a descheduled rank can hold up a whole block) is not
+// trusted: its fastest few within the factor (3x) run off, where a longer round (5 calls of 5 ms)
 // decides alone unless others came within 25%.
 TEST(OnlineTuner, AFirstRoundTooShortToTrustSendsItsFastestWithinTheFactorToARunOff) {
   TuneSettings s;
   s.exploreAfter = 0;
   s.maxCandidates = 3;
   s.reps = s.maxReps = 5;
-  s.trustRoundSec = 4e-3;
   s.runoffWithin = 0.25;
-  for (double scale : {0.05, 1.0}) {  // 50 us and 1 ms calls of the fastest
+  EXPECT_EQ(s.trustRoundSec, 20e-3);
+  for (double scale : {0.05, 5.0}) {  // 50 us and 5 ms calls of the fastest
     OnlineTuner t(s);
     const double ms = 1e-3 * scale;
     explore(t, key(), {{"rabenseifner", {1.0 * ms}}, {"ring", {2.4 * ms}}, {"tree", {3.5 * ms}}});
