@@ -67,8 +67,9 @@ struct TuneSettings {
   // runoffMinReps..runoffMaxReps as fit in runoffBudgetSec at their measured times (0 max: no
   // run-off), in blocks of blockReps at most.
   double runoffWithin = 0.25;
-  // A first round whose fastest candidate's timed calls took less than this in all is too short
-  // to trust: its fastest few within withinFactor go to the run-off. With more ranks than cores
+  // A first round whose winner's timed calls (the fastest's, or the model's choice kept by the
+  // margin) took less than this in all is too short to trust: its fastest few within
+  // withinFactor go to the run-off. With more ranks than cores
   // one rank's wait for a core (milliseconds) can hold up all of a short block's calls and none
   // of another's, and a block's few calls after one untimed call can miss an algorithm's steady
   // state (a ring's pipeline), which the run-off's longer blocks reach.
