@@ -314,7 +314,7 @@ std::vector<Measurement> measureSweep(Run& run, const Layout& l, tuttiDataType_t
   const size_t n = run.sweep.size();
   std::vector<Measurement> ms(n + 1);
   const bool reverse = run.b.opt.alternate && cycle % 2 == 1;
-  // A lead-in, not reported: the sweep's first column measured again once more. The first column
+  // A lead-in, not reported: the sweep's first column, measured one extra time. The first column
   // after a row measured slower than the same algorithm's later columns (docs/perf-tests.md).
   const size_t first = reverse ? n : 0;
   (void)(first < n ? benchTime(run.b, l, type, op, root, false, run.sweep[first], true)

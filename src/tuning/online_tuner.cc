@@ -311,7 +311,7 @@ std::string OnlineTuner::conclude(const TuneKey& key, const std::vector<double>&
   }
   std::vector<int> close;
   if (!s.runoff && settings_.runoffMaxReps > 0) {
-    // The fastest's timed calls: a round of them shorter than trustRoundSec is not trusted.
+    // The round winner's timed calls: a round of them shorter than trustRoundSec is not trusted.
     const double roundSec = std::max(measured[static_cast<size_t>(best)], 0.0) * s.reps;
     const bool trusted = roundSec >= settings_.trustRoundSec;
     close =
