@@ -314,15 +314,17 @@ std::vector<Measurement> measureSweep(Run& run, const Layout& l, tuttiDataType_t
   const size_t n = run.sweep.size();
   std::vector<Measurement> ms(n + 1);
   const bool reverse = run.b.opt.alternate && cycle % 2 == 1;
+  // Column i: run.sweep[i], or the automatic choice (i == n).
+  auto measure = [&](size_t i) {
+    return i < n ? benchTime(run.b, l, type, op, root, false, run.sweep[i], true)
+                 : benchTime(run.b, l, type, op, root, false, "", false);
+  };
   // A lead-in, not reported: the sweep's first column, measured one extra time. The first column
   // after a row measured slower than the same algorithm's later columns (docs/perf-tests.md).
-  const size_t first = reverse ? n : 0;
-  (void)(first < n ? benchTime(run.b, l, type, op, root, false, run.sweep[first], true)
-                   : benchTime(run.b, l, type, op, root, false, "", false));
+  measure(reverse ? n : 0);
   for (size_t k = 0; k <= n; ++k) {
     const size_t i = reverse ? n - k : k;
-    ms[i] = i < n ? benchTime(run.b, l, type, op, root, false, run.sweep[i], true)
-                  : benchTime(run.b, l, type, op, root, false, "", false);
+    ms[i] = measure(i);
   }
   return ms;
 }

@@ -316,14 +316,15 @@ std::string OnlineTuner::conclude(const TuneKey& key, const std::vector<double>&
     const bool trusted = roundSec >= settings_.trustRoundSec;
     close =
         finalists(measured, best, trusted ? settings_.runoffWithin : settings_.withinFactor - 1);
-    if (!close.empty() && trusted)
-      os << "run-off of " << namesOf(s.options, close) << " (within "
-         << settings_.runoffWithin * 100 << "%)";
-    else if (!close.empty())
-      os << "run-off of " << namesOf(s.options, close) << " (within " << settings_.withinFactor
-         << "x: the first round's " << s.reps << " calls of "
-         << s.options[static_cast<size_t>(best)].name << " took " << roundSec * 1e3
-         << " ms, too short to trust)";
+    if (!close.empty()) {
+      os << "run-off of " << namesOf(s.options, close) << " (within ";
+      if (trusted)
+        os << settings_.runoffWithin * 100 << "%)";
+      else
+        os << settings_.withinFactor << "x: the first round's " << s.reps << " calls of "
+           << s.options[static_cast<size_t>(best)].name << " took " << roundSec * 1e3
+           << " ms, too short to trust)";
+    }
   } else if (s.runoff && s.runoffRound < settings_.runoffRounds && agreed.size() == 3 * n &&
              !passesAgree(s, agreed, best)) {
     for (size_t i = 0; i < n; ++i) close.push_back(static_cast<int>(i));
