@@ -348,16 +348,30 @@ bool coreLargeCase(const CollDesc& cd, tuttiDataType_t t, tuttiRedOp_t op, bool 
   return inPlace == ((n + static_cast<int>(width)) % 2 == 1);
 }
 
+// The large count: 1 Mi + 3 elements. In the core matrix the collectives whose buffers hold n
+// counts (all-gather, reduce-scatter, all-to-all, gather, scatter) divide it so that the n
+// blocks stay about 2 Mi elements (still past the shared window and many pipeline chunks): at 8
+// ranks each rank otherwise generated and checked 8 Mi expected values per case, most of the
+// 8-rank core matrix's time.
+size_t largeCount(const CollDesc& cd, int n, Matrix matrix) {
+  constexpr size_t kLarge = size_t{1} << 20;
+  const C plain = plainOf(cd.coll);
+  const bool nBlocks = plain == C::kAllGather || plain == C::kReduceScatter ||
+                       plain == C::kAllToAll || plain == C::kGather || plain == C::kScatter;
+  if (matrix == Matrix::kFull || !nBlocks || n <= 2) return kLarge + 3;
+  return 2 * kLarge / static_cast<size_t>(n) + 3;
+}
+
 }  // namespace
 
 std::vector<Case> buildCases(int n, Matrix matrix) {
   std::vector<Case> cases;
-  const size_t big = (1u << 20) + 3;
   // TUTTI_TEST_ONLY_ALGO=direct restricts the matrix to one algorithm name (used to rerun
   // the direct algorithms with a tiny shared window, i.e. many chunks).
   const char* only = std::getenv("TUTTI_TEST_ONLY_ALGO");
   // The algorithm is the innermost loop: consecutive cases share input and expected output.
   for (const CollDesc& cd : colls()) {
+    const size_t big = largeCount(cd, n, matrix);
     for (tuttiDataType_t t : kAllTypes) {
       for (tuttiRedOp_t op : kAllOps) {
         if (!cd.hasOp && op != tuttiSum) continue;

@@ -64,14 +64,17 @@ std::string describe(const Case& c, int n);
 // there, and the result checked after tuttiStreamSynchronize.
 std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n,
                     bool* notApplicable = nullptr, tuttiStream_t stream = nullptr);
-// The matrix: every collective x algorithm x dtype x op x count {0, 1, 7, 1023, 1 Mi+3 (not
+// The matrix: every collective x algorithm x dtype x op x count {0, 1, 7, 1023, large (not
 // the V-collectives in the core matrix: they run the plain ones' code at that size)} x
 // in/out-of-place x roots (0 and n-1 for broadcast, reduce, gather and scatter; all-to-all in
-// place too).
+// place too). The large count is 1 Mi+3; in kCore, at n > 2 ranks, 2 Mi / n + 3 for the
+// collectives whose buffers hold n counts (all-gather, reduce-scatter, all-to-all, gather,
+// scatter).
 // kFull runs the whole product. kCore runs the whole product at the small counts and, at the
 // large count, float32 sum plus one type per element width (int8/uint8, float16/bfloat16,
 // 32-bit, 64-bit) with the op and in-place rotated by the rank count: the rank counts of the
-// default run (1, 2, 3, 4, 5, 7, 8) together cover every type and op at the large count.
+// default run (1, 2, 3, 4, 5, 8) together cover every type and op at the large count, and 7
+// (label extended) adds its own rotation.
 enum class Matrix { kCore, kFull };
 std::vector<Case> buildCases(int n, Matrix matrix);
 
