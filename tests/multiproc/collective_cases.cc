@@ -350,9 +350,9 @@ bool coreLargeCase(const CollDesc& cd, tuttiDataType_t t, tuttiRedOp_t op, bool 
 
 // The large count: 1 Mi + 3 elements. In the core matrix the collectives whose buffers hold n
 // counts (all-gather, reduce-scatter, all-to-all, gather, scatter) divide it so that the n
-// blocks stay about 2 Mi elements (still past the shared window and many pipeline chunks): at 8
-// ranks each rank otherwise generated and checked 8 Mi expected values per case, most of the
-// 8-rank core matrix's time.
+// blocks stay about 2 Mi elements (8 MiB of float32: past the 4 MiB shared window, many 256 KiB
+// pipeline chunks): at 8 ranks each rank otherwise generated and checked 8 Mi expected values
+// per case, most of the 8-rank core matrix's time.
 size_t largeCount(const CollDesc& cd, int n, Matrix matrix) {
   constexpr size_t kLarge = size_t{1} << 20;
   const C plain = plainOf(cd.coll);
