@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "common/copy_bytes.h"
 #include "common/error.h"
 
 namespace tutti {
@@ -43,7 +44,7 @@ P2pBatch makeP2pBatch(std::span<const P2pOp> ops, int rank) {
 void copySelfSends(const P2pBatch& batch) {
   for (auto [send, recv] : batch.selfPairs)
     if (send->bytes > 0 && recv->buffer != send->buffer)
-      std::memcpy(recv->buffer, send->buffer, send->bytes);
+      copyBytes(recv->buffer, send->buffer, send->bytes);
 }
 
 }  // namespace tutti

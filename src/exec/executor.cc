@@ -13,6 +13,7 @@
 
 #include "common/calls_in_flight.h"
 #include "common/clock.h"
+#include "common/copy_bytes.h"
 #include "common/dtype.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -182,7 +183,7 @@ class RoundRunner {
     if (op.dst.bytes == 0) return;
     std::byte* dst = addressOf(buffers_, op.dst, win_);
     const std::byte* src = addressOf(buffers_, op.src, win_);
-    if (dst != src) std::memmove(dst, src, op.dst.bytes);
+    copyBytes(dst, src, op.dst.bytes);
   }
 
   // Runs ops[first] and the kReduce ops after it that accumulate into the same destination
@@ -251,7 +252,7 @@ class RoundRunner {
         target.direct = addressOf(buffers_, op.dst, win_);
         std::byte* base = target.direct;
         target.consume = [base](size_t off, std::span<const std::byte> d) {
-          std::memcpy(base + off, d.data(), d.size());
+          copyBytes(base + off, d.data(), d.size());
         };
       } else {
         TUTTI_ASSERT(op.src.bytes == op.dst.bytes);

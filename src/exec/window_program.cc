@@ -6,6 +6,7 @@
 
 #include "common/calls_in_flight.h"
 #include "common/clock.h"
+#include "common/copy_bytes.h"
 #include "common/dtype.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -154,7 +155,7 @@ void WindowProgram::run(std::span<std::byte* const> buffers, const ExecOptions& 
       case OpType::kCopy: {
         std::byte* dst = s.dst.at(buffers, hb);
         const std::byte* src = s.src.at(buffers, hb);
-        if (dst != src) std::memmove(dst, src, s.bytes);
+        copyBytes(dst, src, s.bytes);
         break;
       }
       case OpType::kReduce:

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/copy_bytes.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -197,8 +198,8 @@ bool ShmConnection::stepSend() {
       budget -= n;
       uint64_t pos = shead_ % outSize_;
       size_t first = std::min<uint64_t>(n, outSize_ - pos);
-      std::memcpy(outRing_ + pos, sdata_.data() + ssent_, first);
-      std::memcpy(outRing_, sdata_.data() + ssent_ + first, n - first);
+      copyBytes(outRing_ + pos, sdata_.data() + ssent_, first);
+      copyBytes(outRing_, sdata_.data() + ssent_ + first, n - first);
       shead_ += n;
       ssent_ += n;
       publishHead();
@@ -329,8 +330,8 @@ bool ShmConnection::stepRecv() {
       uint64_t pos = rtail_ % inSize_;
       size_t first = std::min<uint64_t>(n, inSize_ - pos);
       if (rt_.direct) {
-        std::memcpy(rt_.direct + rdone_, inRing_ + pos, first);
-        std::memcpy(rt_.direct + rdone_ + first, inRing_, n - first);
+        copyBytes(rt_.direct + rdone_, inRing_ + pos, first);
+        copyBytes(rt_.direct + rdone_ + first, inRing_, n - first);
       } else {
         rt_.consume(rdone_, std::span<const std::byte>(inRing_ + pos, first));
         if (n > first) rt_.consume(rdone_ + first, std::span<const std::byte>(inRing_, n - first));
