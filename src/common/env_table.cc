@@ -163,7 +163,7 @@ constexpr Var kVars[] = {
      "Directory of the tuning cache (one file per host hardware digest: calibration and "
      "learned choices); empty: $XDG_CACHE_HOME/tutti, else ~/.cache/tutti; off, 0 or none: "
      "no cache (no calibration, choices learned only for the job)."},
-    {"TUTTI_TUNE_CANDIDATES", Type::kInt, "6", "TUNING",
+    {"TUTTI_TUNE_CANDIDATES", Type::kInt, "8", "TUNING",
      "Online refinement: the most candidates tried per call shape (the model's best, within "
      "3x of its best prediction)."},
     {"TUTTI_TUNE_EXPLORE_AFTER", Type::kInt, "2", "TUNING",

@@ -44,7 +44,8 @@ TuneKey tuneKeyOf(algo::Coll coll, int nranks, int hosts, size_t bytes, bool win
 
 struct TuneSettings {
   int exploreAfter = 2;           // calls of a key that use the model before exploring starts
-  int maxCandidates = 6;          // the model's best that are tried (at most)
+  int maxCandidates = 8;          // the model's best that are tried (at most: every all-reduce
+                                  // algorithm on one host)
   double withinFactor = 3;        // ... and only those predicted within this factor of the best
   int warmup = 1;                 // untimed calls per candidate and pass (schedule built, caches
                                   // warm, the switch from the previous candidate)

@@ -274,7 +274,7 @@ TEST(OnlineTuner, ARunOffKeepsTheModelsChoiceOnlyWithinItsTighterMargin) {
   }
 }
 
-// The worst case of one key, every count at its most: six candidates within the factor, 15
+// The worst case of one key, every count at its most: eight candidates within the factor, 15
 // timed calls each, then three finalists, 32 timed calls each per round in four passes, whose
 // halves disagree in every round (all three). It settles at exactly maxCallsToSettle calls.
 TEST(OnlineTuner, AKeyWhoseEveryCountIsAtItsMostSettlesAtMaxCallsToSettle) {
@@ -282,12 +282,12 @@ TEST(OnlineTuner, AKeyWhoseEveryCountIsAtItsMostSettlesAtMaxCallsToSettle) {
   s.exploreAfter = 1;
   // self_tuning_test makes this many calls of each shape (with TUTTI_TUNE_EXPLORE_AFTER 0 or
   // 1) and expects every shape settled.
-  const int selfTuningTestCalls = 520;
+  const int selfTuningTestCalls = 540;
   EXPECT_LE(maxCallsToSettle(s), selfTuningTestCalls);
   OnlineTuner t(s);
-  auto six = [] {
+  auto eight = [] {
     std::vector<TuneOption> o;
-    for (const char* name : {"a", "b", "c", "d", "e", "f"}) o.push_back({name, 1e-6});
+    for (const char* name : {"a", "b", "c", "d", "e", "f", "g", "h"}) o.push_back({name, 1e-6});
     return o;
   };
   const double us = 1e-6;
@@ -297,11 +297,11 @@ TEST(OnlineTuner, AKeyWhoseEveryCountIsAtItsMostSettlesAtMaxCallsToSettle) {
   int calls = 0, conclusions = 0;
   std::string why;
   while (t.winner(key()).empty() && calls < 1000) {
-    OnlineTuner::Pick p = t.next(key(), six);
+    OnlineTuner::Pick p = t.next(key(), eight);
     ++calls;
     if (p.sample >= 0) {
       const int i = timedInRound[p.algo]++;
-      double sec = 2 * us;  // d, e and f in the first round
+      double sec = 2 * us;  // d to h in the first round
       if (conclusions == 0 && firstRound.count(p.algo))
         sec = firstRound.at(p.algo);
       else if (conclusions > 0)  // a: 20% slower than b in the first half, 30% faster after
@@ -317,7 +317,7 @@ TEST(OnlineTuner, AKeyWhoseEveryCountIsAtItsMostSettlesAtMaxCallsToSettle) {
   EXPECT_EQ(t.winner(key()), "a") << why;
   EXPECT_NE(why.find("(run-off, 3 rounds summed;"), std::string::npos) << why;
   EXPECT_EQ(calls, maxCallsToSettle(s)) << why;
-  EXPECT_EQ(calls, 1 + 6 * (2 + 15) + 3 * 3 * (4 * (2 + 1) + 32));
+  EXPECT_EQ(calls, 1 + 8 * (2 + 15) + 3 * 3 * (4 * (2 + 1) + 32));
 }
 
 // A first round whose fastest candidate's timed calls took less than trustRoundSec (20 ms) in
