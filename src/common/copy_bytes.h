@@ -1,10 +1,10 @@
-// copyBytes: memcpy for the data path (schedules' copies, shm FIFOs, self sends) that keeps
-// its speed whatever the buffers' relative alignment. glibc 2.36 (Debian 12) copies 2 KiB -
-// ~512 KiB with `rep movsb`, which AMD Zen cores run 15-25x slower when the destination lies a
-// few bytes past the source modulo 4 KiB (glibc bug 30994): a malloc'd user buffer (page + 16)
-// receiving from a page-aligned shared window or FIFO slot hits it on every call. Those copies
-// go through a vector loop here; every other copy is memcpy. docs/performance.md, "memcpy's
-// slow offsets".
+// copyBytes: memcpy for the data path (schedules' copies, the shm FIFOs and verbs slots, self
+// sends) that keeps its speed whatever the buffers' relative alignment. glibc 2.36 (Debian 12)
+// copies 2 KiB - ~512 KiB with `rep movsb`, which AMD Zen cores run over 15x slower when the
+// destination lies a few bytes past the source modulo 4 KiB (glibc bug 30994): a malloc'd user
+// buffer (page + 16) receiving from a page-aligned shared window or FIFO slot hits it on every
+// call. Those copies go through a vector loop here; every other copy is memcpy.
+// docs/performance.md, "memcpy's slow offsets".
 #pragma once
 
 #include <cstddef>

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/clock.h"
+#include "common/copy_bytes.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -488,7 +489,7 @@ void IbConnection::advanceSend() {
       int qp = static_cast<int>(chunkSeq_ % opts_.nqp);
       if (sqUsed_[qp] >= sqDepth_) break;
       std::byte* local = sendRing_.p + size_t{slot} * opts_.slotBytes;
-      if (len) std::memcpy(local, sendData_.data() + sendPos_, len);
+      copyBytes(local, sendData_.data() + sendPos_, len);
       bool last = sendPos_ + len == n;
       postWrite(qp, wrId(kWrData, slot), local, len, sendRing_.mr->lkey,
                 remoteRing_ + uint64_t{slot} * opts_.slotBytes, remoteRkey_, true,
@@ -607,7 +608,7 @@ void IbConnection::advanceRecv() {
       const std::byte* src = recvRing_.p + size_t{s} * opts_.slotBytes;
       if (st.len) {
         if (target_.direct)
-          std::memcpy(target_.direct + delivered_, src, st.len);
+          copyBytes(target_.direct + delivered_, src, st.len);
         else
           target_.consume(delivered_, std::span<const std::byte>(src, st.len));
       }
