@@ -150,13 +150,15 @@ def first_clean_sweep(log, coll, np, iters_of):
 def write_oracle(cache, oracle, coll, np, best_by_size):
     """Copies the tuning cache directory `cache` to `oracle` with the choice of each size's shape
     replaced by that size's best forced algorithm. A shape's bucket is floor(log2) of the bytes
-    per rank (online_tuner.h): the size for all-reduce, size / ranks for the others."""
+    per rank (online_tuner.h): the size for all-reduce, size / ranks for the others. The
+    run-offs' evidence lines go: the oracle's choices are final (no confirming run-off)."""
     shutil.copytree(cache, oracle)
     name = coll.replace("_", "")
     buckets = {bucket_of(coll, np, s): s for s in best_by_size}
     choice = re.compile(rf"^choice {name} n{np} h1 b(\d+) w\d \S+$")
     for path in glob.glob(os.path.join(oracle, "*.tuning")):
-        lines = open(path).read().splitlines()
+        lines = [line for line in open(path).read().splitlines()
+                 if not line.startswith("evidence ")]
         done = set()
         for i, line in enumerate(lines):
             m = choice.match(line)

@@ -33,6 +33,7 @@ CommOptions commOptionsFromEnv() {
   o.tuningFileSet = !env::getString("TUTTI_TUNING_FILE").empty();
   o.tuneCandidates = env::getInt("TUTTI_TUNE_CANDIDATES");
   o.tuneExploreAfter = env::getInt("TUTTI_TUNE_EXPLORE_AFTER");
+  o.tuneConfirmJobs = env::getInt("TUTTI_TUNE_CONFIRM_JOBS");
   o.streamLanes = env::getInt("TUTTI_STREAM_LANES");
   o.cudaDirect = env::getBool("TUTTI_CUDA_DIRECT");
   o.cudaDirectBytes = env::getInt("TUTTI_CUDA_DIRECT_BYTES");
@@ -63,6 +64,9 @@ void checkCommOptions(const CommOptions& o) {
   TUTTI_CHECK_ARG(o.tuneExploreAfter >= 0 && o.tuneExploreAfter <= 1000000,
                   "TUTTI_TUNE_EXPLORE_AFTER=", o.tuneExploreAfter,
                   " is out of range: use 0 to 1000000 calls");
+  TUTTI_CHECK_ARG(o.tuneConfirmJobs >= 1 && o.tuneConfirmJobs <= 100,
+                  "TUTTI_TUNE_CONFIRM_JOBS=", o.tuneConfirmJobs,
+                  " is out of range: use 1 to 100 jobs");
   TUTTI_CHECK_ARG(o.streamLanes >= 1 && o.streamLanes <= 16, "TUTTI_STREAM_LANES=", o.streamLanes,
                   " is out of range: use 1 to 16");
 }

@@ -61,6 +61,7 @@ void Communicator::startSelfTuning(const RankPlace& myPlace, const Deadline& dea
   tuning::TuneSettings settings;
   settings.maxCandidates = static_cast<int>(options_.tuneCandidates);
   settings.exploreAfter = static_cast<int>(options_.tuneExploreAfter);
+  settings.confirmJobs = static_cast<int>(options_.tuneConfirmJobs);
   const tuning::ModelSource source = options_.tuningFileSet ? tuning::ModelSource::kUser
                                      : planner_->usesTopologyModel()
                                          ? tuning::ModelSource::kTopology
@@ -248,7 +249,7 @@ void Communicator::refine(const tuning::TuneKey& key, int sample, double seconds
   const std::string winner = tuner.winner(key);
   if (rank_ == 0)  // the same on every rank
     TUTTI_INFO(kTuning, (winner.empty() ? "exploring on: " : "learned ") << why);
-  if (!winner.empty()) st.learned(key, winner);
+  if (!winner.empty()) st.learned(key, winner, tuner.evidence(key));
 }
 
 }  // namespace tutti

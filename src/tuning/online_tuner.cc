@@ -62,6 +62,7 @@ OnlineTuner::OnlineTuner(TuneSettings settings) : settings_(settings) {
 }
 
 void OnlineTuner::start(const TuneKey&, State& s, const std::vector<TuneOption>& ranked) {
+  if (s.confirming) return startConfirmation(s, ranked);
   s.options.clear();
   for (const TuneOption& o : ranked) {
     if (static_cast<int>(s.options.size()) >= settings_.maxCandidates) break;
@@ -84,6 +85,29 @@ void OnlineTuner::start(const TuneKey&, State& s, const std::vector<TuneOption>&
   s.samples.assign(s.options.size() * static_cast<size_t>(s.reps), -1.0);
   s.calls = planCalls(static_cast<int>(s.options.size()), s.reps, passesFor(settings_, s.reps),
                       settings_.warmup, 0);
+}
+
+bool OnlineTuner::needsConfirmation(const TuneEvidence& e) const {
+  return e.jobs() < settings_.confirmJobs && e.entries().size() >= 2 &&
+         e.gap() <= settings_.confirmWithin;
+}
+
+void OnlineTuner::startConfirmation(State& s, const std::vector<TuneOption>& ranked) {
+  s.options.clear();
+  double round = 0;
+  for (const TuneOption& o : ranked)
+    if (s.evidence.has(o.name)) s.options.push_back(o);
+  for (const TuneEvidence::Entry& e : s.evidence.entries()) round += e.seconds;
+  if (s.options.size() < 2) {  // this call's count leaves too few of them: the winner stands
+    s.phase = Phase::kSettled;
+    s.confirming = false;
+    return;
+  }
+  s.phase = Phase::kExploring;
+  s.modelChoice.clear();  // no margin: the evidence of every job decides
+  std::vector<int> all(s.options.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+  startRunoff(s, all, round);
 }
 
 int OnlineTuner::passStart(int reps, int passes, int p) {
@@ -111,7 +135,7 @@ OnlineTuner::Pick OnlineTuner::pickFor(State& s) {
   switch (s.phase) {
     case Phase::kCounting:
       ++s.counted;
-      return {};
+      return {s.confirming ? s.winner : std::string(), -1, false};
     case Phase::kSettled:
       return {s.winner, -1, true};
     case Phase::kExploring:
@@ -335,29 +359,65 @@ std::string OnlineTuner::conclude(const TuneKey& key, const std::vector<double>&
   if (!close.empty()) {
     double round = 0;
     for (int i : close) round += std::max(measured[static_cast<size_t>(i)], 0.0);
-    os << " after " << s.explored << " calls (model chose " << s.modelChoice << ";" << times.str();
+    os << " after " << s.explored << " calls ("
+       << (s.confirming ? "confirming the cache's " + s.winner : "model chose " + s.modelChoice)
+       << ";" << times.str();
     startRunoff(s, close, round);
     return os.str();
   }
+  const std::string adopted = s.confirming ? s.winner : std::string();
   s.winner = s.options[static_cast<size_t>(best)].name;
   s.phase = Phase::kSettled;
+  const std::string evidence = s.runoff ? addRunoffEvidence(s) : std::string();
   os << s.winner << " after " << s.explored << " explored calls (";
+  if (!adopted.empty()) os << "confirming the cache's " << adopted << ": ";
   if (!s.runoff)
     os << "model chose " << s.modelChoice << ";";
   else if (s.runoffRound == 1)
     os << "run-off;";
   else
     os << "run-off, " << s.runoffRound << " rounds summed;";
-  os << times.str();
+  os << times.str() << evidence;
+  s.confirming = false;
   return os.str();
 }
 
-void OnlineTuner::adopt(const TuneKey& key, const std::string& algo) {
+std::string OnlineTuner::addRunoffEvidence(State& s) {
+  std::vector<std::pair<std::string, double>> job;
+  for (size_t i = 0; i < s.options.size(); ++i)
+    if (s.runoffSums[i] > 0)  // per call: the rounds' mean
+      job.emplace_back(s.options[i].name, s.runoffSums[i] / std::max(1, s.runoffRound));
+  if (job.size() < 2) return "";
+  s.evidence.addJob(job);
+  s.hasEvidence = true;
+  if (s.confirming) s.winner = s.evidence.entries()[static_cast<size_t>(s.evidence.best())].algo;
+  std::ostringstream os;
+  os.precision(4);
+  os << "; evidence of " << s.evidence.jobs() << (s.evidence.jobs() == 1 ? " job" : " jobs")
+     << ", time over the fastest:";
+  for (const TuneEvidence::Entry& e : s.evidence.entries())
+    os << " " << e.algo << " " << e.ratioSum / s.evidence.jobs();
+  if (needsConfirmation(s.evidence)) os << ", to be confirmed by the next job";
+  return os.str();
+}
+
+void OnlineTuner::adopt(const TuneKey& key, const std::string& algo, const TuneEvidence* evidence) {
   State& s = states_[key];
-  s.phase = Phase::kSettled;
+  s = State{};
   s.winner = algo;
-  s.options.clear();
-  s.samples.clear();
+  if (evidence != nullptr) {
+    s.evidence = *evidence;
+    s.hasEvidence = true;
+  }
+  s.confirming = evidence != nullptr && evidence->has(algo) && needsConfirmation(*evidence);
+  s.phase = s.confirming ? Phase::kCounting : Phase::kSettled;
+}
+
+const TuneEvidence* OnlineTuner::evidence(const TuneKey& key) const {
+  auto it = states_.find(key);
+  return it == states_.end() || it->second.phase != Phase::kSettled || !it->second.hasEvidence
+             ? nullptr
+             : &it->second.evidence;
 }
 
 std::string OnlineTuner::winner(const TuneKey& key) const {

@@ -12,7 +12,10 @@
 // unless others came within TuneSettings::runoffWithin of the fastest (within withinFactor when
 // the round was too short to trust: trustRoundSec): then those few run again, alone, in longer
 // blocks and more passes, and that run-off's times decide.
-// Winners learned earlier (a cache) are adopted without exploring. It holds no clocks and no
+// Winners learned earlier (a cache) are adopted without exploring, unless their evidence (the
+// run-offs of earlier jobs, TuneEvidence) is too close and too thin: then the key confirms it,
+// running one more run-off of the same finalists and deciding by every job's evidence
+// together (confirmJobs, confirmWithin). It holds no clocks and no
 // communicator: every decision comes from the call sequence and the agreed times, so ranks that
 // make the same calls decide alike. docs/tuning.md, "Online refinement".
 #pragma once
@@ -23,6 +26,7 @@
 #include <vector>
 
 #include "interfaces/algorithm.h"
+#include "tuning/tune_evidence.h"
 
 namespace tutti::tuning {
 
@@ -87,6 +91,12 @@ struct TuneSettings {
   // enough to set its pass aside (candidateTime), must not decide alone.
   int runoffRounds = 3;
   double runoffPassesAgree = 0.05;
+  // A run-off's verdict is evidence (TuneEvidence) kept with the winner; a later job that adopts
+  // a winner whose runner-up came within confirmWithin of it, by the evidence of fewer than
+  // confirmJobs jobs, runs the run-off of the same finalists again (after exploreAfter calls of
+  // the adopted winner) and the evidence of all the jobs decides. 1: one job's verdict is final.
+  int confirmJobs = 3;
+  double confirmWithin = 0.15;
 };
 
 // The passes `reps` timed calls per candidate take: two, or more where a block would have more
@@ -159,8 +169,12 @@ class OnlineTuner {
   // run-off). agreedSeconds: measured()'s layout, or the candidates' times alone (halves taken
   // to agree).
   std::string conclude(const TuneKey& key, const std::vector<double>& agreedSeconds);
-  // A winner learned earlier: used from the key's first call.
-  void adopt(const TuneKey& key, const std::string& algo);
+  // A winner learned earlier: used from the key's first call, and for good unless `evidence`
+  // (its run-offs' so far; null: none, the winner stands) asks for confirmation (above).
+  void adopt(const TuneKey& key, const std::string& algo, const TuneEvidence* evidence = nullptr);
+  // The key's evidence once it has a winner: its run-offs' of every job so far (null when the
+  // winner came without a run-off).
+  const TuneEvidence* evidence(const TuneKey& key) const;
   // The key's winner, "" while it has none.
   std::string winner(const TuneKey& key) const;
   // Every key that has a winner (learned here or adopted).
@@ -187,7 +201,10 @@ class OnlineTuner {
     int reps = 0;                    // timed calls per option (settings, scaled by the budget)
     std::vector<PlannedCall> calls;  // the exploration, call by call
     std::vector<double> samples;     // options x reps, -1 = not recorded
-    std::string winner;
+    std::string winner;              // while confirming: the adopted one
+    bool confirming = false;         // an adopted winner's run-off runs again
+    bool hasEvidence = false;
+    TuneEvidence evidence;
   };
   // The passes' calls (see the class comment; `passes` of them, the timed calls shared out
   // evenly, the earlier passes taking one more); a block ends with `cooldown` untimed calls (the
@@ -197,6 +214,13 @@ class OnlineTuner {
   // The first of pass p's timed calls among a candidate's `reps` in `passes` (p == passes: reps).
   static int passStart(int reps, int passes, int p);
   void start(const TuneKey& key, State& s, const std::vector<TuneOption>& ranked);
+  // The confirming key's run-off: the evidence's finalists that the model ranks for this call
+  // (settled on the adopted winner when fewer than two are).
+  void startConfirmation(State& s, const std::vector<TuneOption>& ranked);
+  bool needsConfirmation(const TuneEvidence& e) const;
+  // The concluded run-off's times (summed over its rounds) added to s's evidence; a confirming
+  // key's winner becomes the evidence's best. Returns how the evidence stands, for the log.
+  std::string addRunoffEvidence(State& s);
   // Index of the fastest measured option; the model's choice (0, while a candidate) when within
   // the margin of it (the run-off's, in a run-off).
   int fastest(const State& s, const std::vector<double>& measured) const;

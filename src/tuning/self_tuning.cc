@@ -21,7 +21,10 @@ SelfTuning::SelfTuning(TuneSettings settings, const std::string& agreedText, Mod
     }
   }
   agreed_.model.origin = "tuning cache";
-  for (const auto& [key, algo] : agreed_.choices) tuner_.adopt(key, algo);
+  for (const auto& [key, algo] : agreed_.choices) {
+    auto ev = agreed_.evidence.find(key);
+    tuner_.adopt(key, algo, ev == agreed_.evidence.end() ? nullptr : &ev->second);
+  }
 }
 
 bool SelfTuning::needsCalibration(FitLink link) const {
@@ -46,9 +49,17 @@ void SelfTuning::calibrated(FitLink link, const CostModel& m, bool keep) {
   if (writer_ && keep) writer_->update([&](TuningRecord& r) { setCalibrated(r, name, m); });
 }
 
-void SelfTuning::learned(const TuneKey& key, const std::string& algo) {
-  agreed_.choices[key] = algo;
-  if (writer_) writer_->update([&](TuningRecord& r) { r.choices[key] = algo; });
+void SelfTuning::learned(const TuneKey& key, const std::string& algo,
+                         const TuneEvidence* evidence) {
+  auto keep = [&](TuningRecord& r) {
+    r.choices[key] = algo;
+    if (evidence != nullptr)
+      r.evidence[key] = *evidence;
+    else
+      r.evidence.erase(key);
+  };
+  keep(agreed_);
+  if (writer_) writer_->update(keep);
 }
 
 }  // namespace tutti::tuning

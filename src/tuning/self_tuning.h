@@ -44,8 +44,9 @@ class SelfTuning {
   // and, when `keep`, kept in the cache (a calibration that failed is not: the next
   // communicator on the host tries again).
   void calibrated(FitLink link, const CostModel& m, bool keep = true);
-  // A winner of online refinement, kept in the cache.
-  void learned(const TuneKey& key, const std::string& algo);
+  // A winner of online refinement, kept in the cache with the evidence of its run-offs (null:
+  // none; an older line of evidence for the key goes).
+  void learned(const TuneKey& key, const std::string& algo, const TuneEvidence* evidence);
   // The model calibration starts from (the cache's, else the built-in one).
   CostModel baseModel() const { return model() ? *model() : CostModel::builtin(); }
 

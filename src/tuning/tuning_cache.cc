@@ -58,7 +58,7 @@ void applyModelKey(CostModel& m, const std::string& file, int line, const std::s
   } else {
     fail(tuttiInvalidArgument, "tuning file ", file, " line ", line, ": unknown key '", key,
          "' (known: shm.alpha_us shm.gbps tcp.alpha_us tcp.gbps gamma.gbps window.read_gbps "
-         "nics_per_host cores_per_host calibrated choice)");
+         "nics_per_host cores_per_host calibrated choice evidence)");
   }
 }
 
@@ -118,6 +118,26 @@ TuningRecord parseTuningRecord(const std::string& text, const std::string& name)
       r.choices[k] = algo;
       continue;
     }
+    if (key == "evidence") {
+      std::string rest, keyWords, word;
+      std::getline(f, rest);
+      std::istringstream words(rest);
+      for (int i = 0; i < 5 && words >> word; ++i) keyWords += (i ? " " : "") + word;
+      std::getline(words, rest);
+      TuneKey k;
+      TuneEvidence ev;
+      if (!TuneKey::parse(keyWords, &k) || !TuneEvidence::parse(rest, &ev))
+        fail(tuttiInvalidArgument, "tuning file ", name, " line ", line,
+             ": expected 'evidence <collective> n<ranks> h<hosts> b<log2 bytes> w<0|1> <jobs> "
+             "<algorithm>:<ratio sum>:<seconds> <algorithm>:...', got '",
+             lineText, "'");
+      for (const TuneEvidence::Entry& e : ev.entries())
+        if (algo::find(k.coll, e.algo) == nullptr)
+          fail(tuttiInvalidArgument, "tuning file ", name, " line ", line, ": no ",
+               algo::collName(k.coll), " algorithm '", e.algo, "'");
+      r.evidence[k] = ev;
+      continue;
+    }
     if (!(f >> value) || (f >> extra))
       fail(tuttiInvalidArgument, "tuning file ", name, " line ", line,
            ": expected 'key value', got '", lineText, "'");
@@ -146,6 +166,7 @@ std::string tuningRecordText(const TuningRecord& r) {
   std::string text = tuningFileText(r.model);
   for (const std::string& c : r.calibrated) text += "calibrated " + c + "\n";
   for (const auto& [k, a] : r.choices) text += "choice " + k.text() + " " + a + "\n";
+  for (const auto& [k, e] : r.evidence) text += "evidence " + k.text() + " " + e.text() + "\n";
   return text;
 }
 

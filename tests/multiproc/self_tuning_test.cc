@@ -3,7 +3,8 @@
 // guard bytes) while it tries several algorithms; every rank runs the same algorithm at every
 // call; the host's first communicator calibrates (not with a user's model) and the winners
 // land in the cache; a later job with that cache uses them from the first call without
-// exploring; ranks that read different caches still choose alike (the job uses rank 0's);
+// exploring, unless a close run-off chose them: then the next job runs it again and both jobs'
+// evidence decides; ranks that read different caches still choose alike (the job uses rank 0's);
 // across hosts on a topology's model the network is calibrated; forced algorithms and
 // deterministic mode switch refinement off.
 #include <dirent.h>
@@ -214,6 +215,8 @@ TEST(SelfTuning, AWarmCacheIsUsedFromTheFirstCallAndRanksAgreeOnRankZerosCache) 
       [&](int rank) {
         setenv("TUTTI_TUNING_CACHE", (rank == 0 ? cacheA : cacheB).c_str(), 1);
         setenv("TUTTI_TUNE_EXPLORE_AFTER", "0", 1);
+        // Job A's close run-offs would be run again (confirmation: the next test).
+        setenv("TUTTI_TUNE_CONFIRM_JOBS", "1", 1);
         callStream(n, rank, id, 6, dir.file("seq." + std::to_string(rank)));
       },
       240);
@@ -223,6 +226,56 @@ TEST(SelfTuning, AWarmCacheIsUsedFromTheFirstCallAndRanksAgreeOnRankZerosCache) 
   for (const auto& [k, algos] : perShape) EXPECT_EQ(algos.size(), 1u) << "shape " << k;
   EXPECT_EQ(*perShape[0].begin(), "naive");
   EXPECT_EQ(slurp(fileB), textB) << "rank 1 is not its host's lowest rank: it writes nothing";
+}
+
+// A cached choice whose evidence is close and of one job: the next job runs the run-off of its
+// finalists again (every explored call verified, every rank alike) and the cache's evidence then
+// holds both jobs.
+TEST(SelfTuning, ACloseCachedChoiceIsRunOffAgainByTheNextJobAndItsEvidenceGrows) {
+  const int n = 2;
+  TempDir dir("tutti-selftune");
+  const std::string cache = dir.file("cache");
+  auto job = [&](int calls) {
+    tuttiUniqueId id = makeId();
+    auto result = runRanks(
+        n,
+        [&](int rank) {
+          setenv("TUTTI_TUNING_CACHE", cache.c_str(), 1);
+          setenv("TUTTI_TUNE_EXPLORE_AFTER", "1", 1);
+          unsetenv("TUTTI_TUNE_CONFIRM_JOBS");
+          unsetenv("TUTTI_ALGO");
+          callStream(n, rank, id, calls, dir.file("seq." + std::to_string(rank)));
+        },
+        240);
+    ASSERT_TRUE(result.allOk()) << result.describe();
+  };
+  job(1);  // calibrates: the host's cache file
+  ASSERT_NO_FATAL_FAILURE();
+  const std::string file = cacheFileIn(cache);
+  ASSERT_NE(file, "");
+  // The 20000-element all-reduce (80000 bytes: bucket 16): ring, by a run-off that had
+  // rabenseifner 4% behind.
+  {
+    std::ofstream(file, std::ios::app)
+        << "choice allreduce n2 h1 b16 w1 ring\n"
+        << "evidence allreduce n2 h1 b16 w1 1 ring:1.0000:0.0001 rabenseifner:1.0400:0.000104\n";
+  }
+  // One run-off round of the two: (4 passes x 3 untimed + 32 timed) calls each; up to three.
+  job(1 + 3 * 2 * 44);
+  ASSERT_NO_FATAL_FAILURE();
+  std::istringstream seq(sameOnEveryRank(dir, n));
+  std::vector<std::string> shape1;
+  int k;
+  std::string algo;
+  while (seq >> k >> algo)
+    if (k == 1) shape1.push_back(algo);
+  ASSERT_FALSE(shape1.empty());
+  EXPECT_EQ(shape1.front(), "ring") << "the cached choice runs until confirming starts";
+  EXPECT_EQ(std::set<std::string>(shape1.begin(), shape1.end()),
+            (std::set<std::string>{"ring", "rabenseifner"}));
+  const std::string text = slurp(file);
+  EXPECT_NE(text.find("evidence allreduce n2 h1 b16 w1 2 "), std::string::npos) << text;
+  EXPECT_NE(text.find("choice allreduce n2 h1 b16 w1 "), std::string::npos) << text;
 }
 
 // Ranks on two hosts (TUTTI_HOSTID) that plan on a topology's model (a file with NICs, ranks

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -554,6 +555,149 @@ TEST(OnlineTuner, AdoptedWinnersAreUsedFromTheFirstCall) {
   EXPECT_TRUE(p.settled);
   EXPECT_EQ(t.winners().size(), 1u);
   EXPECT_EQ(t.exploredCalls(), 0);
+}
+
+// A job's run-off leaves evidence of 1 job; a later job that adopts the winner with that
+// evidence runs the same finalists' run-off again (after exploreAfter calls of the adopted
+// winner, untimed) and decides by both jobs' ratios; after confirmJobs jobs, or where the
+// runner-up was far behind, the winner is used from the first call.
+TEST(OnlineTuner, ACloseRunOffIsConfirmedByLaterJobsAndTheirEvidenceTogetherDecides) {
+  TuneSettings s = threeCandidates(4);
+  s.confirmJobs = 3;
+  s.confirmWithin = 0.15;
+  // Job 1: ring 10% ahead of rabenseifner in the run-off (the model's choice, beyond its 5%).
+  OnlineTuner first = inRunoff({{"rabenseifner", {1.0e-3}}, {"ring", {0.95e-3}}, {"tree", {2e-3}}});
+  std::string why = runoffRound(first, {{"rabenseifner", {1.1e-3}}, {"ring", {1.0e-3}}});
+  ASSERT_EQ(first.winner(key()), "ring") << why;
+  const TuneEvidence* ev = first.evidence(key());
+  ASSERT_NE(ev, nullptr);
+  EXPECT_EQ(ev->jobs(), 1);
+  EXPECT_NEAR(ev->gap(), 0.10, 1e-9);
+  EXPECT_NE(why.find("evidence of 1 job, time over the fastest: rabenseifner 1.1 ring 1, to be "
+                     "confirmed by the next job"),
+            std::string::npos)
+      << why;
+
+  // Job 2 adopts ring with that evidence: two calls of ring (untimed), then the run-off of
+  // rabenseifner and ring (the model's order), where rabenseifner is 20% ahead.
+  TuneSettings later = s;
+  later.exploreAfter = 2;
+  OnlineTuner second(later);
+  second.adopt(key(), "ring", ev);
+  for (int i = 0; i < 2; ++i) {
+    OnlineTuner::Pick p = second.next(key(), ranked);
+    EXPECT_EQ(p.algo, "ring");
+    EXPECT_EQ(p.sample, -1);
+    EXPECT_FALSE(p.settled);
+  }
+  EXPECT_EQ(second.winner(key()), "");
+  Exploration run = explore(second, key(), {{"rabenseifner", {1.0e-3}}, {"ring", {1.2e-3}}});
+  EXPECT_EQ(run.algos.front(), "rabenseifner");
+  EXPECT_EQ(std::set<std::string>(run.algos.begin(), run.algos.end()),
+            (std::set<std::string>{"rabenseifner", "ring"}));
+  why = second.conclude(key(), second.measured(key()));
+  // Ratios summed: rabenseifner 1.1 + 1.0 = 2.1, ring 1.0 + 1.2 = 2.2: rabenseifner.
+  EXPECT_EQ(second.winner(key()), "rabenseifner") << why;
+  EXPECT_NE(why.find("confirming the cache's ring"), std::string::npos) << why;
+  ev = second.evidence(key());
+  ASSERT_NE(ev, nullptr);
+  EXPECT_EQ(ev->jobs(), 2);
+  EXPECT_NEAR(ev->gap(), 2.2 / 2.1 - 1, 1e-9);
+  for (const TuneEvidence::Entry& e : ev->entries())  // this job's time per call
+    EXPECT_NEAR(e.seconds, e.algo == "ring" ? 1.2e-3 : 1.0e-3, 1e-12) << e.algo;
+
+  // Job 3 confirms again (2 jobs < 3); ring ahead by 1% leaves rabenseifner ahead in all.
+  OnlineTuner third(s);
+  third.adopt(key(), "rabenseifner", ev);
+  EXPECT_FALSE(third.next(key(), ranked).settled);
+  explore(third, key(), {{"rabenseifner", {1.01e-3}}, {"ring", {1.0e-3}}});
+  why = third.conclude(key(), third.measured(key()));
+  EXPECT_EQ(third.winner(key()), "rabenseifner") << why;
+  EXPECT_EQ(third.evidence(key())->jobs(), 3);
+  EXPECT_EQ(why.find("to be confirmed"), std::string::npos) << why;
+
+  // Job 4: three jobs' evidence is final, close or not.
+  OnlineTuner fourth(s);
+  fourth.adopt(key(), "rabenseifner", third.evidence(key()));
+  OnlineTuner::Pick p = fourth.next(key(), [] {
+    ADD_FAILURE() << "a confirmed key must not rank candidates";
+    return ranked();
+  });
+  EXPECT_EQ(p.algo, "rabenseifner");
+  EXPECT_TRUE(p.settled);
+  EXPECT_EQ(fourth.exploredCalls(), 0);
+}
+
+TEST(OnlineTuner, EvidenceFarApartOrWithoutTheWinnerOrNotRankedIsNotConfirmed) {
+  TuneSettings s = threeCandidates(4);
+  TuneEvidence far, close;
+  far.addJob({{"ring", 1.0e-3}, {"tree", 1.3e-3}});  // 30% apart
+  close.addJob({{"ring", 1.0e-3}, {"tree", 1.05e-3}});
+  {
+    OnlineTuner t(s);
+    t.adopt(key(), "ring", &far);
+    EXPECT_TRUE(t.next(key(), ranked).settled);
+    EXPECT_EQ(t.evidence(key())->jobs(), 1);  // kept as it was: the next write keeps it
+  }
+  {
+    OnlineTuner t(s);
+    t.adopt(key(), "rabenseifner", &close);  // a winner its evidence does not hold
+    EXPECT_TRUE(t.next(key(), ranked).settled);
+  }
+  {
+    s.confirmJobs = 1;  // TUTTI_TUNE_CONFIRM_JOBS=1: one job decides
+    OnlineTuner t(s);
+    t.adopt(key(), "ring", &close);
+    EXPECT_TRUE(t.next(key(), ranked).settled);
+    s.confirmJobs = 3;
+  }
+  {
+    // The model ranks only ring for this call (tree does not apply): nothing to run off.
+    OnlineTuner t(s);
+    t.adopt(key(), "ring", &close);
+    OnlineTuner::Pick p = t.next(key(), [] { return std::vector<TuneOption>{{"ring", 1e-3}}; });
+    EXPECT_EQ(p.algo, "ring");
+    EXPECT_TRUE(p.settled);
+    EXPECT_EQ(t.exploredCalls(), 0);
+  }
+  {
+    // A winner chosen by a first round alone (no run-off) has no evidence.
+    OnlineTuner t(threeCandidates(4));
+    explore(t, key(), {{"rabenseifner", {3e-3}}, {"ring", {1.0e-3}}, {"tree", {2e-3}}});
+    t.conclude(key(), t.measured(key()));
+    EXPECT_EQ(t.winner(key()), "ring");
+    EXPECT_EQ(t.evidence(key()), nullptr);
+  }
+}
+
+TEST(TuneEvidence, RatiosOfEachJobAddUpAndTheTextRoundTrips) {
+  TuneEvidence e;
+  e.addJob({{"direct", 2.0e-3}, {"ring", 1.0e-3}});
+  e.addJob({{"ring", 3.0e-3}, {"direct", 2.0e-3}});  // a slower job: only the ratios carry over
+  EXPECT_EQ(e.jobs(), 2);
+  ASSERT_EQ(e.entries().size(), 2u);
+  EXPECT_EQ(e.entries()[0].algo, "direct");
+  EXPECT_NEAR(e.entries()[0].ratioSum, 2.0 + 1.0, 1e-12);
+  EXPECT_NEAR(e.entries()[1].ratioSum, 1.0 + 1.5, 1e-12);
+  EXPECT_NEAR(e.entries()[1].seconds, 3.0e-3, 1e-15);  // the last job's
+  EXPECT_EQ(e.best(), 1);
+  EXPECT_NEAR(e.gap(), 3.0 / 2.5 - 1, 1e-12);
+  EXPECT_EQ(e.text(), "2 direct:3.0000:0.002 ring:2.5000:0.003");
+  TuneEvidence back;
+  ASSERT_TRUE(TuneEvidence::parse(e.text(), &back));
+  EXPECT_EQ(back.text(), e.text());
+  // Another set of finalists starts over.
+  e.addJob({{"ring", 1.0e-3}, {"tree", 1.1e-3}, {"direct", 1.2e-3}});
+  EXPECT_EQ(e.jobs(), 1);
+  EXPECT_EQ(e.entries().size(), 3u);
+  for (const char* bad :
+       {"", "1", "1 ring:1:0.001", "0 ring:1:0.001 tree:1:0.001", "1 ring:1:0.001 ring:1:0.001",
+        "2 ring:1:0.001 tree:1.5:0.001", "1 ring:1:0 tree:1:0.001", "1 ring:1 tree:1:0.001",
+        "1 :1:0.001 tree:1:0.001", "1 ring:x:0.001 tree:1:0.001", "x ring:1:0.001 tree:1:0.001",
+        "1 ring:1:0.001 tree:nan:0.001"}) {
+    TuneEvidence ignored;
+    EXPECT_FALSE(TuneEvidence::parse(bad, &ignored)) << bad;
+  }
 }
 
 TEST(TuneKey, TextRoundTripsAndBadWordsAreRefused) {

@@ -27,13 +27,21 @@ TEST(TuningCache, RecordTextRoundTrips) {
   r.calibrated.insert("shm");
   r.choices[tuneKeyOf(algo::Coll::kAllReduce, 4, 1, 1 << 20, true)] = "tree";
   r.choices[tuneKeyOf(algo::Coll::kAllGather, 2, 2, 64, false)] = "ring";
+  r.evidence[tuneKeyOf(algo::Coll::kAllReduce, 4, 1, 1 << 20, true)].addJob(
+      {{"tree", 1.0e-3}, {"direct", 1.08e-3}});
   std::string text = tuningRecordText(r);
+  EXPECT_NE(
+      text.find("evidence allreduce n4 h1 b20 w1 1 tree:1.0000:0.001 direct:1.0800:0.00108\n"),
+      std::string::npos)
+      << text;
   TuningRecord back = parseTuningRecord(text, "t");
   EXPECT_NEAR(back.model.intraHost.alpha, 2.5e-6, 1e-12);
   EXPECT_NEAR(1e-9 / back.model.intraHost.beta, 9.0, 1e-4);
   EXPECT_NEAR(1e-9 / back.model.gammaPerByte, 15.0, 1e-4);
   EXPECT_EQ(back.calibrated, r.calibrated);
   EXPECT_EQ(back.choices, r.choices);
+  ASSERT_EQ(back.evidence.size(), 1u);
+  EXPECT_EQ(back.evidence.begin()->second.text(), r.evidence.begin()->second.text());
   EXPECT_EQ(tuningRecordText(back), text);
   EXPECT_EQ(back.model.windowReadBeta, -1);  // not measured: not written
   EXPECT_EQ(text.find("window.read_gbps"), std::string::npos);
@@ -54,7 +62,10 @@ TEST(TuningCache, RecordTextRoundTrips) {
 TEST(TuningCache, BadLinesNameTheFileAndLine) {
   for (const char* bad :
        {"choice allreduce n4 h1 b3 w1 nosuchalgo\n", "choice allreduce n4 h1 w1 ring\n",
-        "calibrated gpu\n", "shm.gbps -1\n", "bogus 1\n", "choice\n"}) {
+        "calibrated gpu\n", "shm.gbps -1\n", "bogus 1\n", "choice\n", "evidence\n",
+        "evidence allreduce n4 h1 b3 w1\n", "evidence allreduce n4 h1 b3 w1 1 ring:1:0.001\n",
+        "evidence allreduce n4 h1 b3 w1 1 ring:1:0.001 nosuchalgo:1.1:0.001\n",
+        "evidence allreduce n4 h1 b3 1 ring:1:0.001 tree:1.1:0.001\n"}) {
     try {
       parseTuningRecord(std::string("# ok\n") + bad, "cachefile");
       ADD_FAILURE() << "accepted: " << bad;
