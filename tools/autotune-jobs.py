@@ -2,8 +2,8 @@
 """Self-tuning's choice at one size, job after job (docs/tuning.md, "Confirmation in later
 jobs"; figures in docs/performance.md). Each repetition runs a cold job on a fresh tuning cache,
 then, from copies of the cache it left, one warm job per variant (a variant is environment
-settings, e.g. TUTTI_TUNE_CONFIRM_JOBS=1 against the default), in alternating order between
-repetitions. Every job is the perf test at one size with `-A all` (every algorithm forced in
+settings, e.g. TUTTI_TUNE_CONFIRM_JOBS=1 against the default; --warm-jobs K: K of them, one after
+the other on the variant's copy), in alternating order between repetitions. Every job is the perf test at one size with `-A all` (every algorithm forced in
 turn and the automatic choice, the same run), --cycles sweeps with the columns in alternating
 order; a job's score is auto's busbw over the best forced column's, each column's median over
 the sweeps after the first (the first holds the exploring). Prints each job's choice and score,
@@ -12,10 +12,12 @@ and its choices scored by the pooled forced times (each algorithm's time over it
 the median over every job of the run: a yardstick less noisy than one job's columns).
 
   tools/autotune-jobs.py --np 2 --coll all_reduce --size 4M [--iters 80] [--cycles 4]
-                         [--reps 6] [--variant NAME:VAR=VALUE,...]... [--build build]
+                         [--reps 6] [--variant NAME:VAR=VALUE,...]... [--warm-jobs 1]
+                         [--verbose] [--build build]
 
-Without --variant: "final" (TUTTI_TUNE_CONFIRM_JOBS=1, the cold job's verdict kept) against
-"confirm" (the default: a close run-off is run again and both jobs' evidence decides).
+Without --variant: "final" (TUTTI_TUNE_CONFIRM_JOBS=1, the default: the cold job's verdict kept)
+against "confirm" (TUTTI_TUNE_CONFIRM_JOBS=3: the run-off is run again and the jobs' evidence
+together decides).
 """
 import argparse
 import csv
@@ -74,25 +76,33 @@ def main():
     ap.add_argument("--reps", type=int, default=6)
     ap.add_argument("--variant", action="append", default=[],
                     help="NAME:VAR=VALUE,... (a warm job per variant and repetition)")
+    ap.add_argument("--warm-jobs", type=int, default=1,
+                    help="warm jobs per variant, one after the other on its cache (NAME#1, ...)")
     ap.add_argument("--verbose", action="store_true", help="print the TUNE decisions")
     a = ap.parse_args()
     variants = []
-    for v in a.variant or ["final:TUTTI_TUNE_CONFIRM_JOBS=1", "confirm:"]:
+    for v in a.variant or ["final:TUTTI_TUNE_CONFIRM_JOBS=1", "confirm:TUTTI_TUNE_CONFIRM_JOBS=3"]:
         name, _, settings = v.partition(":")
         variants.append((name, dict(s.split("=", 1) for s in settings.split(",") if s)))
+    def label(name, k):
+        return name if a.warm_jobs == 1 else f"{name}#{k}"
+
     scores = {"cold": []}
     pooled, choices = {}, {}  # algorithm -> its time over the job's fastest, every job
     hits = {"cold": 0}
-    for name, _ in variants:
-        scores[name], hits[name] = [], 0
+    for k in range(1, a.warm_jobs + 1):
+        for name, _ in variants:
+            scores[label(name, k)], hits[label(name, k)] = [], 0
     with tempfile.TemporaryDirectory(prefix="tutti-autotune-jobs-") as d:
         out_csv = os.path.join(d, "out.csv")
         for rep in range(a.reps):
             cold = os.path.join(d, f"cold{rep}")
             order = variants if rep % 2 == 0 else variants[::-1]
-            jobs = [("cold", cold, {})] + [(n, os.path.join(d, f"{n}{rep}"), e) for n, e in order]
-            for name, cache, env in jobs:
-                if name != "cold":  # a copy of what the cold job left
+            jobs = [("cold", cold, {}, 0)]
+            for k in range(1, a.warm_jobs + 1):
+                jobs += [(label(n, k), os.path.join(d, f"{n}{rep}"), e, k) for n, e in order]
+            for name, cache, env, k in jobs:
+                if k == 1:  # a copy of what the cold job left
                     shutil.copytree(cold, cache)
                 score, algo, best, forced, tune = run_job(a, cache, env, out_csv)
                 fastest = min(forced.values())

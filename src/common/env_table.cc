@@ -169,10 +169,11 @@ constexpr Var kVars[] = {
     {"TUTTI_TUNE_EXPLORE_AFTER", Type::kInt, "2", "TUNING",
      "Online refinement: calls of a shape that use the model's choice before its candidates "
      "are tried."},
-    {"TUTTI_TUNE_CONFIRM_JOBS", Type::kInt, "3", "TUNING",
-     "Online refinement: a cached choice whose run-off runner-up came within 15% of it is "
-     "run off again by later jobs until this many jobs' evidence decides together; 1: the "
-     "first job's verdict is final."},
+    {"TUTTI_TUNE_CONFIRM_JOBS", Type::kInt, "1", "TUNING",
+     "Online refinement: 1, a cached choice is final; more (e.g. 3): a choice that a run-off "
+     "made is run off again by the next job, and by later ones while the jobs disagree or its "
+     "runner-up is within 15%, up to this many jobs' evidence (from the third job, the lowest "
+     "median time ratio decides)."},
     {"TUTTI_CHUNK_BYTES", Type::kInt, "262144", "EXEC",
      "Chunk of the direct (shared-window) algorithms when every rank of the host has a core: "
      "small chunks keep the windows in cache; with more ranks than cores the whole window is "

@@ -88,8 +88,11 @@ void OnlineTuner::start(const TuneKey&, State& s, const std::vector<TuneOption>&
 }
 
 bool OnlineTuner::needsConfirmation(const TuneEvidence& e) const {
+  // One job's verdict, however clear, may come from a slow state of the machine that fell on
+  // one finalist more than another: a second job measures again. Later jobs while the evidence
+  // is close or the jobs disagree.
   return e.jobs() < settings_.confirmJobs && e.entries().size() >= 2 &&
-         e.gap() <= settings_.confirmWithin;
+         (e.jobs() == 1 || !e.unanimous() || e.gap() <= settings_.confirmWithin);
 }
 
 void OnlineTuner::startConfirmation(State& s, const std::vector<TuneOption>& ranked) {
@@ -368,7 +371,7 @@ std::string OnlineTuner::conclude(const TuneKey& key, const std::vector<double>&
   const std::string adopted = s.confirming ? s.winner : std::string();
   s.winner = s.options[static_cast<size_t>(best)].name;
   s.phase = Phase::kSettled;
-  const std::string evidence = s.runoff ? addRunoffEvidence(s) : std::string();
+  const std::string evidence = s.runoff ? addRunoffEvidence(s, adopted) : std::string();
   os << s.winner << " after " << s.explored << " explored calls (";
   if (!adopted.empty()) os << "confirming the cache's " << adopted << ": ";
   if (!s.runoff)
@@ -382,7 +385,7 @@ std::string OnlineTuner::conclude(const TuneKey& key, const std::vector<double>&
   return os.str();
 }
 
-std::string OnlineTuner::addRunoffEvidence(State& s) {
+std::string OnlineTuner::addRunoffEvidence(State& s, const std::string& adopted) {
   std::vector<std::pair<std::string, double>> job;
   for (size_t i = 0; i < s.options.size(); ++i)
     if (s.runoffSums[i] > 0)  // per call: the rounds' mean
@@ -390,13 +393,18 @@ std::string OnlineTuner::addRunoffEvidence(State& s) {
   if (job.size() < 2) return "";
   s.evidence.addJob(job);
   s.hasEvidence = true;
-  if (s.confirming) s.winner = s.evidence.entries()[static_cast<size_t>(s.evidence.best())].algo;
+  // Two jobs that disagree cannot tell which of them ran in a slow state: the adopted choice
+  // stays until a third job's makes a median.
+  if (s.confirming)
+    s.winner = s.evidence.jobs() >= 3 || s.evidence.unanimous()
+                   ? s.evidence.entries()[static_cast<size_t>(s.evidence.best())].algo
+                   : adopted;
   std::ostringstream os;
   os.precision(4);
   os << "; evidence of " << s.evidence.jobs() << (s.evidence.jobs() == 1 ? " job" : " jobs")
-     << ", time over the fastest:";
+     << ", time over the fastest" << (s.evidence.jobs() == 1 ? ":" : " (median):");
   for (const TuneEvidence::Entry& e : s.evidence.entries())
-    os << " " << e.algo << " " << e.ratioSum / s.evidence.jobs();
+    os << " " << e.algo << " " << e.median();
   if (needsConfirmation(s.evidence)) os << ", to be confirmed by the next job";
   return os.str();
 }

@@ -12,10 +12,10 @@
 // unless others came within TuneSettings::runoffWithin of the fastest (within withinFactor when
 // the round was too short to trust: trustRoundSec): then those few run again, alone, in longer
 // blocks and more passes, and that run-off's times decide.
-// Winners learned earlier (a cache) are adopted without exploring, unless their evidence (the
-// run-offs of earlier jobs, TuneEvidence) is too close and too thin: then the key confirms it,
-// running one more run-off of the same finalists and deciding by every job's evidence
-// together (confirmJobs, confirmWithin). It holds no clocks and no
+// Winners learned earlier (a cache) are adopted without exploring, unless a run-off chose them
+// and their evidence (the run-offs of earlier jobs, TuneEvidence) is of one job, or close, or
+// disputed: then the key confirms it, running one more run-off of the same finalists and
+// deciding by every job's evidence together (confirmJobs, confirmWithin). It holds no clocks and no
 // communicator: every decision comes from the call sequence and the agreed times, so ranks that
 // make the same calls decide alike. docs/tuning.md, "Online refinement".
 #pragma once
@@ -91,11 +91,13 @@ struct TuneSettings {
   // enough to set its pass aside (candidateTime), must not decide alone.
   int runoffRounds = 3;
   double runoffPassesAgree = 0.05;
-  // A run-off's verdict is evidence (TuneEvidence) kept with the winner; a later job that adopts
-  // a winner whose runner-up came within confirmWithin of it, by the evidence of fewer than
-  // confirmJobs jobs, runs the run-off of the same finalists again (after exploreAfter calls of
-  // the adopted winner) and the evidence of all the jobs decides. 1: one job's verdict is final.
-  int confirmJobs = 3;
+  // A run-off's verdict is evidence (TuneEvidence) kept with the winner; the next job that adopts
+  // the winner runs the run-off of the same finalists again (after exploreAfter calls of the
+  // adopted winner): when both jobs measured one finalist fastest, that one is kept; when they
+  // disagree, the adopted winner stays and a third job runs it off again, as do later ones, up
+  // to confirmJobs jobs of evidence, while the jobs disagree or the runner-up is within
+  // confirmWithin; the lowest median ratio decides. 1: one job's verdict is final.
+  int confirmJobs = 1;  // off by default: no gain shown (docs/tuning.md)
   double confirmWithin = 0.15;
 };
 
@@ -219,8 +221,9 @@ class OnlineTuner {
   void startConfirmation(State& s, const std::vector<TuneOption>& ranked);
   bool needsConfirmation(const TuneEvidence& e) const;
   // The concluded run-off's times (summed over its rounds) added to s's evidence; a confirming
-  // key's winner becomes the evidence's best. Returns how the evidence stands, for the log.
-  std::string addRunoffEvidence(State& s);
+  // key's winner becomes the evidence's best, unless two jobs disagree (then `adopted` stays
+  // until a third decides). Returns how the evidence stands, for the log.
+  std::string addRunoffEvidence(State& s, const std::string& adopted);
   // Index of the fastest measured option; the model's choice (0, while a candidate) when within
   // the margin of it (the run-off's, in a run-off).
   int fastest(const State& s, const std::vector<double>& measured) const;

@@ -11,6 +11,14 @@
 
 namespace tutti::tuning {
 
+double TuneEvidence::Entry::median() const {
+  if (ratios.empty()) return std::numeric_limits<double>::infinity();
+  std::vector<double> v = ratios;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 void TuneEvidence::addJob(const std::vector<std::pair<std::string, double>>& seconds) {
   TUTTI_ASSERT(seconds.size() >= 2);
   double fastest = std::numeric_limits<double>::infinity();
@@ -23,12 +31,12 @@ void TuneEvidence::addJob(const std::vector<std::pair<std::string, double>>& sec
   if (!same) {
     jobs_ = 0;
     entries_.clear();
-    for (const auto& [algo, sec] : seconds) entries_.push_back({algo, 0, 0});
+    for (const auto& [algo, sec] : seconds) entries_.push_back({algo, {}, 0});
   }
   for (Entry& e : entries_)
     for (const auto& [algo, sec] : seconds)
       if (algo == e.algo) {
-        e.ratioSum += sec / fastest;
+        e.ratios.push_back(sec / fastest);
         e.seconds = sec;
       }
   ++jobs_;
@@ -39,12 +47,33 @@ bool TuneEvidence::has(const std::string& algo) const {
                      [&](const Entry& e) { return e.algo == algo; });
 }
 
+namespace {
+double sumOf(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s;
+}
+}  // namespace
+
 int TuneEvidence::best() const {
   int best = -1;
-  for (size_t i = 0; i < entries_.size(); ++i)
-    if (best < 0 || entries_[i].ratioSum < entries_[static_cast<size_t>(best)].ratioSum)
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (best < 0) {
+      best = 0;
+      continue;
+    }
+    const Entry &e = entries_[i], &b = entries_[static_cast<size_t>(best)];
+    if (std::pair(e.median(), sumOf(e.ratios)) < std::pair(b.median(), sumOf(b.ratios)))
       best = static_cast<int>(i);
+  }
   return best;
+}
+
+bool TuneEvidence::unanimous() const {
+  // A job's fastest has the ratio 1 (exactly: its time over itself; 1.0000 in the text).
+  return std::any_of(entries_.begin(), entries_.end(), [](const Entry& e) {
+    return std::all_of(e.ratios.begin(), e.ratios.end(), [](double r) { return r <= 1 + 1e-9; });
+  });
 }
 
 double TuneEvidence::gap() const {
@@ -52,19 +81,33 @@ double TuneEvidence::gap() const {
   if (entries_.size() < 2) return std::numeric_limits<double>::infinity();
   double runnerUp = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < entries_.size(); ++i)
-    if (static_cast<int>(i) != b) runnerUp = std::min(runnerUp, entries_[i].ratioSum);
-  return runnerUp / entries_[static_cast<size_t>(b)].ratioSum - 1;
+    if (static_cast<int>(i) != b) runnerUp = std::min(runnerUp, entries_[i].median());
+  return runnerUp / entries_[static_cast<size_t>(b)].median() - 1;
 }
 
 std::string TuneEvidence::text() const {
   std::string out = std::to_string(jobs_);
   for (const Entry& e : entries_) {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, ":%.4f:%.4g", e.ratioSum, e.seconds);
-    out += " " + e.algo + buf;
+    out += " " + e.algo;
+    char buf[32];
+    for (size_t j = 0; j < e.ratios.size(); ++j) {
+      std::snprintf(buf, sizeof buf, "%s%.4f", j == 0 ? ":" : ",", e.ratios[j]);
+      out += buf;
+    }
+    std::snprintf(buf, sizeof buf, ":%.4g", e.seconds);
+    out += buf;
   }
   return out;
 }
+
+namespace {
+// A finite number filling `word` (strtod's whole match), else NaN.
+double numberOf(const std::string& word) {
+  char* end = nullptr;
+  const double v = std::strtod(word.c_str(), &end);
+  return word.empty() || *end != '\0' || !std::isfinite(v) ? std::nan("") : v;
+}
+}  // namespace
 
 bool TuneEvidence::parse(const std::string& words, TuneEvidence* out) {
   std::istringstream in(words);
@@ -80,16 +123,16 @@ bool TuneEvidence::parse(const std::string& words, TuneEvidence* out) {
   while (in >> word) {
     const size_t a = word.find(':'), b = word.find(':', a == std::string::npos ? a : a + 1);
     if (a == 0 || a == std::string::npos || b == std::string::npos) return false;
-    Entry e{word.substr(0, a), 0, 0};
-    const std::string ratio = word.substr(a + 1, b - a - 1), sec = word.substr(b + 1);
-    char* end = nullptr;
-    e.ratioSum = std::strtod(ratio.c_str(), &end);
-    if (ratio.empty() || *end != '\0') return false;
-    e.seconds = std::strtod(sec.c_str(), &end);
-    if (sec.empty() || *end != '\0') return false;
-    // Every job's ratio is >= 1 (its fastest's is 1); 1e-3 for the text's rounding.
-    if (!std::isfinite(e.ratioSum) || e.ratioSum < ev.jobs_ - 1e-3 || !std::isfinite(e.seconds) ||
-        e.seconds <= 0 || !seen.insert(e.algo).second)
+    Entry e{word.substr(0, a), {}, numberOf(word.substr(b + 1))};
+    std::istringstream ratios(word.substr(a + 1, b - a - 1));
+    std::string ratio;
+    while (std::getline(ratios, ratio, ',')) {
+      const double r = numberOf(ratio);
+      if (!(r >= 1 - 1e-3)) return false;  // a job's fastest is 1; 1e-3 for the rounding
+      e.ratios.push_back(r);
+    }
+    if (static_cast<int>(e.ratios.size()) != ev.jobs_ || !(e.seconds > 0) ||
+        !seen.insert(e.algo).second)
       return false;
     ev.entries_.push_back(std::move(e));
   }

@@ -129,7 +129,7 @@ TuningRecord parseTuningRecord(const std::string& text, const std::string& name)
       if (!TuneKey::parse(keyWords, &k) || !TuneEvidence::parse(rest, &ev))
         fail(tuttiInvalidArgument, "tuning file ", name, " line ", line,
              ": expected 'evidence <collective> n<ranks> h<hosts> b<log2 bytes> w<0|1> <jobs> "
-             "<algorithm>:<ratio sum>:<seconds> <algorithm>:...', got '",
+             "<algorithm>:<ratio>,<ratio>...:<seconds> <algorithm>:...', got '",
              lineText, "'");
       for (const TuneEvidence::Entry& e : ev.entries())
         if (algo::find(k.coll, e.algo) == nullptr)

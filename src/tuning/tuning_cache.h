@@ -3,7 +3,7 @@
 // ~/.cache/tutti; TUTTI_TUNING_CACHE moves it or turns it off). Its text is the tuning-file
 // format (cost_model.h: the model's keys) plus "calibrated <shm|tcp>" lines (which of the
 // model's links were measured on this host) and "choice <key> <algorithm>" lines (the winners
-// of online refinement, online_tuner.h) with "evidence <key> <jobs> <algo>:<ratio sum>:<seconds>
+// of online refinement, online_tuner.h) with "evidence <key> <jobs> <algo>:<ratio>,...:<seconds>
 // ..." lines (the run-offs that chose them, tune_evidence.h). Writers merge under a lock and
 // replace the file by a rename, so concurrent jobs on one host lose no line and readers never see
 // half a file; a file that does not parse is ignored with a warning (and replaced by the next

@@ -3,9 +3,9 @@
 // guard bytes) while it tries several algorithms; every rank runs the same algorithm at every
 // call; the host's first communicator calibrates (not with a user's model) and the winners
 // land in the cache; a later job with that cache uses them from the first call without
-// exploring, unless a close run-off chose them: then the next job runs it again and both jobs'
-// evidence decides; ranks that read different caches still choose alike (the job uses rank 0's);
-// across hosts on a topology's model the network is calibrated; forced algorithms and
+// exploring (with TUTTI_TUNE_CONFIRM_JOBS=3, a run-off's choice is run off again by the next job,
+// which adds its evidence); ranks that read different caches still choose alike (the job uses rank
+// 0's); across hosts on a topology's model the network is calibrated; forced algorithms and
 // deterministic mode switch refinement off.
 #include <dirent.h>
 #include <gtest/gtest.h>
@@ -215,7 +215,8 @@ TEST(SelfTuning, AWarmCacheIsUsedFromTheFirstCallAndRanksAgreeOnRankZerosCache) 
       [&](int rank) {
         setenv("TUTTI_TUNING_CACHE", (rank == 0 ? cacheA : cacheB).c_str(), 1);
         setenv("TUTTI_TUNE_EXPLORE_AFTER", "0", 1);
-        // Job A's close run-offs would be run again (confirmation: the next test).
+        // The default, set against a caller's environment: job A's run-offs stay final
+        // (confirmation: the next test).
         setenv("TUTTI_TUNE_CONFIRM_JOBS", "1", 1);
         callStream(n, rank, id, 6, dir.file("seq." + std::to_string(rank)));
       },
@@ -228,9 +229,9 @@ TEST(SelfTuning, AWarmCacheIsUsedFromTheFirstCallAndRanksAgreeOnRankZerosCache) 
   EXPECT_EQ(slurp(fileB), textB) << "rank 1 is not its host's lowest rank: it writes nothing";
 }
 
-// A cached choice whose evidence is close and of one job: the next job runs the run-off of its
-// finalists again (every explored call verified, every rank alike) and the cache's evidence then
-// holds both jobs.
+// With TUTTI_TUNE_CONFIRM_JOBS=3, a cached choice whose evidence is of one job: the next job runs
+// the run-off of its finalists again (every explored call verified, every rank alike) and the
+// cache's evidence then holds both jobs.
 TEST(SelfTuning, ACloseCachedChoiceIsRunOffAgainByTheNextJobAndItsEvidenceGrows) {
   const int n = 2;
   TempDir dir("tutti-selftune");
@@ -242,7 +243,7 @@ TEST(SelfTuning, ACloseCachedChoiceIsRunOffAgainByTheNextJobAndItsEvidenceGrows)
         [&](int rank) {
           setenv("TUTTI_TUNING_CACHE", cache.c_str(), 1);
           setenv("TUTTI_TUNE_EXPLORE_AFTER", "1", 1);
-          unsetenv("TUTTI_TUNE_CONFIRM_JOBS");
+          setenv("TUTTI_TUNE_CONFIRM_JOBS", "3", 1);  // opt-in
           unsetenv("TUTTI_ALGO");
           callStream(n, rank, id, calls, dir.file("seq." + std::to_string(rank)));
         },
