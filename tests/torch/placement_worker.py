@@ -54,15 +54,18 @@ expect(d["at_submit"] == 12 and d["on_worker"] == 0,
        f"sync all-reduces did not run on the caller's thread: {d}")
 
 # Asynchronous calls waited for at once (pg.allreduce([t]).wait()): learnt as synchronous
-# after two (sync_use.h), the rest run at submit.
+# after two (sync_use.h), the rest run at submit. A rank descheduled between a submit and its
+# wait for more than sync_use.h's 20 ms (3 ranks on 2 cores under the suite's load: seen once,
+# 6 of 10 at submit) ends the streak like a late wait, and two calls learn it again: of 30
+# calls, at least two thirds run at submit.
 before = _C.stream_stats(pg)
-for _ in range(10):
+for _ in range(30):
     call += 1
     t = data(call)
     pg.allreduce([t]).wait()
     expect(exact_equal(t, want(call)), f"waited-at-once call {call}")
 d = delta(before)
-expect(d["at_submit"] >= 8, f"async calls waited at once were not learnt as synchronous: {d}")
+expect(d["at_submit"] >= 20, f"async calls waited at once were not learnt as synchronous: {d}")
 
 # Asynchronous with work in between: the worker runs them while the caller sleeps.
 before = _C.stream_stats(pg)
