@@ -12,10 +12,10 @@
 // unless others came within TuneSettings::runoffWithin of the fastest (within withinFactor when
 // the round was too short to trust: trustRoundSec): then those few run again, alone, in longer
 // blocks and more passes, and that run-off's times decide.
-// Winners learned earlier (a cache) are adopted without exploring, unless a run-off chose them
-// and their evidence (the run-offs of earlier jobs, TuneEvidence) is of one job, or close, or
-// disputed: then the key confirms it, running one more run-off of the same finalists and
-// deciding by every job's evidence together (confirmJobs, confirmWithin). It holds no clocks and no
+// Winners learned earlier (a cache) are adopted without exploring; with confirmJobs above 1
+// (opt-in), a run-off's winner whose evidence (the run-offs of earlier jobs, TuneEvidence) is of
+// one job, or close, or disputed is confirmed: one more run-off of the same finalists, and every
+// job's evidence together decides (confirmJobs, confirmWithin). It holds no clocks and no
 // communicator: every decision comes from the call sequence and the agreed times, so ranks that
 // make the same calls decide alike. docs/tuning.md, "Online refinement".
 #pragma once
