@@ -21,8 +21,8 @@ together decides).
 """
 import argparse
 import csv
+import importlib.util
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -32,11 +32,16 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "compare"))
 from compare import parse_bytes  # noqa: E402
 
+# autotune-bench.py's datatype rule (float32, int8 where a rank would hold less than a float32).
+_spec = importlib.util.spec_from_file_location(
+    "autotune_bench", os.path.join(os.path.dirname(os.path.abspath(__file__)), "autotune-bench.py"))
+_bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_bench)
+
 
 def run_job(a, cache, env_extra, out_csv):
     """One perf-test job on `cache`: (auto's score, auto's algorithm, best forced, TUNE lines)."""
-    size = parse_bytes(a.size)
-    dtype = "float" if a.coll == "all_reduce" or size // a.np >= 4 else "int8"
+    dtype = _bench.datatype(a.coll, a.np, parse_bytes(a.size))
     env = dict(os.environ, TUTTI_TUNING_CACHE=cache, TUTTI_DEBUG="INFO", TUTTI_DEBUG_SUBSYS="TUNE")
     env.pop("TUTTI_ALGO", None)
     env.update(env_extra)

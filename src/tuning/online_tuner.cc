@@ -392,7 +392,6 @@ std::string OnlineTuner::addRunoffEvidence(State& s, const std::string& adopted)
       job.emplace_back(s.options[i].name, s.runoffSums[i] / std::max(1, s.runoffRound));
   if (job.size() < 2) return "";
   s.evidence.addJob(job);
-  s.hasEvidence = true;
   // Two jobs that disagree cannot tell which of them ran in a slow state: the adopted choice
   // stays until a third job's makes a median.
   if (s.confirming)
@@ -413,17 +412,15 @@ void OnlineTuner::adopt(const TuneKey& key, const std::string& algo, const TuneE
   State& s = states_[key];
   s = State{};
   s.winner = algo;
-  if (evidence != nullptr) {
-    s.evidence = *evidence;
-    s.hasEvidence = true;
-  }
+  if (evidence != nullptr) s.evidence = *evidence;
   s.confirming = evidence != nullptr && evidence->has(algo) && needsConfirmation(*evidence);
   s.phase = s.confirming ? Phase::kCounting : Phase::kSettled;
 }
 
 const TuneEvidence* OnlineTuner::evidence(const TuneKey& key) const {
   auto it = states_.find(key);
-  return it == states_.end() || it->second.phase != Phase::kSettled || !it->second.hasEvidence
+  return it == states_.end() || it->second.phase != Phase::kSettled ||
+                 it->second.evidence.jobs() == 0
              ? nullptr
              : &it->second.evidence;
 }

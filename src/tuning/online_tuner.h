@@ -205,8 +205,7 @@ class OnlineTuner {
     std::vector<double> samples;     // options x reps, -1 = not recorded
     std::string winner;              // while confirming: the adopted one
     bool confirming = false;         // an adopted winner's run-off runs again
-    bool hasEvidence = false;
-    TuneEvidence evidence;
+    TuneEvidence evidence;           // no jobs: none (the winner came without a run-off)
   };
   // The passes' calls (see the class comment; `passes` of them, the timed calls shared out
   // evenly, the earlier passes taking one more); a block ends with `cooldown` untimed calls (the

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <numeric>
 #include <set>
 #include <sstream>
 
@@ -47,26 +48,14 @@ bool TuneEvidence::has(const std::string& algo) const {
                      [&](const Entry& e) { return e.algo == algo; });
 }
 
-namespace {
-double sumOf(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return s;
-}
-}  // namespace
-
 int TuneEvidence::best() const {
-  int best = -1;
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    if (best < 0) {
-      best = 0;
-      continue;
-    }
-    const Entry &e = entries_[i], &b = entries_[static_cast<size_t>(best)];
-    if (std::pair(e.median(), sumOf(e.ratios)) < std::pair(b.median(), sumOf(b.ratios)))
-      best = static_cast<int>(i);
-  }
-  return best;
+  auto rank = [](const Entry& e) {
+    return std::pair(e.median(), std::accumulate(e.ratios.begin(), e.ratios.end(), 0.0));
+  };
+  const auto it =
+      std::min_element(entries_.begin(), entries_.end(),
+                       [&](const Entry& x, const Entry& y) { return rank(x) < rank(y); });
+  return it == entries_.end() ? -1 : static_cast<int>(it - entries_.begin());
 }
 
 bool TuneEvidence::unanimous() const {

@@ -65,6 +65,18 @@ Exploration explore(OnlineTuner& t, const TuneKey& k,
   return run;
 }
 
+// The next call of key() on a tuner that adopted `algo` for it for good: that algorithm, settled,
+// without ranking candidates or exploring.
+void expectUsedFromTheFirstCall(OnlineTuner& t, const std::string& algo) {
+  OnlineTuner::Pick p = t.next(key(), [] {
+    ADD_FAILURE() << "an adopted key must not rank candidates";
+    return ranked();
+  });
+  EXPECT_EQ(p.algo, algo);
+  EXPECT_TRUE(p.settled);
+  EXPECT_EQ(t.exploredCalls(), 0);
+}
+
 TEST(OnlineTuner, UsesTheModelUntilAKeyIsSeenOftenThenTriesItsBestWithinTheFactor) {
   TuneSettings s;
   s.exploreAfter = 2;
@@ -547,14 +559,8 @@ TEST(OnlineTuner, SmallCallsAreTimedMoreOftenWithinTheBudget) {
 TEST(OnlineTuner, AdoptedWinnersAreUsedFromTheFirstCall) {
   OnlineTuner t(TuneSettings{});
   t.adopt(key(), "tree");
-  OnlineTuner::Pick p = t.next(key(), [] {
-    ADD_FAILURE() << "an adopted key must not rank candidates";
-    return ranked();
-  });
-  EXPECT_EQ(p.algo, "tree");
-  EXPECT_TRUE(p.settled);
+  expectUsedFromTheFirstCall(t, "tree");
   EXPECT_EQ(t.winners().size(), 1u);
-  EXPECT_EQ(t.exploredCalls(), 0);
 }
 
 // A job's run-off leaves evidence of 1 job; a later job that adopts the winner with that
@@ -631,13 +637,7 @@ TEST(OnlineTuner, ACloseRunOffIsConfirmedByLaterJobsAndTheirEvidenceTogetherDeci
   // Job 4: three jobs' evidence is final, close or not.
   OnlineTuner fourth(s);
   fourth.adopt(key(), "ring", third.evidence(key()));
-  OnlineTuner::Pick p = fourth.next(key(), [] {
-    ADD_FAILURE() << "a confirmed key must not rank candidates";
-    return ranked();
-  });
-  EXPECT_EQ(p.algo, "ring");
-  EXPECT_TRUE(p.settled);
-  EXPECT_EQ(fourth.exploredCalls(), 0);
+  expectUsedFromTheFirstCall(fourth, "ring");
 }
 
 // One job's verdict is confirmed however clear; two jobs' is final when they agree and the
