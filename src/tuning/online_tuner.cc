@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 #include "common/error.h"
@@ -249,7 +251,7 @@ std::vector<int> OnlineTuner::finalists(const std::vector<double>& measured, int
   const double b = measured[static_cast<size_t>(best)];
   std::vector<int> close;
   for (size_t i = 0; i < measured.size(); ++i)
-    if (b >= 0 && measured[i] >= 0 && measured[i] <= b * (1 + within))
+    if (b >= 0 && measured[i] >= 0 && (std::isinf(within) || measured[i] <= b * (1 + within)))
       close.push_back(static_cast<int>(i));
   // The fastest few (and `best`, which the margin may have kept over a faster one).
   std::sort(close.begin(), close.end(), [&](int x, int y) {
@@ -341,14 +343,16 @@ std::string OnlineTuner::conclude(const TuneKey& key, const std::vector<double>&
     // The round winner's timed calls: a round of them shorter than trustRoundSec is not trusted.
     const double roundSec = std::max(measured[static_cast<size_t>(best)], 0.0) * s.reps;
     const bool trusted = roundSec >= settings_.trustRoundSec;
-    close =
-        finalists(measured, best, trusted ? settings_.runoffWithin : settings_.withinFactor - 1);
+    // An untrusted round ranks the candidates but excludes none by how far behind it measured
+    // them: a slow stretch of the machine can hold up all of one candidate's few calls.
+    close = finalists(measured, best,
+                      trusted ? settings_.runoffWithin : std::numeric_limits<double>::infinity());
     if (!close.empty()) {
-      os << "run-off of " << namesOf(s.options, close) << " (within ";
+      os << "run-off of " << namesOf(s.options, close);
       if (trusted)
-        os << settings_.runoffWithin * 100 << "%)";
+        os << " (within " << settings_.runoffWithin * 100 << "%)";
       else
-        os << settings_.withinFactor << "x: the first round's " << s.reps << " calls of "
+        os << " (the fastest " << close.size() << ": the first round's " << s.reps << " calls of "
            << s.options[static_cast<size_t>(best)].name << " took " << roundSec * 1e3
            << " ms, too short to trust)";
     }

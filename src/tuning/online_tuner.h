@@ -9,15 +9,15 @@
 // would make a block of more than `blockReps` timed calls. The caller times the
 // calls, agrees with the other ranks on the slowest rank's time of each candidate (the same
 // numbers on every rank) and hands them to conclude(); from then on the key's winner is used,
-// unless others came within TuneSettings::runoffWithin of the fastest (within withinFactor when
-// the round was too short to trust: trustRoundSec): then those few run again, alone, in longer
-// blocks and more passes, and that run-off's times decide.
-// Winners learned earlier (a cache) are adopted without exploring; with confirmJobs above 1
-// (opt-in), a run-off's winner whose evidence (the run-offs of earlier jobs, TuneEvidence) is of
-// one job, or close, or disputed is confirmed: one more run-off of the same finalists, and every
-// job's evidence together decides (confirmJobs, confirmWithin). It holds no clocks and no
-// communicator: every decision comes from the call sequence and the agreed times, so ranks that
-// make the same calls decide alike. docs/tuning.md, "Online refinement".
+// unless others came within TuneSettings::runoffWithin of the fastest (the fastest few whatever
+// their times when the round was too short to trust: trustRoundSec): then those few run again,
+// alone, in longer blocks and more passes, and that run-off's times decide. Winners learned earlier
+// (a cache) are adopted without exploring; with confirmJobs above 1 (opt-in), a run-off's winner
+// whose evidence (the run-offs of earlier jobs, TuneEvidence) is of one job, or close, or disputed
+// is confirmed: one more run-off of the same finalists, and every job's evidence together decides
+// (confirmJobs, confirmWithin). It holds no clocks and no communicator: every decision comes from
+// the call sequence and the agreed times, so ranks that make the same calls decide alike.
+// docs/tuning.md, "Online refinement".
 #pragma once
 
 #include <algorithm>
@@ -73,11 +73,12 @@ struct TuneSettings {
   // run-off), in blocks of blockReps at most.
   double runoffWithin = 0.25;
   // A first round whose winner's timed calls (the fastest's, or the model's choice kept by the
-  // margin) took less than this in all is too short to trust: its fastest few within
-  // withinFactor go to the run-off. With more ranks than cores
-  // one rank's wait for a core (milliseconds) can hold up all of a short block's calls and none
-  // of another's, and a block's few calls after one untimed call can miss an algorithm's steady
-  // state (a ring's pipeline), which the run-off's longer blocks reach.
+  // margin) took less than this in all is too short to trust: its fastest few
+  // (runoffFinalists) go to the run-off, however far behind it measured them. With more ranks
+  // than cores one rank's wait for a core (milliseconds) can hold up all of a short block's
+  // calls and none of another's (a 4-rank reduce-scatter's 5 calls of `direct` at 6x its
+  // loop's time), and a block's few calls after one untimed call can miss an algorithm's
+  // steady state (a ring's pipeline), which the run-off's longer blocks reach.
   double trustRoundSec = 20e-3;
   int runoffFinalists = 3;
   int runoffMinReps = 4;

@@ -335,30 +335,36 @@ TEST(OnlineTuner, AKeyWhoseEveryCountIsAtItsMostSettlesAtMaxCallsToSettle) {
 
 // A first round whose fastest candidate's timed calls took less than trustRoundSec (20 ms) in
 // all (5 calls of 50 us: one time slice of a descheduled rank can hold up a whole block) is not
-// trusted: its fastest few within the factor (3x) run off, where a longer round (5 calls of 5 ms)
-// decides alone unless others came within 25%.
-TEST(OnlineTuner, AFirstRoundTooShortToTrustSendsItsFastestWithinTheFactorToARunOff) {
+// trusted: its fastest few (runoffFinalists) run off however far behind it measured them (tree
+// at 6x, all its calls held up), where a longer round (5 calls of 5 ms) decides alone unless
+// others came within 25%.
+TEST(OnlineTuner, AFirstRoundTooShortToTrustSendsItsFastestFewToARunOffHoweverFarBehind) {
   TuneSettings s;
   s.exploreAfter = 0;
   s.maxCandidates = 3;
   s.reps = s.maxReps = 5;
   s.runoffWithin = 0.25;
   EXPECT_EQ(s.trustRoundSec, 20e-3);
-  for (double scale : {0.05, 5.0}) {  // 50 us and 5 ms calls of the fastest
-    OnlineTuner t(s);
-    const double ms = 1e-3 * scale;
-    explore(t, key(), {{"rabenseifner", {1.0 * ms}}, {"ring", {2.4 * ms}}, {"tree", {3.5 * ms}}});
-    const std::string why = t.conclude(key(), t.measured(key()));
-    if (scale < 1) {
+  for (int finalists : {3, 2}) {
+    s.runoffFinalists = finalists;
+    for (double scale : {0.05, 5.0}) {  // 50 us and 5 ms calls of the fastest
+      OnlineTuner t(s);
+      const double ms = 1e-3 * scale;
+      explore(t, key(), {{"rabenseifner", {1.0 * ms}}, {"ring", {2.4 * ms}}, {"tree", {6.0 * ms}}});
+      const std::string why = t.conclude(key(), t.measured(key()));
+      if (scale > 1) {
+        EXPECT_EQ(t.winner(key()), "rabenseifner") << why;
+        EXPECT_EQ(why.find("run-off"), std::string::npos) << why;
+        continue;
+      }
       EXPECT_EQ(t.winner(key()), "") << why;
-      // tree, 3.5x the fastest, is no finalist.
-      EXPECT_NE(why.find("run-off of rabenseifner and ring (within 3x: the first round's 5 "
-                         "calls of rabenseifner took 0.25 ms, too short to trust)"),
+      const std::string names = finalists == 3 ? "rabenseifner, ring and tree (the fastest 3"
+                                               : "rabenseifner and ring (the fastest 2";
+      EXPECT_NE(why.find("run-off of " + names +
+                         ": the first round's 5 calls of rabenseifner took 0.25 ms, too short to "
+                         "trust)"),
                 std::string::npos)
           << why;
-    } else {
-      EXPECT_EQ(t.winner(key()), "rabenseifner") << why;
-      EXPECT_EQ(why.find("run-off"), std::string::npos) << why;
     }
   }
 }
