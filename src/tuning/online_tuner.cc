@@ -247,16 +247,16 @@ int OnlineTuner::fastest(const State& s, const std::vector<double>& measured) co
 }
 
 std::vector<int> OnlineTuner::finalists(const std::vector<double>& measured, int best,
-                                        double within) const {
+                                        double within, int keep) const {
   const double b = measured[static_cast<size_t>(best)];
   std::vector<int> close;
   for (size_t i = 0; i < measured.size(); ++i)
     if (b >= 0 && measured[i] >= 0 && (std::isinf(within) || measured[i] <= b * (1 + within)))
       close.push_back(static_cast<int>(i));
-  // The fastest few (and `best`, which the margin may have kept over a faster one).
+  // The fastest few, `best` (which the margin may have kept over a faster one) and `keep` first.
   std::sort(close.begin(), close.end(), [&](int x, int y) {
-    return std::pair(x != best, measured[static_cast<size_t>(x)]) <
-           std::pair(y != best, measured[static_cast<size_t>(y)]);
+    return std::pair(x != best && x != keep, measured[static_cast<size_t>(x)]) <
+           std::pair(y != best && y != keep, measured[static_cast<size_t>(y)]);
   });
   if (static_cast<int>(close.size()) > settings_.runoffFinalists)
     close.resize(static_cast<size_t>(std::max(1, settings_.runoffFinalists)));
@@ -301,6 +301,13 @@ bool OnlineTuner::passesAgree(const State& s, const std::vector<double>& times, 
 }
 
 namespace {
+// How many candidates measured faster than candidate i (those without times not counted).
+size_t fasterThan(const std::vector<double>& measured, int i) {
+  const double t = measured[static_cast<size_t>(i)];
+  return static_cast<size_t>(
+      std::count_if(measured.begin(), measured.end(), [&](double m) { return m >= 0 && m < t; }));
+}
+
 // "a, b and c" of the options' names at `indices`.
 std::string namesOf(const std::vector<TuneOption>& options, const std::vector<int>& indices) {
   std::string out;
@@ -344,17 +351,23 @@ std::string OnlineTuner::conclude(const TuneKey& key, const std::vector<double>&
     const double roundSec = std::max(measured[static_cast<size_t>(best)], 0.0) * s.reps;
     const bool trusted = roundSec >= settings_.trustRoundSec;
     // An untrusted round ranks the candidates but excludes none by how far behind it measured
-    // them: a slow stretch of the machine can hold up all of one candidate's few calls.
+    // them (a slow stretch of the machine can hold up all of one candidate's few calls), and
+    // it does not overrule the model alone: the model's choice is a finalist.
+    const int model = !trusted && s.options[0].name == s.modelChoice ? 0 : -1;
     close = finalists(measured, best,
-                      trusted ? settings_.runoffWithin : std::numeric_limits<double>::infinity());
+                      trusted ? settings_.runoffWithin : std::numeric_limits<double>::infinity(),
+                      model);
     if (!close.empty()) {
       os << "run-off of " << namesOf(s.options, close);
-      if (trusted)
+      if (trusted) {
         os << " (within " << settings_.runoffWithin * 100 << "%)";
-      else
-        os << " (the fastest " << close.size() << ": the first round's " << s.reps << " calls of "
-           << s.options[static_cast<size_t>(best)].name << " took " << roundSec * 1e3
-           << " ms, too short to trust)";
+      } else {
+        const bool modelAdded = model >= 0 && fasterThan(measured, model) >= close.size();
+        os << " (the fastest " << close.size() - (modelAdded ? 1 : 0)
+           << (modelAdded ? " and the model's choice" : "") << ": the first round's " << s.reps
+           << " calls of " << s.options[static_cast<size_t>(best)].name << " took "
+           << roundSec * 1e3 << " ms, too short to trust)";
+      }
     }
   } else if (s.runoff && s.runoffRound < settings_.runoffRounds && agreed.size() == 3 * n &&
              !passesAgree(s, agreed, best)) {

@@ -74,7 +74,10 @@ struct TuneSettings {
   double runoffWithin = 0.25;
   // A first round whose winner's timed calls (the fastest's, or the model's choice kept by the
   // margin) took less than this in all is too short to trust: its fastest few
-  // (runoffFinalists) go to the run-off, however far behind it measured them. With more ranks
+  // (runoffFinalists) go to the run-off, however far behind it measured them, and the model's
+  // choice among them (in place of the slowest of them; it did not overrule the model: a
+  // 4-rank all-gather's round put `direct` fourth of four, 1.1-1.3x behind, where its loop is
+  // 1.3x faster than the `bruck` the run-off then kept). With more ranks
   // than cores one rank's wait for a core (milliseconds) can hold up all of a short block's
   // calls and none of another's (a 4-rank reduce-scatter's 5 calls of `direct` at 6x its
   // loop's time), and a block's few calls after one untimed call can miss an algorithm's
@@ -231,7 +234,10 @@ class OnlineTuner {
   double margin(const State& s) const;
   // The options a run-off compares (indices in the model's order): `best` and the fastest others
   // within `within` of it (1 + within times its time); empty when none is.
-  std::vector<int> finalists(const std::vector<double>& measured, int best, double within) const;
+  // The run-off's finalists: those within `within` of `best`, the fastest runoffFinalists at
+  // most, `best` and `keep` (an index, or -1) among them; in the model's order.
+  std::vector<int> finalists(const std::vector<double>& measured, int best, double within,
+                             int keep) const;
   void startRunoff(State& s, const std::vector<int>& finalists, double secondsPerRound);
   // True when each half of the passes (times: measured()'s layout) has `best` within
   // runoffPassesAgree of its fastest option (within the margin, when `best` is the model's

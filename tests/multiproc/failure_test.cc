@@ -199,8 +199,11 @@ TEST_P(Failures, EverySurvivorNamesTheKilledRank) {
       tuttiCommAbort(comm);
     });
     EXPECT_EQ(r.ranks[victim].signal, SIGKILL) << r.describe();
-    for (int q = 0; q < n; ++q)
-      if (q != victim) EXPECT_TRUE(r.ranks[q].ok()) << "trial " << trial << ": " << r.describe();
+    for (int q = 0; q < n; ++q) {
+      if (q != victim) {
+        EXPECT_TRUE(r.ranks[q].ok()) << "trial " << trial << ": " << r.describe();
+      }
+    }
   }
 }
 

@@ -335,9 +335,10 @@ TEST(TreeOrder, BinomialBroadcastAndReduceFollowRingOrder) {
           for (size_t i = 0; i < sends.size(); ++i) {
             EXPECT_EQ(sends[i].first, (received ? recvRound + 1 : 0) + i)
                 << "broadcast:binomial " << what << " rank " << k << " send " << i;
-            if (i > 0)
+            if (i > 0) {
               EXPECT_GE(size[sends[i - 1].second], size[sends[i].second])
                   << "broadcast:binomial " << what << " rank " << k;
+            }
           }
           EXPECT_LE(b.s[k].rounds.size(), static_cast<size_t>(ceilLog2(n))) << what;
           EXPECT_LE(r.s[k].rounds.size(), static_cast<size_t>(ceilLog2(n))) << what;

@@ -369,6 +369,37 @@ TEST(OnlineTuner, AFirstRoundTooShortToTrustSendsItsFastestFewToARunOffHoweverFa
   }
 }
 
+// An untrusted first round does not overrule the model alone: the model's choice (rabenseifner,
+// first in the model's order) measured fourth of four, 1.3x behind, is a finalist in place of the
+// slowest of the fastest three; a round long enough to trust leaves it out, as any candidate
+// beyond 25%.
+TEST(OnlineTuner, AFirstRoundTooShortToTrustKeepsTheModelsChoiceAFinalist) {
+  TuneSettings s;
+  s.exploreAfter = 0;
+  s.maxCandidates = 4;
+  s.withinFactor = 10;  // naive (predicted 9x) is a candidate too
+  s.reps = s.maxReps = 5;
+  for (double scale : {0.05, 5.0}) {  // 50 us and 5 ms calls
+    OnlineTuner t(s);
+    const double ms = 1e-3 * scale;
+    explore(t, key(),
+            {{"rabenseifner", {1.3 * ms}},
+             {"ring", {1.0 * ms}},
+             {"tree", {1.02 * ms}},
+             {"naive", {1.05 * ms}}});
+    const std::string why = t.conclude(key(), t.measured(key()));
+    EXPECT_EQ(t.winner(key()), "") << why;
+    if (scale < 1)
+      EXPECT_NE(why.find("run-off of rabenseifner, ring and tree (the fastest 2 and the model's "
+                         "choice: the first round's 5 calls of ring took 0.25 ms, too short to "
+                         "trust)"),
+                std::string::npos)
+          << why;
+    else
+      EXPECT_NE(why.find("run-off of ring, tree and naive (within 25%)"), std::string::npos) << why;
+  }
+}
+
 // A run-off of many timed calls spreads them over more passes (blocks of blockReps at most),
 // every other one reversed; its halves (measured()'s second and third parts) are the first and
 // the last two passes.
