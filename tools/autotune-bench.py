@@ -42,9 +42,9 @@ Each range is MIN:MAX:ITERS, one perf-test invocation (the same cache), in float
 smallest size leaves a rank less than 4 bytes (all-gather and reduce-scatter of 8 B on 4
 ranks): that range runs in int8. A shape's exploration
 takes TUTTI_TUNE_EXPLORE_AFTER (2) + up to 8 candidates x (2 + 5..15) calls (more timed calls
-for small sizes), and when others come within 25% of the fastest (the fastest 3, however far
-behind, when the fastest's
-timed calls took less than 20 ms in all) a run-off of up to 3 of them, each (2..4 passes) x 3
+for small sizes), and when others come within 25% of the fastest (the fastest 3 however far
+behind, the model's choice among them, when the fastest's timed calls took less than 20 ms in
+all) a run-off of up to 3 of them, each (2..4 passes) x 3
 untimed + 4..32 timed calls (32 while their calls take up to 0.25 ms together), and up to two
 rounds more when its halves disagree. ITERS + 2 (the calls of a size per sweep) covers the
 first round and one run-off round up to 2 MiB (up to 270 calls at 8 B - 64 KiB with all-reduce's

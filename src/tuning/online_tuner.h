@@ -232,10 +232,9 @@ class OnlineTuner {
   int fastest(const State& s, const std::vector<double>& measured) const;
   // The margin that keeps the model's choice in s's round (first round or run-off).
   double margin(const State& s) const;
-  // The options a run-off compares (indices in the model's order): `best` and the fastest others
-  // within `within` of it (1 + within times its time); empty when none is.
-  // The run-off's finalists: those within `within` of `best`, the fastest runoffFinalists at
-  // most, `best` and `keep` (an index, or -1) among them; in the model's order.
+  // The options a run-off compares (indices in the model's order): `best`, `keep` (an index, or
+  // -1) and the fastest others within `within` of `best` (1 + within times its time; infinity:
+  // any), runoffFinalists at most; empty when fewer than two.
   std::vector<int> finalists(const std::vector<double>& measured, int best, double within,
                              int keep) const;
   void startRunoff(State& s, const std::vector<int>& finalists, double secondsPerRound);
