@@ -543,7 +543,9 @@ TEST(CommApi, SetAlgorithmForcesChecksAndRestores) {
     EXPECT_STREQ(tuttiCommLastAlgorithm(comm), "ring");
     float r = static_cast<float>(rank + 1), rsum = 0;
     TUTTI_ASSERT_OK(tuttiReduce(&r, &rsum, 1, tuttiFloat32, tuttiSum, 0, comm, nullptr), comm);
-    if (rank == 0) EXPECT_EQ(rsum, static_cast<float>(n * (n + 1) / 2));
+    if (rank == 0) {
+      EXPECT_EQ(rsum, static_cast<float>(n * (n + 1) / 2));
+    }
     float b = rank == 1 ? 42.0f : 0.0f;
     TUTTI_ASSERT_OK(tuttiBroadcast(&b, &b, 1, tuttiFloat32, 1, comm, nullptr), comm);
     EXPECT_EQ(b, 42.0f);

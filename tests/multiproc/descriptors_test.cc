@@ -95,7 +95,9 @@ TEST_P(Descriptors, TooFewDescriptorsNameTheLimit) {
     }
     ASSERT_NE(res, tuttiSuccess) << "rank " << rank << ": 8 ranks fit in " << base + 12;
     // The rank that ran out names the limit; the others name the rank that failed.
-    if (res == tuttiSystemError) EXPECT_NE(msg.find("RLIMIT_NOFILE"), std::string::npos) << msg;
+    if (res == tuttiSystemError) {
+      EXPECT_NE(msg.find("RLIMIT_NOFILE"), std::string::npos) << msg;
+    }
     if (comm) {
       tuttiCommAbort(comm);
       tuttiCommDestroy(comm);

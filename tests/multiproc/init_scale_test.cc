@@ -86,7 +86,9 @@ TEST_F(InitAtScale, RankDyingBeforeSetupIsNamedByEveryRank) {
       120);
   EXPECT_EQ(r.ranks[kMissing].signal, SIGKILL) << r.describe();
   for (int i = 0; i < kRanks; ++i)
-    if (i != kMissing) EXPECT_TRUE(r.ranks[i].ok()) << "rank " << i << ": " << r.describe();
+    if (i != kMissing) {
+      EXPECT_TRUE(r.ranks[i].ok()) << "rank " << i << ": " << r.describe();
+    }
 }
 
 }  // namespace

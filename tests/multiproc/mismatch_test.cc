@@ -172,8 +172,9 @@ TEST_P(Mismatch, BroadcastRootNeverPassesTwice) {
         std::vector<float> buf(kCount, static_cast<float>(rank + 1));
         tuttiResult_t r = tuttiBroadcast(buf.data(), buf.data(), kCount, tuttiFloat32,
                                          rank == 0 ? 0 : 1, comm, nullptr);
-        if (r == tuttiSuccess)  // a success delivered one root's data to every element
+        if (r == tuttiSuccess) {  // a success delivered one root's data to every element
           for (float v : buf) EXPECT_EQ(v, buf[0]) << "rank " << rank << " mixed data";
+        }
         return r;
       },
       {"broadcast(count 4096, float, root"}, /*mayPass=*/true);

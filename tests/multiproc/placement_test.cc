@@ -220,8 +220,9 @@ TEST_P(Placement, RingIsTheToolsRingOverTheFilesBestLinks) {
       ASSERT_FALSE(v.bottleneck > mine.bottleneck + 1e-9)
           << file << ": a ring with bottleneck " << v.bottleneck << " GB/s exists, the "
           << "communicator's has " << mine.bottleneck;
-      if (v.bottleneck >= mine.bottleneck - 1e-9)
+      if (v.bottleneck >= mine.bottleneck - 1e-9) {
         ASSERT_GE(v.slow, mine.slow) << file << ": a ring as fast with fewer SYS/NET hops";
+      }
     } while (std::next_permutation(perm.begin() + 1, perm.end()));
   }
 }
@@ -349,7 +350,9 @@ TEST(PlacementTwoPerDevice, RanksOfADeviceAreAdjacentInTheDevicesRing) {
     int dev = hops[i].from % g;
     if (devices.empty() || devices.back() != dev) devices.push_back(dev);
     // A hop between the two ranks of one device is LOC.
-    if (hops[i].from % g == hops[i].to % g) EXPECT_EQ(hops[i].cls, "LOC");
+    if (hops[i].from % g == hops[i].to % g) {
+      EXPECT_EQ(hops[i].cls, "LOC");
+    }
   }
   if (devices.size() > 1 && devices.front() == devices.back()) devices.pop_back();
   ASSERT_EQ(devices.size(), static_cast<size_t>(g)) << "a device's ranks are not adjacent";

@@ -189,7 +189,9 @@ void killTrial(const Case& c) {
   unsetenv("TUTTI_TIMEOUT");
   EXPECT_EQ(r.ranks[victim].signal, SIGKILL) << r.describe();
   for (int q = 0; q < n; ++q) {
-    if (q != victim) EXPECT_TRUE(r.ranks[q].ok()) << c.name << "\n" << r.describe();
+    if (q != victim) {
+      EXPECT_TRUE(r.ranks[q].ok()) << c.name << "\n" << r.describe();
+    }
   }
 }
 

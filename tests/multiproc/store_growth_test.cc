@@ -99,7 +99,9 @@ void runCycles(const char* what, Cycle cycle) {
                   static_cast<unsigned long long>(after[kCycles].bytes), kCycles);
     }
     world.leave();
-    if (rank == 0) EXPECT_EQ(server->stats().keys, 0u) << what << ": keys left after the world";
+    if (rank == 0) {
+      EXPECT_EQ(server->stats().keys, 0u) << what << ": keys left after the world";
+    }
   });
   EXPECT_TRUE(r.allOk()) << r.describe();
   munmap(mem, sizeof(Shared));

@@ -68,7 +68,9 @@ TEST(StoreInit, CollectivesAndSplitWithoutAPort) {
           tuttiComm_t comm = nullptr;
           TUTTI_ASSERT_OK(tuttiCommInitRankStore(&comm, n, rank, &store, nullptr), nullptr);
           // One rank needs no rendezvous (no barrier, no all-gather) and asks nothing.
-          if (n > 1) EXPECT_GT(s.calls, 0) << "the rendezvous did not use the caller's store";
+          if (n > 1) {
+            EXPECT_GT(s.calls, 0) << "the rendezvous did not use the caller's store";
+          }
           // One listening socket: the rank's standby socket (recovery: tuttiCommShrink), no
           // port for the rendezvous.
           EXPECT_EQ(tcpSockets(true), 1) << "a port besides the standby socket";

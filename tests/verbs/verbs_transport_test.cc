@@ -33,6 +33,18 @@ constexpr size_t kMiB = size_t{1} << 20;
 
 using test::ScopedEnv;
 
+// A connect context of the fields these tests set (the others keep their defaults).
+Context contextOf(int rank, int nranks, std::span<const PeerInfo> peers, bootstrap::Store* store,
+                  const std::atomic<bool>* aborted = nullptr) {
+  Context ctx;
+  ctx.rank = rank;
+  ctx.nranks = nranks;
+  ctx.peers = peers;
+  ctx.store = store;
+  ctx.aborted = aborted;
+  return ctx;
+}
+
 void withRanks(int n, const std::function<void(int, IbRank&)>& fn) {
   bootstrap::MemoryStore store;
   auto peers = verbstest::makePeers(n);
@@ -110,7 +122,7 @@ TEST(IbTransportHost, WithoutDeviceDeclinesOrFailsClearly) {
   bootstrap::MemoryStore store;
   auto peers = verbstest::makePeers(2);
   auto t = makeIbTransport();
-  Context ctx{0, 2, peers, &store, nullptr};
+  Context ctx = contextOf(0, 2, peers, &store);
   t->setup(ctx);
   EXPECT_FALSE(t->canConnect(peers[0], peers[1]));
   std::string why = ibUnavailableReason(*t);
@@ -147,7 +159,9 @@ TEST_P(IbConformance, AllSizesAllPairs) {
     conformance::runAll(rc, c.bigBytes);
     // Large direct receives went zero-copy.
     auto k = ibCounters(*ir.transport, *rc.byPeer[rc.peers()[0]]);
-    if (c.bigBytes) EXPECT_GT(k.zeroCopyRecvs, 0);
+    if (c.bigBytes) {
+      EXPECT_GT(k.zeroCopyRecvs, 0);
+    }
   });
 }
 INSTANTIATE_TEST_SUITE_P(Verbs, IbConformance,
@@ -212,7 +226,7 @@ TEST(IbTransport, AutomaticGidIsIpv4MappedRoceV2) {
   bootstrap::MemoryStore store;
   auto peers = verbstest::makePeers(1);
   auto t = makeIbTransport();
-  Context ctx{0, 1, peers, &store, nullptr};
+  Context ctx = contextOf(0, 1, peers, &store);
   t->setup(ctx);
   std::string d = ibDeviceDescription(*t);
   std::printf("device: %s\n", d.c_str());
@@ -226,7 +240,7 @@ void expectSetupError(const char* var, const char* value, const char* mustContai
   bootstrap::MemoryStore store;
   auto peers = verbstest::makePeers(1);
   auto t = makeIbTransport();
-  Context ctx{0, 1, peers, &store, nullptr};
+  Context ctx = contextOf(0, 1, peers, &store);
   try {
     t->setup(ctx);
     ADD_FAILURE() << var << "=" << value << " was accepted";
@@ -243,7 +257,7 @@ TEST(IbTransport, WrongHcaOrGidIndexListsWhatExists) {
   bootstrap::MemoryStore store;
   auto peers = verbstest::makePeers(1);
   auto t = makeIbTransport();
-  Context ctx{0, 1, peers, &store, nullptr};
+  Context ctx = contextOf(0, 1, peers, &store);
   t->setup(ctx);
   std::string dev = ibDeviceDescription(*t);
   std::string name = dev.substr(0, dev.find(':'));

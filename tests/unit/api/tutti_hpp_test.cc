@@ -128,9 +128,10 @@ void collectives(int rank, const tuttiUniqueId& id) {
     ++call;  // gather-v to 2, scatter-v from 0
     std::vector<int64_t> mine = inputs(call, rank, counts[rank]), at2(rank == 2 ? 9 : 0, -1);
     comm.gatherV(mine.data(), mine.size(), at2.data(), counts.data(), displs.data(), tuttiInt64, 2);
-    if (rank == 2)
+    if (rank == 2) {
       for (int r = 0; r < kRanks; ++r)
         for (size_t i = 0; i < counts[r]; ++i) ASSERT_EQ(at2[displs[r] + i], value(call, r, i));
+    }
     ++call;
     std::vector<int64_t> from0 = rank == 0 ? inputs(call, 0, 9) : std::vector<int64_t>();
     std::vector<int64_t> got(counts[rank], -1);
@@ -245,7 +246,9 @@ TEST(TuttiHpp, StreamsAndEvents) {
     std::vector<int64_t> x = inputs(90, rank, 1001), y(1001, -1);
     if (rank == 1) usleep(200000);
     comm.allReduce(x.data(), x.data(), x.size(), tuttiInt64, tuttiSum, a);
-    if (rank == 0) EXPECT_FALSE(a.done()) << "rank 1 has not called yet";
+    if (rank == 0) {
+      EXPECT_FALSE(a.done()) << "rank 1 has not called yet";
+    }
     written.record(a);
     b.wait(written);
     other.allReduce(x.data(), y.data(), y.size(), tuttiInt64, tuttiSum, b);

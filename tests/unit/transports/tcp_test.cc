@@ -21,6 +21,18 @@ using tcptest::connectRank;
 using tcptest::onThreads;
 using tcptest::TcpRank;
 
+// A connect context of the fields these tests set (the others keep their defaults).
+Context contextOf(int rank, int nranks, std::span<const PeerInfo> peers, bootstrap::Store* store,
+                  const std::atomic<bool>* aborted = nullptr) {
+  Context ctx;
+  ctx.rank = rank;
+  ctx.nranks = nranks;
+  ctx.peers = peers;
+  ctx.store = store;
+  ctx.aborted = aborted;
+  return ctx;
+}
+
 constexpr size_t kMiB = size_t{1} << 20;
 
 // Connects n thread ranks and runs fn(rank, TcpRank&) on each.
@@ -105,7 +117,7 @@ TEST(Tcp, SeparateConnectCallsInDifferentOrders) {
   const std::vector<std::vector<int>> orders = {{2, 1}, {0, 2}, {1, 0}};
   onThreads(3, [&](int r) {
     auto t = makeTcpTransport();
-    Context ctx{r, 3, peers, &store, nullptr};
+    Context ctx = contextOf(r, 3, peers, &store);
     t->setup(ctx);
     std::vector<std::unique_ptr<Connection>> conns(3);
     for (int p : orders[r]) {
@@ -298,7 +310,7 @@ TEST(Tcp, ConnectTimeoutNamesTheMissingRank) {
   std::vector<std::unique_ptr<Transport>> ts;
   for (int r = 0; r < 3; ++r) {
     ts.push_back(makeTcpTransport());
-    ts.back()->setup(Context{r, 3, peers, &store, nullptr});
+    ts.back()->setup(contextOf(r, 3, peers, &store));
   }
   // Rank 0 never dials rank 2.
   int peer0[] = {0};
@@ -312,7 +324,7 @@ TEST(Tcp, ConnectTimeoutNamesTheMissingRank) {
   // An abort flag stops a connect promptly.
   std::atomic<bool> aborted{true};
   auto t = makeTcpTransport();
-  t->setup(Context{1, 3, peers, &store, &aborted});
+  t->setup(contextOf(1, 3, peers, &store, &aborted));
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_THROW(t->connect(peer0, Deadline(10)), Error);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2);
@@ -322,14 +334,14 @@ TEST(Tcp, TakenPortIsAClearError) {
   bootstrap::MemoryStore store;
   auto peers = tcptest::makePeers(2);
   auto a = makeTcpTransport();
-  a->setup(Context{0, 2, peers, &store, nullptr});
+  a->setup(contextOf(0, 2, peers, &store));
   std::string addr = tcpListenAddress(*a);
   int port = std::stoi(addr.substr(addr.rfind(':') + 1));
   TcpOptions opts;
   opts.port = port;
   auto b = makeTcpTransport(opts);
   try {
-    b->setup(Context{1, 2, peers, &store, nullptr});
+    b->setup(contextOf(1, 2, peers, &store));
     FAIL() << "second listener on port " << port << " succeeded";
   } catch (const Error& e) {
     std::string m = e.what();
@@ -343,7 +355,7 @@ TEST(Tcp, SingleHostJobListensOnLoopbackAndPublishesIt) {
   bootstrap::MemoryStore store;
   auto peers = tcptest::makePeers(2);
   auto t = makeTcpTransport();
-  t->setup(Context{0, 2, peers, &store, nullptr});
+  t->setup(contextOf(0, 2, peers, &store));
   EXPECT_EQ(tcpListenAddress(*t).rfind("127.", 0), 0u) << tcpListenAddress(*t);
   EXPECT_EQ(store.getString("tcp/addr/0", Deadline(1)), tcpListenAddress(*t));
   EXPECT_TRUE(t->canConnect(peers[0], peers[1]));
