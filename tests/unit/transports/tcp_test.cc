@@ -14,24 +14,13 @@
 namespace tutti::transport {
 namespace {
 
+using conformance::contextOf;
 using conformance::drive;
 using conformance::recvOp;
 using conformance::sendOp;
 using tcptest::connectRank;
 using tcptest::onThreads;
 using tcptest::TcpRank;
-
-// A connect context of the fields these tests set (the others keep their defaults).
-Context contextOf(int rank, int nranks, std::span<const PeerInfo> peers, bootstrap::Store* store,
-                  const std::atomic<bool>* aborted = nullptr) {
-  Context ctx;
-  ctx.rank = rank;
-  ctx.nranks = nranks;
-  ctx.peers = peers;
-  ctx.store = store;
-  ctx.aborted = aborted;
-  return ctx;
-}
 
 constexpr size_t kMiB = size_t{1} << 20;
 

@@ -10,6 +10,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -25,6 +26,18 @@
 #include "interfaces/transport.h"
 
 namespace tutti::transport::conformance {
+
+// A connect context of the fields transport tests set (the others keep their defaults).
+inline Context contextOf(int rank, int nranks, std::span<const PeerInfo> peers,
+                         bootstrap::Store* store, const std::atomic<bool>* aborted = nullptr) {
+  Context ctx;
+  ctx.rank = rank;
+  ctx.nranks = nranks;
+  ctx.peers = peers;
+  ctx.store = store;
+  ctx.aborted = aborted;
+  return ctx;
+}
 
 struct ConformanceError : std::runtime_error {
   using std::runtime_error::runtime_error;
