@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "bootstrap/store.h"
+#include "interfaces/transport.h"
 #include "transport_conformance.h"
 #include "transports/ibverbs/ib_transport.h"
-#include "interfaces/transport.h"
 
 namespace tutti::transport::verbstest {
 
@@ -48,12 +48,7 @@ inline IbRank connectRank(int rank, std::span<const PeerInfo> peers, bootstrap::
   int n = static_cast<int>(peers.size());
   IbRank r;
   r.transport = makeIbTransport();
-  Context ctx;
-  ctx.rank = rank;
-  ctx.nranks = n;
-  ctx.peers = peers;
-  ctx.store = &store;
-  r.transport->setup(ctx);
+  r.transport->setup(conformance::contextOf(rank, n, peers, &store));
   std::vector<int> order;
   for (int k = 1; k < n; ++k) order.push_back((rank + k) % n);
   if (rank % 2) std::sort(order.rbegin(), order.rend());

@@ -39,12 +39,7 @@ inline std::unique_ptr<ShmRank> connectShm(int rank, int nranks, bootstrap::Stor
     r->peers.push_back(pi);
   }
   r->transport = makeShmTransport();
-  Context ctx;
-  ctx.rank = rank;
-  ctx.nranks = nranks;
-  ctx.peers = r->peers;
-  ctx.store = &store;
-  r->transport->setup(ctx);
+  r->transport->setup(conformance::contextOf(rank, nranks, r->peers, &store));
   std::vector<int> others;
   for (int i = 0; i < nranks; ++i)
     if (i != rank) others.push_back(i);

@@ -53,12 +53,7 @@ inline TcpRank connectRank(int rank, std::span<const PeerInfo> peers, bootstrap:
   int n = static_cast<int>(peers.size());
   TcpRank tr;
   tr.transport = makeTcpTransport(opts);
-  Context ctx;
-  ctx.rank = rank;
-  ctx.nranks = n;
-  ctx.peers = peers;
-  ctx.store = &store;
-  tr.transport->setup(ctx);
+  tr.transport->setup(conformance::contextOf(rank, n, peers, &store));
   std::vector<int> order;
   for (int k = 1; k < n; ++k) order.push_back((rank + k) % n);
   if (rank % 2) std::sort(order.rbegin(), order.rend());
