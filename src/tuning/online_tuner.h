@@ -86,7 +86,7 @@ struct TuneSettings {
   int runoffFinalists = 3;
   int runoffMinReps = 4;
   int runoffMaxReps = 32;
-  double runoffBudgetSec = 8e-3;
+  double runoffBudgetSec = 32e-3;
   int runoffWarmup = 2;
   int runoffCooldown = 1;
   // A run-off whose passes disagree (in one of them its winner was more than runoffPassesAgree

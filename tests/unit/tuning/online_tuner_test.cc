@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -478,6 +479,31 @@ TEST(OnlineTuner, FinalistsFarApartNeedNoRunOffAndARunOffFitsItsBudget) {
   EXPECT_EQ(runoffCalls(1e-5), 2 * 16);  // capped
   EXPECT_EQ(runoffCalls(5e-4), 2 * 8);   // 8 ms / (2 x 0.5 ms)
   EXPECT_EQ(runoffCalls(1e-2), 2 * 4);   // at least the minimum
+}
+
+// The default budget (32 ms of timed calls a round) gives finalists of 0.25 ms calls (a 4-rank
+// all-gather at 1 MiB) the most timed calls, 32 each in four passes; of 1 ms calls, 10 in two.
+TEST(OnlineTuner, TheDefaultRunOffGivesQuarterMillisecondCallsItsMostTimedCalls) {
+  TuneSettings s;
+  s.exploreAfter = 0;
+  s.maxCandidates = 3;
+  s.trustRoundSec = 0;  // within 25%: all three run off
+  auto runoffCalls = [&](double seconds) {
+    OnlineTuner t(s);
+    const std::map<std::string, std::vector<double>> times = {
+        {"rabenseifner", {seconds}}, {"ring", {seconds}}, {"tree", {seconds}}};
+    explore(t, key(), times);
+    const long first = t.exploredCalls();
+    t.conclude(key(), t.measured(key()));
+    Exploration run = explore(t, key(), times, 1000);
+    EXPECT_EQ(t.measured(key()).size(), 9u);  // three finalists
+    const long timed = std::count_if(run.samples.begin(), run.samples.end(),
+                                     [](int sample) { return sample >= 0; });
+    return std::pair(t.exploredCalls() - first, timed);
+  };
+  // 32 timed calls, 4 passes x (2 untimed + 1 cooldown) each, three finalists.
+  EXPECT_EQ(runoffCalls(0.25e-3), std::pair(3L * (32 + 4 * 3), 3L * 32));
+  EXPECT_EQ(runoffCalls(1e-3), std::pair(3L * (10 + 2 * 3), 3L * 10));  // 32 ms / 3 ms
 }
 
 TEST(OnlineTuner, OneHeldUpCallDoesNotDecideAndNoCallCountsForMoreThanFourMedians) {
