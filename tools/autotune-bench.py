@@ -45,7 +45,7 @@ takes TUTTI_TUNE_EXPLORE_AFTER (2) + up to 8 candidates x (2 + 5..15) calls (mor
 for small sizes), and when others come within 25% of the fastest (the fastest 3 however far
 behind, the model's choice among them, when the fastest's timed calls took less than 20 ms in
 all) a run-off of up to 3 of them, each (2..4 passes) x 3
-untimed + 4..32 timed calls (32 while their calls take up to 0.25 ms together), and up to two
+untimed + 4..32 timed calls (32 while their calls take up to 1 ms together), and up to two
 rounds more when its halves disagree. ITERS + 2 (the calls of a size per sweep) covers the
 first round and one run-off round up to 2 MiB (up to 270 calls at 8 B - 64 KiB with all-reduce's
 8 candidates) and, from 4 MiB, for all-gather's 4 candidates (74 calls), not all-reduce's 8
