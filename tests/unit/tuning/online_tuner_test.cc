@@ -46,6 +46,17 @@ TuneSettings threeCandidates(int runoffReps) {
   return s;
 }
 
+// Explores from a key's first call, all four candidates of ranked() (naive, predicted 9x, too), 5
+// timed calls each.
+TuneSettings fourCandidates() {
+  TuneSettings s;
+  s.exploreAfter = 0;
+  s.maxCandidates = 4;
+  s.withinFactor = 10;
+  s.reps = s.maxReps = 5;
+  return s;
+}
+
 // Runs key's calls until the tuner is ready to conclude: returns the algorithms of each call
 // and the samples they were timed under (-1: untimed); `seconds` gives each timed call's time.
 struct Exploration {
@@ -376,18 +387,14 @@ TEST(OnlineTuner, AFirstRoundTooShortToTrustSendsItsFastestFewToARunOffHoweverFa
 // slowest of the fastest three; a round long enough to trust leaves it out, as any candidate
 // beyond 25%.
 TEST(OnlineTuner, AFirstRoundTooShortToTrustKeepsTheModelsChoiceAFinalist) {
-  TuneSettings s;
-  s.exploreAfter = 0;
-  s.maxCandidates = 4;
-  s.withinFactor = 10;  // naive (predicted 9x) is a candidate too
-  s.reps = s.maxReps = 5;
+  TuneSettings s = fourCandidates();
   s.untrustedFinalists = 3;           // three of the four (the default sends all four: below)
   for (double scale : {0.05, 5.0}) {  // 50 us and 5 ms calls
     OnlineTuner t(s);
     const double ms = 1e-3 * scale;
     explore(t, key(),
             {{"rabenseifner", {1.3 * ms}},
-             {"ring", {1.0 * ms}},
+             {"ring", {ms}},
              {"tree", {1.02 * ms}},
              {"naive", {1.05 * ms}}});
     const std::string why = t.conclude(key(), t.measured(key()));
@@ -406,20 +413,17 @@ TEST(OnlineTuner, AFirstRoundTooShortToTrustKeepsTheModelsChoiceAFinalist) {
 // By default an untrusted round sends four finalists, one more than a trusted round within 25%:
 // every all-gather candidate on one host. A 4-rank all-gather's round at 1 MiB (5 calls of about
 // 0.3 ms) measured `ring`, the fastest in the loops, fourth of four at 1.34x the fastest; with
-// three finalists the run-off went on without it and kept `rd`, 0.9 of `ring` in the loops.
+// three finalists the run-off went on without it and kept `rd`, 0.90 of `ring` in that job's
+// loops.
 TEST(OnlineTuner, AnUntrustedRoundOfFourCandidatesSendsAllFourToTheRunOff) {
-  TuneSettings s;
-  s.exploreAfter = 0;
-  s.maxCandidates = 4;
-  s.withinFactor = 10;
-  s.reps = s.maxReps = 5;
+  const TuneSettings s = fourCandidates();
   EXPECT_EQ(s.untrustedFinalists, 4);
   EXPECT_EQ(s.runoffFinalists, 3);
   for (double scale : {0.3, 5.0}) {  // 0.3 ms calls (untrusted) and 5 ms calls (trusted)
     OnlineTuner t(s);
     const double ms = 1e-3 * scale;
     explore(t, key(),
-            {{"rabenseifner", {1.0 * ms}},
+            {{"rabenseifner", {ms}},
              {"ring", {1.34 * ms}},
              {"tree", {1.01 * ms}},
              {"naive", {1.26 * ms}}});
