@@ -42,14 +42,14 @@ Each range is MIN:MAX:ITERS, one perf-test invocation (the same cache), in float
 smallest size leaves a rank less than 4 bytes (all-gather and reduce-scatter of 8 B on 4
 ranks): that range runs in int8. A shape's exploration
 takes TUTTI_TUNE_EXPLORE_AFTER (2) + up to 8 candidates x (2 + 5..15) calls (more timed calls
-for small sizes), and when others come within 25% of the fastest (the fastest 4 however far
+for small sizes), and when others come within 25% of the fastest (the fastest 3 however far
 behind, the model's choice among them, when the fastest's timed calls took less than 20 ms in
-all) a run-off of up to 3 (4) of them, each (2..4 passes) x 3
+all) a run-off of up to 3 of them, each (2..4 passes) x 3
 untimed + 4..32 timed calls (32 while their calls take up to 1 ms together), and up to two
 rounds more when its halves disagree. ITERS + 2 (the calls of a size per sweep) covers the
-first round and one run-off round up to 2 MiB (up to 314 calls at 8 B - 64 KiB with all-reduce's
-8 candidates) and, from 4 MiB, for all-gather's 4 candidates (about 78 calls), not all-reduce's 8
-(about 98); what is left, and later rounds, spill into the second sweep and beyond. The default ITERS make a sample of a small or
+first round and one run-off round up to 2 MiB (up to 270 calls at 8 B - 64 KiB with all-reduce's
+8 candidates) and, from 4 MiB, for all-gather's 4 candidates (74 calls), not all-reduce's 8
+(88); what is left, and later rounds, spill into the second sweep and beyond. The default ITERS make a sample of a small or
 middle size last tens of milliseconds, several of the scheduler's time slices (with more ranks
 than cores a sample of a few milliseconds is one slice's luck). The calls spent exploring are
 reported separately. --logs DIR keeps each job's output and TUNE log

@@ -247,7 +247,7 @@ int OnlineTuner::fastest(const State& s, const std::vector<double>& measured) co
 }
 
 std::vector<int> OnlineTuner::finalists(const std::vector<double>& measured, int best,
-                                        double within, int keep, int most) const {
+                                        double within, int keep) const {
   const double b = measured[static_cast<size_t>(best)];
   std::vector<int> close;
   for (size_t i = 0; i < measured.size(); ++i)
@@ -258,7 +258,8 @@ std::vector<int> OnlineTuner::finalists(const std::vector<double>& measured, int
     return std::pair(x != best && x != keep, measured[static_cast<size_t>(x)]) <
            std::pair(y != best && y != keep, measured[static_cast<size_t>(y)]);
   });
-  if (static_cast<int>(close.size()) > most) close.resize(static_cast<size_t>(std::max(1, most)));
+  if (static_cast<int>(close.size()) > settings_.runoffFinalists)
+    close.resize(static_cast<size_t>(std::max(1, settings_.runoffFinalists)));
   std::sort(close.begin(), close.end());  // the model's order
   return close.size() >= 2 ? close : std::vector<int>{};
 }
@@ -353,10 +354,9 @@ std::string OnlineTuner::conclude(const TuneKey& key, const std::vector<double>&
     // them (a slow stretch of the machine can hold up all of one candidate's few calls), and
     // it does not overrule the model alone: the model's choice is a finalist.
     const int model = !trusted && s.options[0].name == s.modelChoice ? 0 : -1;
-    close = trusted ? finalists(measured, best, settings_.runoffWithin, model,
-                                settings_.runoffFinalists)
-                    : finalists(measured, best, std::numeric_limits<double>::infinity(), model,
-                                settings_.untrustedFinalists);
+    close = finalists(measured, best,
+                      trusted ? settings_.runoffWithin : std::numeric_limits<double>::infinity(),
+                      model);
     if (!close.empty()) {
       os << "run-off of " << namesOf(s.options, close);
       if (trusted) {

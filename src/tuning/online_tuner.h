@@ -74,11 +74,8 @@ struct TuneSettings {
   double runoffWithin = 0.25;
   // A first round whose winner's timed calls (the fastest's, or the model's choice kept by the
   // margin) took less than this in all is too short to trust: its fastest few
-  // (untrustedFinalists: one more than a trusted round's, as such a round's ranking is the less
-  // sure; every all-gather candidate on one host, where a 4-rank all-gather's round put `ring`,
-  // the fastest in the loops, fourth of four) go to the run-off, however far behind it measured
-  // them, and the model's choice among them (in place of the slowest of them; it did not
-  // overrule the model: a
+  // (runoffFinalists) go to the run-off, however far behind it measured them, and the model's
+  // choice among them (in place of the slowest of them; it did not overrule the model: a
   // 4-rank all-gather's round put `direct` fourth of four, 1.1-1.3x behind, where its loop is
   // 1.3x faster than the `bruck` the run-off then kept). With more ranks
   // than cores one rank's wait for a core (milliseconds) can hold up all of a short block's
@@ -87,7 +84,6 @@ struct TuneSettings {
   // steady state (a ring's pipeline), which the run-off's longer blocks reach.
   double trustRoundSec = 20e-3;
   int runoffFinalists = 3;
-  int untrustedFinalists = 4;
   int runoffMinReps = 4;
   int runoffMaxReps = 32;
   double runoffBudgetSec = 32e-3;
@@ -127,7 +123,7 @@ constexpr int maxCallsToSettle(const TuneSettings& s) {
   const int round =
       s.runoffMaxReps <= 0
           ? 0
-          : std::max(s.runoffFinalists, s.untrustedFinalists) *
+          : s.runoffFinalists *
                 (passesFor(s, runoffReps) * (s.runoffWarmup + s.runoffCooldown) + runoffReps);
   return s.exploreAfter + explore + s.runoffRounds * round;
 }
@@ -238,9 +234,9 @@ class OnlineTuner {
   double margin(const State& s) const;
   // The options a run-off compares (indices in the model's order): `best`, `keep` (an index, or
   // -1) and the fastest others within `within` of `best` (1 + within times its time; infinity:
-  // any), `most` at most; empty when fewer than two.
-  std::vector<int> finalists(const std::vector<double>& measured, int best, double within, int keep,
-                             int most) const;
+  // any), runoffFinalists at most; empty when fewer than two.
+  std::vector<int> finalists(const std::vector<double>& measured, int best, double within,
+                             int keep) const;
   void startRunoff(State& s, const std::vector<int>& finalists, double secondsPerRound);
   // True when each half of the passes (times: measured()'s layout) has `best` within
   // runoffPassesAgree of its fastest option (within the margin, when `best` is the model's

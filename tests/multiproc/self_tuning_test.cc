@@ -109,10 +109,10 @@ void callStream(int n, int rank, const tuttiUniqueId& id, int calls, const std::
 }
 
 // Calls per shape after which every shape has settled on its winner: a shape's exploration
-// takes up to 1 + 8 x (2 + 15) calls, then up to three run-off rounds of four finalists (a first
-// round too short to trust), each 4 x (4 x 3 + 32) calls (665 in all: tuning::maxCallsToSettle,
-// which tuning_online_test checks against this number).
-constexpr int kCallsToSettle = 670;
+// takes up to 1 + 8 x (2 + 15) calls, then up to three run-off rounds of three finalists, each
+// 3 x (4 x 3 + 32) calls (533 in all: tuning::maxCallsToSettle, which tuning_online_test
+// checks against this number).
+constexpr int kCallsToSettle = 540;
 
 // Every rank's sequence file; the test fails unless all are equal. Returns rank 0's.
 std::string sameOnEveryRank(const TempDir& dir, int n) {
