@@ -81,18 +81,23 @@ std::vector<double> Communicator::maxOverRanks(const std::vector<double>& mine) 
 }
 
 namespace {
-// Timed calls of the bandwidth point: the ring's and the window's, interleaved.
-constexpr int kBandwidthReps = 5;
+// Timed calls of the 64 KiB and bandwidth points: the ring's and the window's, interleaved.
+constexpr int kWindowReps = 5;
+// Untimed rounds of the bandwidth point's calls first: at 4 ranks on 2 cores a job's first
+// 1 MiB calls take up to 2x their later time for 3-5 calls (pages, caches, the ranks' placement
+// on the cores).
+constexpr int kBandwidthWarmup = 3;
 
-// One untimed call of each (connections, pages, a program's state), then `reps` rounds of the
-// calls in turn, each timed from its start to its end, back to back as in a loop (the
+// `warmup` untimed rounds of the calls (connections, pages, a program's state), then `reps`
+// rounds of the calls in turn, each timed from its start to its end, back to back as in a loop (the
 // throughput the perf tests and refinement measure); times[i] gets call i's. With several
 // calls a slow stretch of the machine (with more ranks than cores, tens of milliseconds) falls
 // on each alike and the ratios between their times hold, where blocks of one call after
 // another's would each take a different stretch.
 std::vector<std::vector<double>> timeInterleaved(const std::vector<std::function<void()>>& calls,
-                                                 int reps) {
-  for (const auto& call : calls) call();
+                                                 int reps, int warmup) {
+  for (int w = 0; w < warmup; ++w)
+    for (const auto& call : calls) call();
   std::vector<std::vector<double>> times(calls.size());
   for (int k = 0; k < reps; ++k)
     for (size_t i = 0; i < calls.size(); ++i) {
@@ -145,36 +150,38 @@ std::function<void()> Communicator::windowAllReduceCall(size_t count, algo::Coll
 // A ring all-reduce of float32 at three sizes (8 B, 64 KiB, 1 MiB or 4 MiB: latency to bandwidth)
 // and the local reduction kernel, timed on every rank; the slowest rank's times fit the link the
 // communicator's ring crosses (shm on one host, tcp across hosts), as tutti-tune does. On one
-// host the shared window's direct all-reduce at 1 MiB is timed too, interleaved with the ring's
-// 1 MiB calls: it prices reading another rank's window (CostModel::windowReadBeta) against the
-// ring's link, which the ring's fit says nothing about.
+// host the shared window's direct all-reduce at 64 KiB and 1 MiB is timed too, interleaved with
+// the ring's calls of the size: it prices reading another rank's window
+// (CostModel::windowReadBetaSmall and windowReadBeta) against the ring's link, which the ring's
+// fit says nothing about.
 bool Communicator::measureAndFit(tuning::FitLink link, tuning::CostModel* m, std::string* summary) {
   // The bandwidth point: 1 MiB on shm; 4 MiB across hosts, where a shaper's or switch's burst
   // (tbf's 256 KiB here) would pass a 1 MiB call's messages faster than the link's rate.
-  const size_t counts[] = {2, 16384, link == tuning::FitLink::kTcp ? size_t{1} << 20 : 262144};
-  const int reps[] = {7, 3, kBandwidthReps};
-  std::vector<double> times;
-  std::vector<algo::CollArgs> argsOf(3);
-  for (int i = 0; i < 2; ++i) {
-    const auto point = timeInterleaved({ringAllReduceCall(counts[i], &argsOf[i])}, reps[i]);
+  const bool shm = link == tuning::FitLink::kShm;
+  const size_t counts[] = {2, tuning::kWindowReadSmallBytes / 4,
+                           shm ? tuning::kWindowReadLargeBytes / 4 : size_t{1} << 20};
+  const int reps[] = {7, kWindowReps, kWindowReps}, warmups[] = {1, 1, kBandwidthWarmup};
+  std::vector<double> times, windowTimes;
+  std::vector<algo::CollArgs> argsOf(3), windowArgs;
+  std::vector<bool> windowLarge;  // per windowArgs: the bandwidth point's
+  for (int i = 0; i < 3; ++i) {
+    std::vector<std::function<void()>> calls = {ringAllReduceCall(counts[i], &argsOf[i])};
+    algo::CollArgs a;
+    if (shm && i > 0) calls.push_back(windowAllReduceCall(counts[i], &a));
+    if (!calls.back()) calls.pop_back();
+    const auto point = timeInterleaved(calls, reps[i], warmups[i]);
     times.insert(times.end(), point[0].begin(), point[0].end());
+    if (calls.size() < 2) continue;
+    windowTimes.insert(windowTimes.end(), point[1].begin(), point[1].end());
+    windowArgs.push_back(std::move(a));
+    windowLarge.push_back(i == 2);
   }
-  std::vector<std::function<void()>> bandwidth = {ringAllReduceCall(counts[2], &argsOf[2])};
-  algo::CollArgs windowArgs;
-  if (link == tuning::FitLink::kShm)
-    bandwidth.push_back(windowAllReduceCall(counts[2], &windowArgs));
-  if (!bandwidth.back()) bandwidth.pop_back();
-  const auto bandwidthTimes = timeInterleaved(bandwidth, kBandwidthReps);
-  times.insert(times.end(), bandwidthTimes[0].begin(), bandwidthTimes[0].end());
   times.push_back(tuning::measureGammaPerByte(size_t{4} << 20, 3));
-  const bool window = bandwidth.size() == 2;
-  if (window) times.insert(times.end(), bandwidthTimes[1].begin(), bandwidthTimes[1].end());
+  times.insert(times.end(), windowTimes.begin(), windowTimes.end());
   std::vector<double> agreed = maxOverRanks(times);
   std::vector<double> seconds;
   std::vector<tuning::PointFeatures> features;
-  const int cores = link == tuning::FitLink::kShm
-                        ? static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)))
-                        : 0;
+  const int cores = shm ? static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN))) : 0;
   const algo::AlgorithmInfo& ring = *algo::find(algo::Coll::kAllReduce, "ring");
   size_t at = 0;
   for (int i = 0; i < 3; ++i) {
@@ -186,20 +193,26 @@ bool Communicator::measureAndFit(tuning::FitLink link, tuning::CostModel* m, std
   auto [alpha, beta] = tuning::fitAlphaBeta(seconds, features, gamma);
   const bool sane = alpha > 0 && alpha < 1e-2 && beta > 1e-12 && beta < 1e-7 && gamma > 1e-13;
   if (sane) {
-    (link == tuning::FitLink::kShm ? m->intraHost : m->interHost) = {alpha, beta};
+    (shm ? m->intraHost : m->interHost) = {alpha, beta};
     m->gammaPerByte = gamma;
-    if (window) {
+    if (shm) m->windowReadBeta = m->windowReadBetaSmall = -1;
+    // The larger call first: the smaller one's price counts only beside it (windowReadPrice).
+    for (size_t k = windowArgs.size(); k-- > 0;) {
+      if (!windowLarge[k] && m->windowReadBeta <= 0) break;
       tuning::CostModel planned = *m;
       planned.coresPerHost = cores;  // as the planner prices a call (Planner::model)
-      m->windowReadBeta =
-          tuning::fitWindowReadBeta(*algo::find(algo::Coll::kAllReduce, "direct"), windowArgs,
-                                    planned, medianOf(agreed, at, kBandwidthReps));
+      const double price =
+          tuning::fitWindowReadBeta(*algo::find(algo::Coll::kAllReduce, "direct"), windowArgs[k],
+                                    planned, medianOf(agreed, at + k * kWindowReps, kWindowReps));
+      (windowLarge[k] ? m->windowReadBeta : m->windowReadBetaSmall) = price;
     }
   }
   std::ostringstream os;
   os << "alpha " << alpha * 1e6 << " us, " << 1e-9 / beta << " GB/s, gamma " << 1e-9 / gamma
      << " GB/s";
   if (sane && m->windowReadBeta > 0) os << ", window reads " << 1e-9 / m->windowReadBeta << " GB/s";
+  if (sane && m->windowReadBetaSmall > 0)
+    os << " (at 64 KiB: " << 1e-9 / m->windowReadBetaSmall << " GB/s)";
   *summary = os.str();
   return sane;
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "common/dtype.h"
 #include "reduce/reduce.h"
 #include "tuning/timed_sim.h"
 
@@ -25,9 +26,11 @@ PointFeatures featuresOf(const algo::AlgorithmInfo& info, const algo::CollArgs& 
 
 double fitWindowReadBeta(const algo::AlgorithmInfo& info, const algo::CollArgs& args,
                          const CostModel& m, double seconds) {
+  const bool small =
+      m.windowReadBeta > 0 && args.count * dtypeSize(args.dtype) <= kWindowReadSmallBytes;
   auto predicted = [&](double readBeta) {
     CostModel c = m;
-    c.windowReadBeta = readBeta;
+    (small ? c.windowReadBetaSmall : c.windowReadBeta) = readBeta;
     return timeCollective(info, args, c).seconds;
   };
   double lo = 1e-12, hi = 1e-8;  // the predicted time grows with the price

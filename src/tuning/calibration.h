@@ -30,11 +30,12 @@ std::pair<double, double> fitAlphaBeta(const std::vector<double>& seconds,
                                        const std::vector<PointFeatures>& features,
                                        double gammaPerByte);
 
-// The price of reading another rank's shared window (CostModel::windowReadBeta, seconds per
-// byte) at which m's time of `info` on `args` (a window algorithm) equals the measured
-// `seconds`, m's other values kept: between 1e-12 (1000 GB/s, also when the other terms alone
-// take longer) and 1e-8 (0.1 GB/s). -1 when the schedule reads no peer's window or even 0.1
-// GB/s does not reach `seconds`.
+// The price of reading another rank's shared window (seconds per byte) at which m's time of
+// `info` on `args` (a window algorithm) equals the measured `seconds`, m's other values kept:
+// CostModel::windowReadBetaSmall where args' message is at most kWindowReadSmallBytes per rank
+// and m has windowReadBeta (fitted first, on the larger call), else windowReadBeta; between 1e-12
+// (1000 GB/s, also when the other terms alone take longer) and 1e-8 (0.1 GB/s). -1 when the
+// schedule reads no peer's window or even 0.1 GB/s does not reach `seconds`.
 double fitWindowReadBeta(const algo::AlgorithmInfo& info, const algo::CollArgs& args,
                          const CostModel& m, double seconds);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -61,7 +62,18 @@ std::string tuningFileText(const CostModel& m) {
      << "nics_per_host " << m.nicsPerHost << "\n"
      << "cores_per_host " << m.coresPerHost << "\n";
   if (m.windowReadBeta > 0) os << "window.read_gbps " << 1e-9 / m.windowReadBeta << "\n";
+  if (m.windowReadBetaSmall > 0)
+    os << "window.read_small_gbps " << 1e-9 / m.windowReadBetaSmall << "\n";
   return os.str();
+}
+
+double windowReadPrice(const CostModel& m, size_t callBytes) {
+  const double large = m.windowReadBeta, small = m.windowReadBetaSmall;
+  if (large <= 0 || small <= 0 || callBytes >= kWindowReadLargeBytes) return large;
+  if (callBytes <= kWindowReadSmallBytes) return small;
+  const double at = std::log(static_cast<double>(callBytes) / kWindowReadSmallBytes) /
+                    std::log(static_cast<double>(kWindowReadLargeBytes) / kWindowReadSmallBytes);
+  return std::exp(std::log(small) + at * (std::log(large) - std::log(small)));
 }
 
 void writeTuningFile(const CostModel& m, const std::string& path, const std::string& comment) {

@@ -25,6 +25,11 @@ struct CostModel {
   // on the machine). <= 0: not measured; then reads of a window whose chunks fit in 1 MiB cost
   // nothing beyond the local work, and larger ones intraHost.beta (timed_sim.cc).
   double windowReadBeta = -1;  // > 0 when measured
+  // ... and the same price measured on calls of kWindowReadSmallBytes (> 0 when measured):
+  // there a peer's window data is often still in a cache the reading core shares, and the
+  // price of the 1 MiB call (windowReadBeta) would overprice `direct` several times
+  // (windowReadPrice interpolates between the two).
+  double windowReadBetaSmall = -1;
   // Inter-host links per host: the inter-host bytes that all ranks of a host move in one
   // round share them (contention), so a round's inter-host time is at least
   // host bytes / nicsPerHost * beta.
@@ -47,9 +52,19 @@ struct CostModel {
   explicit CostModel(BuiltinTag) {}
 };
 
+// The message sizes (bytes per rank) of the window-read prices' calibration calls.
+constexpr size_t kWindowReadSmallBytes = size_t{64} << 10;
+constexpr size_t kWindowReadLargeBytes = size_t{1} << 20;
+
+// The price of reading a byte of another rank's window in a call of `callBytes` per rank:
+// windowReadBetaSmall up to kWindowReadSmallBytes, windowReadBeta from kWindowReadLargeBytes,
+// between them interpolated on log scales (size and price); windowReadBeta at every size when
+// the small one is not measured. <= 0: not measured.
+double windowReadPrice(const CostModel& m, size_t callBytes);
+
 // Reads a tuning file ("key value" lines, '#' comments) on top of the built-in values.
-// Keys: shm.alpha_us shm.gbps tcp.alpha_us tcp.gbps gamma.gbps window.read_gbps nics_per_host
-// cores_per_host.
+// Keys: shm.alpha_us shm.gbps tcp.alpha_us tcp.gbps gamma.gbps window.read_gbps
+// window.read_small_gbps nics_per_host cores_per_host.
 // Throws tutti::Error naming the file, the line and the problem.
 CostModel loadTuningFile(const std::string& path);
 // Writes m in the same format; `comment` lines are prefixed with '#'.

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "common/dtype.h"
+
 namespace tutti::tuning {
 namespace {
 
@@ -38,8 +40,8 @@ struct RankStats {
 // work already covers. Oversubscribed ranks use the whole 4 MiB window and pay it in full.
 constexpr size_t kCacheResidentWindow = size_t{1} << 20;
 
-// Where calibration measured the read (CostModel::windowReadBeta), that price holds at every
-// size.
+// Where calibration measured the read (CostModel::windowReadBeta, and windowReadBetaSmall:
+// windowReadPrice), that price holds.
 void readPeerWindow(RoundStat& st, const exec::Slice& src, int rank, const CostModel& m,
                     size_t windowBytes) {
   if (src.buf != exec::Buf::kWindow || src.rank < 0 || src.rank == rank) return;
@@ -153,6 +155,14 @@ double roundTime(const RoundStat& st, double hostSent, double hostRecv, double o
   return std::max(intra, inter) + st.local * m.gammaPerByte * oversub;
 }
 
+// m with the price of window reads for args' message size (windowReadPrice) in windowReadBeta.
+CostModel pricedForCall(const CostModel& m, const algo::CollArgs& args) {
+  CostModel out = m;
+  out.windowReadBeta = windowReadPrice(m, args.count * dtypeSize(args.dtype));
+  out.windowReadBetaSmall = -1;
+  return out;
+}
+
 double oversubscription(const CostModel& m, size_t ranksOnHost) {
   if (m.coresPerHost <= 0) return 1.0;
   return std::max(1.0, static_cast<double>(ranksOnHost) / m.coresPerHost);
@@ -161,7 +171,8 @@ double oversubscription(const CostModel& m, size_t ranksOnHost) {
 }  // namespace
 
 TimedResult timeCollective(const algo::AlgorithmInfo& info, const algo::CollArgs& args,
-                           const CostModel& m, const TimedOptions& options) {
+                           const CostModel& model, const TimedOptions& options) {
+  const CostModel m = pricedForCall(model, args);
   TimedResult res;
   int n = args.nranks;
   std::vector<int> hostOf = args.hostOf;
@@ -226,7 +237,9 @@ TimedResult timeCollective(const algo::AlgorithmInfo& info, const algo::CollArgs
   return res;
 }
 
-double predictRank(const exec::Schedule& schedule, const algo::CollArgs& args, const CostModel& m) {
+double predictRank(const exec::Schedule& schedule, const algo::CollArgs& args,
+                   const CostModel& model) {
+  const CostModel m = pricedForCall(model, args);
   RankStats st = statsOf(schedule, args.rank, args.hostOf, m);
   size_t L = 0;
   for (int r = 0; r < args.nranks; ++r)

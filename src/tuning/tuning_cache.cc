@@ -51,6 +51,8 @@ void applyModelKey(CostModel& m, const std::string& file, int line, const std::s
     m.gammaPerByte = bandwidth();
   } else if (key == "window.read_gbps") {
     m.windowReadBeta = bandwidth();
+  } else if (key == "window.read_small_gbps") {
+    m.windowReadBetaSmall = bandwidth();
   } else if (key == "nics_per_host") {
     m.nicsPerHost = std::max(1, static_cast<int>(v));
   } else if (key == "cores_per_host") {
@@ -58,7 +60,7 @@ void applyModelKey(CostModel& m, const std::string& file, int line, const std::s
   } else {
     fail(tuttiInvalidArgument, "tuning file ", file, " line ", line, ": unknown key '", key,
          "' (known: shm.alpha_us shm.gbps tcp.alpha_us tcp.gbps gamma.gbps window.read_gbps "
-         "nics_per_host cores_per_host calibrated choice evidence)");
+         "window.read_small_gbps nics_per_host cores_per_host calibrated choice evidence)");
   }
 }
 
@@ -158,7 +160,10 @@ void setCalibrated(TuningRecord& r, const std::string& link, const CostModel& m)
   (link == "shm" ? r.model.intraHost : r.model.interHost) =
       link == "shm" ? m.intraHost : m.interHost;
   r.model.gammaPerByte = m.gammaPerByte;
-  if (link == "shm") r.model.windowReadBeta = m.windowReadBeta;  // measured with shm
+  if (link == "shm") {  // measured with shm
+    r.model.windowReadBeta = m.windowReadBeta;
+    r.model.windowReadBetaSmall = m.windowReadBetaSmall;
+  }
   r.calibrated.insert(link);
 }
 

@@ -30,8 +30,11 @@ constexpr double kSlow = 1.0;
 using tutti::algo::Coll;
 using tutti::algo::CollArgs;
 using tutti::tuning::CostModel;
+using tutti::tuning::kWindowReadLargeBytes;
+using tutti::tuning::kWindowReadSmallBytes;
 using tutti::tuning::timeCollective;
 using tutti::tuning::TimedOptions;
+using tutti::tuning::windowReadPrice;
 
 const tutti::algo::AlgorithmInfo& algoOf(const char* name, Coll c = Coll::kAllReduce) {
   const tutti::algo::AlgorithmInfo* info = tutti::algo::find(c, name);
@@ -179,6 +182,46 @@ TEST(TimedSim, MeasuredWindowReadsPriceDirectAndTheFitRecoversThem) {
   EXPECT_DOUBLE_EQ(tutti::tuning::fitWindowReadBeta(direct, a, fitFrom, free * 0.5), 1e-12);
   EXPECT_EQ(tutti::tuning::fitWindowReadBeta(direct, a, fitFrom, 10.0), -1);
   EXPECT_EQ(tutti::tuning::fitWindowReadBeta(algoOf("ring"), a, fitFrom, priced), -1);
+}
+
+// With the price measured on 64 KiB calls too, calls up to 64 KiB pay that one, calls from
+// 1 MiB the 1 MiB call's, and the sizes between a price between them (log scales); the fit on
+// the smaller call recovers its price beside the larger one's, which it leaves alone.
+TEST(TimedSim, WindowReadsPricedBySizeAndTheSmallFitRecoversIt) {
+  CostModel m = flat(1e-6, 1.0 / 8e9, 1.0 / 20e9);
+  EXPECT_LE(windowReadPrice(m, 4096), 0);  // not measured
+  m.windowReadBeta = 1.0 / 5e9;
+  EXPECT_DOUBLE_EQ(windowReadPrice(m, 4096), m.windowReadBeta);  // no small price: one price
+  m.windowReadBetaSmall = 1.0 / 80e9;
+  EXPECT_DOUBLE_EQ(windowReadPrice(m, 4096), m.windowReadBetaSmall);
+  EXPECT_DOUBLE_EQ(windowReadPrice(m, kWindowReadSmallBytes), m.windowReadBetaSmall);
+  EXPECT_DOUBLE_EQ(windowReadPrice(m, kWindowReadLargeBytes), m.windowReadBeta);
+  EXPECT_DOUBLE_EQ(windowReadPrice(m, size_t{64} << 20), m.windowReadBeta);
+  EXPECT_NEAR(1e-9 / windowReadPrice(m, size_t{256} << 10), 20.0, 1e-9);  // halfway: 80 -> 5
+
+  const auto& direct = algoOf("direct");
+  CollArgs small = args(4, kWindowReadSmallBytes / 4);
+  small.dtype = tuttiFloat32;
+  small.op = tuttiSum;
+  small.windowBytes = 256 << 10;
+  CollArgs large = small;
+  large.count = kWindowReadLargeBytes / 4;
+  const double smallTime = timeCollective(direct, small, m).seconds;
+  CostModel onePrice = m;
+  onePrice.windowReadBetaSmall = -1;
+  EXPECT_LT(smallTime, timeCollective(direct, small, onePrice).seconds);
+  EXPECT_DOUBLE_EQ(timeCollective(direct, large, m).seconds,
+                   timeCollective(direct, large, onePrice).seconds);
+
+  CostModel fitFrom = onePrice;  // the larger call's price fitted first
+  EXPECT_NEAR(1e-9 / tutti::tuning::fitWindowReadBeta(direct, small, fitFrom, smallTime), 80.0,
+              0.05);
+  // Without the larger call's price the small call fits the one price (the old rule).
+  CostModel unfitted = fitFrom;
+  unfitted.windowReadBeta = -1;
+  const double one = tutti::tuning::fitWindowReadBeta(direct, small, unfitted, smallTime);
+  unfitted.windowReadBeta = one;
+  EXPECT_NEAR(timeCollective(direct, small, unfitted).seconds, smallTime, smallTime * 1e-6);
 }
 
 TEST(TimedSim, TunerPicksHierAcrossSlowHosts) {

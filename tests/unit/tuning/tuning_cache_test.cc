@@ -48,13 +48,17 @@ TEST(TuningCache, RecordTextRoundTrips) {
   // Calibrating shm records its window reads; calibrating tcp leaves them.
   CostModel shm = r.model;
   shm.windowReadBeta = 1.0 / 12e9;
+  shm.windowReadBetaSmall = 1.0 / 40e9;
   setCalibrated(back, "shm", shm);
   CostModel tcp = r.model;
   tcp.windowReadBeta = 1.0 / 3e9;
+  tcp.windowReadBetaSmall = 1.0 / 7e9;
   setCalibrated(back, "tcp", tcp);
   TuningRecord again = parseTuningRecord(tuningRecordText(back), "t");
   EXPECT_NEAR(1e-9 / again.model.windowReadBeta, 12.0, 1e-4);
+  EXPECT_NEAR(1e-9 / again.model.windowReadBetaSmall, 40.0, 1e-4);
   EXPECT_NE(tuningRecordText(back).find("window.read_gbps 12\n"), std::string::npos);
+  EXPECT_NE(tuningRecordText(back).find("window.read_small_gbps 40\n"), std::string::npos);
   // The model keys alone are a tuning file: the same parser reads both.
   EXPECT_NEAR(parseTuningRecord("shm.alpha_us 7\n", "t").model.intraHost.alpha, 7e-6, 1e-12);
 }
