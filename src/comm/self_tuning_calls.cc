@@ -84,7 +84,7 @@ namespace {
 // Timed calls of the 64 KiB and bandwidth points: the ring's and the window's, interleaved.
 constexpr int kWindowReps = 5;
 // Untimed rounds of the bandwidth point's calls first: at 4 ranks on 2 cores a job's first
-// 1 MiB calls take up to 2x their later time for 3-5 calls (pages, caches, the ranks' placement
+// 1 MiB calls take up to 2.5x their later time for 3-5 calls (pages, caches, the ranks' placement
 // on the cores).
 constexpr int kBandwidthWarmup = 3;
 
