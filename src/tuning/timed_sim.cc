@@ -40,14 +40,13 @@ struct RankStats {
 // work already covers. Oversubscribed ranks use the whole 4 MiB window and pay it in full.
 constexpr size_t kCacheResidentWindow = size_t{1} << 20;
 
-// Where calibration measured the read (CostModel::windowReadBeta, and windowReadBetaSmall:
-// windowReadPrice), that price holds.
+// Where calibration measured the read, `readPrice` (windowReadPrice for the call's size) holds.
 void readPeerWindow(RoundStat& st, const exec::Slice& src, int rank, const CostModel& m,
-                    size_t windowBytes) {
+                    size_t windowBytes, double readPrice) {
   if (src.buf != exec::Buf::kWindow || src.rank < 0 || src.rank == rank) return;
-  if (m.windowReadBeta > 0) {
+  if (readPrice > 0) {
     st.intra = true;
-    st.intraRecvSec += static_cast<double>(src.bytes) * m.windowReadBeta;
+    st.intraRecvSec += static_cast<double>(src.bytes) * readPrice;
     return;
   }
   if (windowBytes <= kCacheResidentWindow) return;
@@ -57,8 +56,10 @@ void readPeerWindow(RoundStat& st, const exec::Slice& src, int rank, const CostM
   st.intraRecvSec += static_cast<double>(src.bytes) * lc.beta;
 }
 
+// readPrice: the price of reading a peer's window in this call (windowReadPrice; <= 0: none
+// measured).
 RankStats statsOf(const exec::Schedule& s, int rank, const std::vector<int>& hostOf,
-                  const CostModel& m) {
+                  const CostModel& m, double readPrice) {
   RankStats out;
   out.rounds.resize(s.rounds.size());
   for (size_t k = 0; k < s.rounds.size(); ++k) {
@@ -80,8 +81,8 @@ RankStats statsOf(const exec::Schedule& s, int rank, const std::vector<int>& hos
           break;
         case exec::OpType::kReduce:
           st.local += static_cast<double>(op.dst.bytes);
-          readPeerWindow(st, op.src, rank, m, s.windowBytes);
-          readPeerWindow(st, op.src2, rank, m, s.windowBytes);
+          readPeerWindow(st, op.src, rank, m, s.windowBytes, readPrice);
+          readPeerWindow(st, op.src2, rank, m, s.windowBytes, readPrice);
           continue;
         case exec::OpType::kMix:  // one multiply-add pass per source
           st.local +=
@@ -89,7 +90,7 @@ RankStats statsOf(const exec::Schedule& s, int rank, const std::vector<int>& hos
           continue;
         case exec::OpType::kCopy:
           st.local += 0.5 * static_cast<double>(op.dst.bytes);
-          readPeerWindow(st, op.src, rank, m, s.windowBytes);
+          readPeerWindow(st, op.src, rank, m, s.windowBytes, readPrice);
           continue;
         case exec::OpType::kWait:  // a synchronisation with peer: its latency, no bytes
           st.sync = true;
@@ -155,12 +156,9 @@ double roundTime(const RoundStat& st, double hostSent, double hostRecv, double o
   return std::max(intra, inter) + st.local * m.gammaPerByte * oversub;
 }
 
-// m with the price of window reads for args' message size (windowReadPrice) in windowReadBeta.
-CostModel pricedForCall(const CostModel& m, const algo::CollArgs& args) {
-  CostModel out = m;
-  out.windowReadBeta = windowReadPrice(m, args.count * dtypeSize(args.dtype));
-  out.windowReadBetaSmall = -1;
-  return out;
+// The price of reading a peer's window in a call of args (windowReadPrice of its message size).
+double readPriceOf(const CostModel& m, const algo::CollArgs& args) {
+  return windowReadPrice(m, args.count * dtypeSize(args.dtype));
 }
 
 double oversubscription(const CostModel& m, size_t ranksOnHost) {
@@ -171,8 +169,8 @@ double oversubscription(const CostModel& m, size_t ranksOnHost) {
 }  // namespace
 
 TimedResult timeCollective(const algo::AlgorithmInfo& info, const algo::CollArgs& args,
-                           const CostModel& model, const TimedOptions& options) {
-  const CostModel m = pricedForCall(model, args);
+                           const CostModel& m, const TimedOptions& options) {
+  const double readPrice = readPriceOf(m, args);
   TimedResult res;
   int n = args.nranks;
   std::vector<int> hostOf = args.hostOf;
@@ -211,7 +209,7 @@ TimedResult timeCollective(const algo::AlgorithmInfo& info, const algo::CollArgs
       algo::CollArgs a = args;
       a.rank = r;
       exec::Schedule s = info.build(a);
-      stats.push_back(statsOf(s, r, hostOf, m));
+      stats.push_back(statsOf(s, r, hostOf, m, readPrice));
       const RankStats& st = stats.back();
       maxRounds = std::max(maxRounds, st.rounds.size());
       res.maxBytesSent = std::max(res.maxBytesSent, st.bytesSent);
@@ -237,10 +235,8 @@ TimedResult timeCollective(const algo::AlgorithmInfo& info, const algo::CollArgs
   return res;
 }
 
-double predictRank(const exec::Schedule& schedule, const algo::CollArgs& args,
-                   const CostModel& model) {
-  const CostModel m = pricedForCall(model, args);
-  RankStats st = statsOf(schedule, args.rank, args.hostOf, m);
+double predictRank(const exec::Schedule& schedule, const algo::CollArgs& args, const CostModel& m) {
+  RankStats st = statsOf(schedule, args.rank, args.hostOf, m, readPriceOf(m, args));
   size_t L = 0;
   for (int r = 0; r < args.nranks; ++r)
     if (args.hostOf.empty() || args.hostOf[r] == args.hostOf[args.rank]) ++L;
