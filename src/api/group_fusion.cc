@@ -6,12 +6,22 @@
 
 #include "address_ranges.h"
 #include "arg_checks.h"
+#include "comm/call_tag.h"
 #include "common/clock.h"
 #include "common/dtype.h"
+#include "common/error.h"
+
+// Test-only (tests/multiproc/fusion_identity_mutation_test.cc): a program that defines this to
+// return true takes the members' shapes out of packed and fused calls' tags (the mismatch check
+// of issue 68's F1 removed), to show that its tests then fail. No other program defines it, so
+// the weak reference is null.
+extern "C" __attribute__((weak, visibility("default"))) bool tuttiTestFusedIdentityOff();
 
 namespace tutti::api {
 
 namespace {
+
+bool identityOff() { return tuttiTestFusedIdentityOff != nullptr && tuttiTestFusedIdentityOff(); }
 
 size_t bytesOf(const FusibleCall& c) { return std::max(c.sendBytes, c.recvBytes); }
 
@@ -66,6 +76,44 @@ size_t fusedRunEnd(const std::vector<RecordedCall>& calls, size_t begin) {
   return end;
 }
 
+// The digest of the calls' shapes in call order (collective, count, datatype, op, and whether
+// it packs): what the tag of their packed or fused call carries, so that ranks whose calls
+// differ in any member fail with a mismatch instead of combining unlike data.
+uint64_t shapeDigestOf(const std::vector<const FusibleCall*>& calls) {
+  ShapeDigest d;
+  for (const FusibleCall* c : calls)
+    d.add(static_cast<uint64_t>(c->coll))
+        .add(c->count)
+        .add(static_cast<uint64_t>(rawEnum(c->dtype)))
+        .add(static_cast<uint64_t>(rawEnum(c->op)))
+        .add(packable(*c) ? 1 : 0);
+  return d.value();
+}
+
+// "allreduce(count 16), allgather(count 5)": the calls, for a mismatch's error.
+std::string describeCalls(const std::vector<const FusibleCall*>& calls) {
+  constexpr size_t kNamed = 8;
+  std::string text;
+  for (size_t k = 0; k < calls.size() && k < kNamed; ++k)
+    text += std::string(k > 0 ? ", " : "") + algo::collName(calls[k]->coll) + "(count " +
+            std::to_string(calls[k]->count) + ")";
+  if (calls.size() > kNamed) text += ", ... (" + std::to_string(calls.size()) + " calls)";
+  return text;
+}
+
+// Runs call(); a mismatch it throws also names this rank's member calls.
+template <typename Call>
+void namingMembersOnMismatch(const std::vector<const FusibleCall*>& calls, const char* what,
+                             Call&& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    if (e.code() != tuttiInvalidUsage) throw;
+    throw Error(e.code(), std::string(e.what()) + "; this rank's " + what +
+                              " calls: " + describeCalls(calls));
+  }
+}
+
 // The calls' inputs one after another in one buffer (all of one datatype).
 std::vector<std::byte> packInputs(const std::vector<const FusibleCall*>& members) {
   size_t total = 0;
@@ -100,7 +148,13 @@ void runPacked(Communicator& comm, const std::vector<RecordedCall>& calls, size_
   }
   std::vector<std::byte> packed = packInputs(members);
   const double t0 = nowSeconds();
-  comm.allReduce(packed.data(), packed.data(), count, members[0]->dtype, members[0]->op);
+  namingMembersOnMismatch(members, "packed", [&] {
+    if (identityOff()) [[unlikely]]
+      comm.allReduce(packed.data(), packed.data(), count, members[0]->dtype, members[0]->op);
+    else
+      comm.packedAllReduce(packed.data(), packed.data(), count, members[0]->dtype, members[0]->op,
+                           members.size(), shapeDigestOf(members));
+  });
   unpackOutputs(members, packed, (nowSeconds() - t0) / static_cast<double>(members.size()));
 }
 
@@ -109,9 +163,11 @@ void runPacked(Communicator& comm, const std::vector<RecordedCall>& calls, size_
 // may use the shared window) or the communicator cannot fuse it.
 bool runFused(Communicator& comm, const std::vector<RecordedCall>& calls, size_t begin,
               size_t end) {
-  std::vector<const FusibleCall*> packed, others;
-  for (size_t k = begin; k < end; ++k)
+  std::vector<const FusibleCall*> all, packed, others;
+  for (size_t k = begin; k < end; ++k) {
+    all.push_back(&*calls[k].fusible);
     (packable(*calls[k].fusible) ? packed : others).push_back(&*calls[k].fusible);
+  }
   if (others.empty()) return false;
   if (packed.size() == 1) {  // nothing to pack it with: a member of its own
     others.insert(others.begin(), packed[0]);
@@ -128,7 +184,11 @@ bool runFused(Communicator& comm, const std::vector<RecordedCall>& calls, size_t
   for (const FusibleCall* c : others)
     members.push_back({c->coll, c->send, c->recv, c->count, c->dtype, c->op});
   const double t0 = nowSeconds();
-  if (!comm.fusedCollectives(members)) return false;
+  bool fused = false;
+  namingMembersOnMismatch(all, "fused", [&] {
+    fused = comm.fusedCollectives(members, identityOff() ? 0 : shapeDigestOf(all));
+  });
+  if (!fused) return false;
   const double share = (nowSeconds() - t0) / static_cast<double>(end - begin);
   unpackOutputs(packed, buffer, share);
   for (const FusibleCall* c : others)

@@ -12,9 +12,11 @@
 //   before a call that reads what an earlier one writes).
 // - Everything else one call after another.
 // One call's latency for the run instead of one per call, as NCCL aggregates a group's
-// operations. Every rank records the same calls, so every rank fuses and packs alike; ranks
-// whose calls differ fuse or pack differently, and the fused or packed call's mismatch check
-// names the difference. Knows nothing of groups or streams.
+// operations. Every rank records the same calls, so every rank fuses and packs alike. A packed
+// or fused call's tag carries a digest of every member's shape (collective, count, datatype,
+// op, in call order): ranks whose calls differ in any member, even with counts that add up
+// alike, fail with a mismatch that names both calls and this rank's members, before any data
+// is combined. Knows nothing of groups or streams.
 #pragma once
 
 #include <cstddef>

@@ -20,8 +20,11 @@ namespace tutti {
 
 class CallState {
  public:
-  // The tag of the next collective call: numbers it (a barrier's inside asBarrier).
+  // The tag of the next collective call: numbers it (a barrier's inside asBarrier, a packed
+  // all-reduce's inside asPacked).
   CallTag next(const algo::CollArgs& args, tuttiRedOp_t userOp) {
+    if (packedMembers_ > 0)
+      return packedCallTag(args.dtype, userOp, packedMembers_, packedDigest_, ++calls_);
     return collectiveCallTag(args, userOp, barrier_, ++calls_);
   }
   // The tag of the next fused group (call_tag.h): numbers it.
@@ -33,6 +36,15 @@ class CallState {
   void asBarrier(Body&& body) {
     barrier_ = true;
     Reset<bool> reset{barrier_, false};
+    body();
+  }
+  // Runs body() as a packed all-reduce of `members` calls whose shapes give `digest`: the
+  // all-reduce it makes is tagged as one (call_tag.h).
+  template <typename Body>
+  void asPacked(size_t members, uint64_t digest, Body&& body) {
+    packedMembers_ = members;
+    packedDigest_ = digest;
+    Reset<size_t> reset{packedMembers_, 0};
     body();
   }
   // The tag of the call being executed ({0, 0}: none, or a point-to-point batch).
@@ -70,6 +82,8 @@ class CallState {
   uint64_t calls_ = 0;  // collective calls made (the tags' call numbers)
   CallTag current_{};
   bool barrier_ = false;
+  size_t packedMembers_ = 0;  // inside asPacked: the packed all-reduce's members
+  uint64_t packedDigest_ = 0;
   const char* lastAlgorithm_ = "none";
   std::unique_ptr<CallWatch> watch_;
   std::vector<std::byte> scratch_;

@@ -11,16 +11,18 @@ namespace {
 constexpr uint64_t kBarrierCode = 0xff;
 constexpr uint64_t kP2pCode = 0xfe;
 constexpr uint64_t kFusedCode = 0xfd;
+constexpr uint64_t kPackedCode = 0xfc;
 constexpr uint64_t kCountBits = 40;
+constexpr uint64_t kLow40 = (uint64_t{1} << kCountBits) - 1;
+constexpr uint64_t kMembers16 = 0xffff;
 
-uint64_t countOf(const CallTag& t) { return t[0] & ((uint64_t{1} << kCountBits) - 1); }
+uint64_t countOf(const CallTag& t) { return t[0] & kLow40; }
 }  // namespace
 
 CallTag collectiveCallTag(const algo::CollArgs& a, tuttiRedOp_t userOp, bool barrier,
                           uint64_t callNumber) {
   uint64_t coll = barrier ? kBarrierCode : static_cast<uint64_t>(a.coll) + 1;
-  return {(static_cast<uint64_t>(a.count) & ((uint64_t{1} << kCountBits) - 1)) |
-              (callNumber << kCountBits),
+  return {(static_cast<uint64_t>(a.count) & kLow40) | (callNumber << kCountBits),
           coll | (static_cast<uint64_t>(a.dtype) << 8) | (static_cast<uint64_t>(userOp) << 16) |
               (static_cast<uint64_t>(a.root) << 24)};
 }
@@ -28,8 +30,18 @@ CallTag collectiveCallTag(const algo::CollArgs& a, tuttiRedOp_t userOp, bool bar
 CallTag p2pCallTag(size_t operations) { return {operations, kP2pCode}; }
 
 CallTag fusedCallTag(size_t members, uint64_t digest, uint64_t callNumber) {
-  return {(digest & ((uint64_t{1} << kCountBits) - 1)) | (callNumber << kCountBits),
-          kFusedCode | (static_cast<uint64_t>(members) << 8)};
+  return {(digest & kLow40) | (callNumber << kCountBits),
+          kFusedCode | ((static_cast<uint64_t>(members) & kMembers16) << 8) |
+              ((digest >> kCountBits) << kCountBits)};
+}
+
+CallTag packedCallTag(tuttiDataType_t dtype, tuttiRedOp_t userOp, size_t members, uint64_t digest,
+                      uint64_t callNumber) {
+  return {(digest & kLow40) | (callNumber << kCountBits),
+          kPackedCode | (static_cast<uint64_t>(dtype) << 8) |
+              (static_cast<uint64_t>(userOp) << 16) |
+              ((static_cast<uint64_t>(members) & kMembers16) << 24) |
+              ((digest >> kCountBits) << kCountBits)};
 }
 
 uint64_t collectiveCallNumber(const CallTag& t) {
@@ -46,9 +58,14 @@ std::string describeCallTag(const CallTag& t, bool withNumber) {
   std::ostringstream os;
   if (code == kBarrierCode) {
     os << "barrier";
+  } else if (code == kPackedCode) {
+    os << "packed all-reduce of " << ((t[1] >> 24) & kMembers16) << " calls ("
+       << dtypeName(static_cast<tuttiDataType_t>((t[1] >> 8) & 0xff)) << ", "
+       << opName(static_cast<tuttiRedOp_t>((t[1] >> 16) & 0xff)) << "; counts digest 0x" << std::hex
+       << (((t[1] >> kCountBits) << kCountBits) | countOf(t)) << std::dec << ")";
   } else if (code == kFusedCode) {
-    os << "fused group of " << (t[1] >> 8) << " collectives (shapes digest 0x" << std::hex
-       << countOf(t) << std::dec << ")";
+    os << "fused group of " << ((t[1] >> 8) & kMembers16) << " collectives (shapes digest 0x"
+       << std::hex << (((t[1] >> kCountBits) << kCountBits) | countOf(t)) << std::dec << ")";
   } else {
     int coll = static_cast<int>(code) - 1;
     auto c = static_cast<algo::Coll>(coll);

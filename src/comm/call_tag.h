@@ -8,7 +8,14 @@
 //            | dtype << 8 | the caller's op << 16 | root << 24
 // A fused group (several collectives run as one schedule, comm/fused_plans.h):
 //   word 0 = a digest of the members' shapes (low 40 bits) | call number << 40
-//   word 1 = 0xfd | members << 8
+//   word 1 = 0xfd | members << 8 | digest >> 40 << 40
+// A packed all-reduce (a group's small all-reduces run as one all-reduce of their inputs
+// packed together, api/group_fusion.h):
+//   word 0 = the members' digest (low 40 bits) | call number << 40
+//   word 1 = 0xfc | dtype << 8 | the caller's op << 16 | members << 24 | digest >> 40 << 40
+// The digests cover every member's shape, so ranks whose packed or fused members differ (counts
+// 16 + 32 against 32 + 16) send different tags and fail with a mismatch before any data is
+// combined.
 // {0, 0}: no collective (point-to-point traffic, internal exchanges).
 #pragma once
 
@@ -30,6 +37,22 @@ CallTag collectiveCallTag(const algo::CollArgs& args, tuttiRedOp_t userOp, bool 
                           uint64_t callNumber);
 CallTag p2pCallTag(size_t operations);
 CallTag fusedCallTag(size_t members, uint64_t digest, uint64_t callNumber);
+CallTag packedCallTag(tuttiDataType_t dtype, tuttiRedOp_t userOp, size_t members, uint64_t digest,
+                      uint64_t callNumber);
+
+// A 64-bit digest of a sequence of words (FNV-1a over their bytes): the shape of a fused or
+// packed call's members, which every rank making the same calls computes alike.
+class ShapeDigest {
+ public:
+  ShapeDigest& add(uint64_t word) {
+    for (int b = 0; b < 8; ++b) value_ = (value_ ^ ((word >> (8 * b)) & 0xff)) * 1099511628211ull;
+    return *this;
+  }
+  uint64_t value() const { return value_; }
+
+ private:
+  uint64_t value_ = 14695981039346656037ull;
+};
 // The collective call number a tag carries (0 for point-to-point batches and {0, 0}).
 uint64_t collectiveCallNumber(const CallTag& tag);
 // "allreduce(count 1023, float32, sum)", with withNumber " as its collective call #7".

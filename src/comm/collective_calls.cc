@@ -135,6 +135,12 @@ void Communicator::allReduce(const void* send, void* recv, size_t count, tuttiDa
   collective(std::move(a), send, recv, count, 0, op == tuttiAvg);
 }
 
+void Communicator::packedAllReduce(const void* send, void* recv, size_t count,
+                                   tuttiDataType_t dtype, tuttiRedOp_t op, size_t members,
+                                   uint64_t membersDigest) {
+  calls_.asPacked(members, membersDigest, [&] { allReduce(send, recv, count, dtype, op); });
+}
+
 void Communicator::broadcast(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
                              int root) {
   algo::CollArgs a = baseArgs(algo::Coll::kBroadcast, count, dtype);

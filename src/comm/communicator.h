@@ -61,6 +61,12 @@ class Communicator {
   // Collectives (host buffers). For in-place calls pass the aliasing NCCL defines.
   void allReduce(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
                  tuttiRedOp_t op);
+  // A group's small all-reduces packed into one all-reduce of `count` elements
+  // (api/group_fusion.h), tagged by its `members` calls and the digest of their shapes
+  // (call_tag.h): ranks whose packed calls differ fail with a mismatch, even where the counts
+  // add up alike.
+  void packedAllReduce(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
+                       tuttiRedOp_t op, size_t members, uint64_t membersDigest);
   void broadcast(const void* send, void* recv, size_t count, tuttiDataType_t dtype, int root);
   void reduce(const void* send, void* recv, size_t count, tuttiDataType_t dtype, tuttiRedOp_t op,
               int root);
@@ -108,8 +114,10 @@ class Communicator {
   // (comm/fused_plans.h), with the results of the calls one after another, provided that no
   // call reads or writes what another writes. Returns false having run nothing when they
   // cannot be fused (another collective, more than FusedPlans::kMaxRanks ranks, a member
-  // with no algorithm that merges): the caller runs them one by one.
-  bool fusedCollectives(std::span<const FusedCall> calls);
+  // with no algorithm that merges): the caller runs them one by one. membersDigest: a
+  // ShapeDigest of what the calls stand for where a member packs several (0: nothing more than
+  // their shapes); the call's tag covers it with the members' shapes.
+  bool fusedCollectives(std::span<const FusedCall> calls, uint64_t membersDigest = 0);
   // The collectives fusedCollectives takes.
   static bool fusible(algo::Coll c) {
     return c == algo::Coll::kAllReduce || c == algo::Coll::kAllGather ||

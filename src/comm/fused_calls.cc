@@ -1,6 +1,6 @@
 // Communicator::fusedCollectives: a group's collectives as one call running one schedule
-// (comm/fused_plans.h), tagged as a fused group so that ranks whose groups differ stop with a
-// mismatch naming both.
+// (comm/fused_plans.h), tagged as a fused group (by its members' shapes and what a packed member
+// stands for) so that ranks whose groups differ stop with a mismatch naming both.
 #include <vector>
 
 #include "comm/communicator.h"
@@ -12,7 +12,7 @@
 
 namespace tutti {
 
-bool Communicator::fusedCollectives(std::span<const FusedCall> calls) {
+bool Communicator::fusedCollectives(std::span<const FusedCall> calls, uint64_t membersDigest) {
   log::setThreadRank(rank_);
   std::vector<algo::CollArgs> members;
   members.reserve(calls.size());
@@ -26,7 +26,10 @@ bool Communicator::fusedCollectives(std::span<const FusedCall> calls) {
   const FusedPlans::Plan* plan = fused_->plan(members, *planner_, options_.algo);
   if (plan == nullptr) return false;
   ensureWindow();
-  const CallTag tag = calls_.nextFused(calls.size(), plan->digest);
+  const uint64_t digest = membersDigest == 0
+                              ? plan->digest
+                              : ShapeDigest().add(plan->digest).add(membersDigest).value();
+  const CallTag tag = calls_.nextFused(calls.size(), digest);
   const bool calibrating = collectiveCallNumber(tag) == 1 && planner_->selfTuning() != nullptr;
   calls_.setLastAlgorithm("fused");
   runTaggedCall(tag, "fused", [&] {
