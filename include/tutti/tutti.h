@@ -241,7 +241,8 @@ TUTTI_API tuttiResult_t tuttiBarrier(tuttiComm_t comm, tuttiStream_t stream);
  * the call, the same on every rank where the signature says so; inside tuttiGroupStart/End a call
  * is recorded (its arrays copied) and runs at tuttiGroupEnd, in call order with the group's other
  * collectives and before the group's tuttiSend/tuttiRecv. Receive bytes outside the blocks a call
- * writes are left untouched. A send range that overlaps the receive range other than as the call's
+ * writes are left untouched; receive blocks that overlap (non-empty ones, e.g. every displacement
+ * 0) are tuttiInvalidArgument, as no element can hold two ranks' data. A send range that overlaps the receive range other than as the call's
  * in-place layout is copied to a temporary first. Device (CUDA) buffers take the staged path of the
  * other collectives (copied through pinned host memory, synchronising the host with stream); stream
  * is ignored for host buffers. Counts must agree between ranks (the elements rank a sends to rank b
@@ -339,7 +340,9 @@ TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t 
  * tuttiCommInitMPI) inside a group returns tuttiSuccess at once and initialises on a thread of its
  * own; End waits for it (returning its error) before running the group's calls, so one thread can
  * init several ranks as with NCCL. A split inside a group is not deferred (it blocks until its
- * peers split). End returns the first failure; the text is in tuttiGetLastError(NULL) and on the
+ * peers split). A collective, send or receive refused inside the group (its own error code at
+ * once) makes End return that code and run none of the group's calls on this thread, as
+ * ncclGroupEnd does. End returns the first failure; the text is in tuttiGetLastError(NULL) and on the
  * failed communicator. A communicator's calls in one group name one stream: when it is a host
  * stream, End enqueues them there as one task and returns without waiting for them (their failure
  * is the stream's); a call naming another stream than the group's earlier calls on that

@@ -3,6 +3,7 @@
 
 #include "api_guard.h"
 #include "comm_handle.h"
+#include "group.h"
 
 namespace tutti::api {
 
@@ -18,6 +19,7 @@ tuttiResult_t recordError(tuttiComm_t comm, const char* function, tuttiResult_t 
   const std::string prefix = std::string(function) + ": ";
   std::string text = message.rfind(prefix, 0) == 0 ? message : prefix + message;
   threadLastError() = text;
+  if (groupDepth() > 0 && recordedByGroups(function)) noteRefusedInGroup(code, text);
   if (comm != nullptr) {
     std::lock_guard<std::mutex> lock(comm->errorMutex);
     comm->lastError = text;

@@ -54,6 +54,10 @@ struct GroupState {
   // Handles whose init started inside the group (their init threads run now; tuttiGroupEnd
   // joins them before the group's calls run).
   std::vector<std::pair<tuttiComm_t, uint64_t>> inits;  // handle, serial
+  // The first call of the group that was refused (noteRefusedInGroup), and how many were.
+  tuttiResult_t refused = tuttiSuccess;
+  std::string refusedText;
+  size_t refusedCalls = 0;
   PerComm& of(tuttiComm_t comm) {
     for (auto& pc : comms)
       if (pc.comm == comm) return pc;
@@ -112,6 +116,38 @@ void deferP2p(tuttiComm_t comm, const P2pOp& op, std::shared_ptr<HostStream> str
 
 void deferInit(tuttiComm_t comm) { state().inits.emplace_back(comm, comm->serial); }
 
+bool recordedByGroups(std::string_view function) {
+  static constexpr std::string_view kRecorded[] = {"tuttiAllReduce",
+                                                   "tuttiBroadcast",
+                                                   "tuttiReduce",
+                                                   "tuttiAllGather",
+                                                   "tuttiReduceScatter",
+                                                   "tuttiAllToAll",
+                                                   "tuttiGather",
+                                                   "tuttiScatter",
+                                                   "tuttiBarrier",
+                                                   "tuttiAllGatherV",
+                                                   "tuttiReduceScatterV",
+                                                   "tuttiGatherV",
+                                                   "tuttiScatterV",
+                                                   "tuttiAllToAllV",
+                                                   "tuttiNeighborAllReduce",
+                                                   "tuttiAllReduceCompressed",
+                                                   "tuttiSend",
+                                                   "tuttiRecv"};
+  for (std::string_view name : kRecorded)
+    if (function == name) return true;
+  return false;
+}
+
+void noteRefusedInGroup(tuttiResult_t code, const std::string& text) {
+  GroupState& s = state();
+  if (s.refusedCalls++ == 0) {
+    s.refused = code;
+    s.refusedText = text;
+  }
+}
+
 namespace {
 
 // Runs one communicator's recorded calls in its call order: its collectives in call order
@@ -129,6 +165,27 @@ tuttiResult_t runRecorded(PerComm& pc, std::string* error) {
   });
   if (r != tuttiSuccess) *error = threadLastError();
   return r;
+}
+
+// The group held a refused call: none of its recorded calls run (the ranks that made them
+// alike would otherwise run a group this rank did not make whole); End returns the refused
+// call's code with its text, also on each live communicator of the group.
+tuttiResult_t failRefusedGroup(const std::vector<PerComm>& comms, tuttiResult_t code,
+                               const std::string& text, size_t refusedCalls) {
+  size_t dropped = 0;
+  for (const PerComm& pc : comms) dropped += pc.collectives.size() + pc.p2p.size();
+  const std::string error = "tuttiGroupEnd: " + std::to_string(refusedCalls) +
+                            " call(s) of the group were refused, the first: " + text +
+                            "; the group's " + std::to_string(dropped) +
+                            " recorded call(s) were not run";
+  for (const PerComm& pc : comms)
+    if (isLive(pc.serial)) {
+      std::lock_guard<std::mutex> lock(pc.comm->errorMutex);
+      pc.comm->lastError = error;
+    }
+  TUTTI_WARN(kInit, error);
+  threadLastError() = error;
+  return code;
 }
 
 // Joins the inits started in the group; the first failure's code and text, if any.
@@ -217,10 +274,15 @@ TUTTI_API tuttiResult_t tuttiGroupEnd(void) {
   auto& s = tutti::api::state();
   std::vector<tutti::api::PerComm> comms = std::move(s.comms);
   auto inits = std::move(s.inits);
+  const tuttiResult_t refused = std::exchange(s.refused, tuttiSuccess);
+  const std::string refusedText = std::exchange(s.refusedText, std::string());
+  const size_t refusedCalls = std::exchange(s.refusedCalls, 0);
   s.comms.clear();
   s.inits.clear();
   std::string error;
   tuttiResult_t result = tutti::api::finishInits(inits, &error);
+  if (refused != tuttiSuccess)
+    return tutti::api::failRefusedGroup(comms, refused, refusedText, refusedCalls);
   std::vector<tutti::api::PerComm*> live;
   for (auto& pc : comms) {
     if (tutti::api::isLive(pc.serial)) {

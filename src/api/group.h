@@ -10,6 +10,8 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "comm/communicator.h"
 #include "group_fusion.h"
@@ -27,5 +29,12 @@ void deferCollective(tuttiComm_t comm, std::function<void()> run,
 void deferP2p(tuttiComm_t comm, const P2pOp& op, std::shared_ptr<HostStream> stream);
 // An init started inside a group on its own thread: tuttiGroupEnd joins it first.
 void deferInit(tuttiComm_t comm);
+// Whether `function` (a C entry point's name) is a call an open group records: a collective,
+// a send or a receive.
+bool recordedByGroups(std::string_view function);
+// A call the open group would have recorded was refused (code, text as the call returned
+// them): the outermost tuttiGroupEnd then fails with it and runs none of the group's calls on
+// this thread, as ncclGroupEnd does, instead of running the group without it.
+void noteRefusedInGroup(tuttiResult_t code, const std::string& text);
 
 }  // namespace tutti::api

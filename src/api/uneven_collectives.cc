@@ -53,6 +53,22 @@ size_t readBlocks(const char* countsName, const size_t* counts, const char* disp
   return extent;
 }
 
+// Blocks the call writes (receive blocks) must not overlap: two ranks' data for one element has
+// no meaning (MPI: no location is written twice). Empty blocks take no room.
+void checkDisjoint(const char* countsName, const char* displsName, const Counts& c,
+                   const Counts& d) {
+  std::vector<int> order;
+  for (int r = 0; r < static_cast<int>(c.size()); ++r)
+    if (c[r] > 0) order.push_back(r);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return d[a] < d[b]; });
+  for (size_t k = 1; k < order.size(); ++k) {
+    const int a = order[k - 1], b = order[k];
+    TUTTI_CHECK_ARG(d[b] >= d[a] + c[a], "receive blocks overlap: ", displsName, "[", b,
+                    "] = ", d[b], " lies inside block ", a, " (", displsName, "[", a, "] = ", d[a],
+                    ", ", countsName, "[", a, "] = ", c[a], ")");
+  }
+}
+
 // The COLL line of a -V call: its send and receive extents in elements.
 tutti::api::CallInfo unevenInfo(size_t sendElems, size_t recvElems, tuttiDataType_t dtype,
                                 tuttiRedOp_t op = tuttiNumOps, int root = -1) {
@@ -98,6 +114,7 @@ TUTTI_API tuttiResult_t tuttiAllGatherV(const void* sendbuff, size_t sendcount, 
         readBlocks("recvcounts", recvcounts, "displs", displs, c.size(), es, counts, offsets);
     TUTTI_CHECK_ARG(counts[me] == sendcount, "recvcounts[", me, "] = ", counts[me],
                     " differs from this rank's sendcount ", sendcount);
+    checkDisjoint("recvcounts", "displs", counts, offsets);
     TUTTI_CHECK_ARG(sendcount == 0 || sendbuff != nullptr, "sendbuff is NULL with sendcount ",
                     sendcount);
     TUTTI_CHECK_ARG(recvElems == 0 || recvbuff != nullptr,
@@ -171,6 +188,8 @@ TUTTI_API tuttiResult_t tuttiGatherV(const void* sendbuff, size_t sendcount, voi
     if (!isRoot) {  // ignored on non-roots
       recvbuff = nullptr;
       recvElems = 0;
+    } else {
+      checkDisjoint("recvcounts", "displs", counts, offsets);
     }
     TUTTI_CHECK_ARG(recvElems == 0 || recvbuff != nullptr,
                     "recvbuff is NULL on the root with non-zero recvcounts");
@@ -243,6 +262,7 @@ TUTTI_API tuttiResult_t tuttiAllToAllV(const void* sendbuff, const size_t* sendc
         readBlocks("sendcounts", sendcounts, "sdispls", sdispls, n, es, sc, sd);
     const size_t recvElems =
         readBlocks("recvcounts", recvcounts, "rdispls", rdispls, n, es, rc, rd);
+    checkDisjoint("recvcounts", "rdispls", rc, rd);
     TUTTI_CHECK_ARG(sc[me] == rc[me], "sendcounts[", me, "] = ", sc[me],
                     " differs from recvcounts[", me, "] = ", rc[me],
                     " (this rank's block to itself)");

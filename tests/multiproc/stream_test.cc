@@ -693,6 +693,12 @@ TEST(HostStream, ErrorsAtTheCallAndAnIdleStreamSleeps) {
         EXPECT_EQ(tuttiAllReduce(&x, &y, 1, tuttiFloat32, tuttiSum, comm, t), tuttiInvalidUsage);
         EXPECT_NE(std::string(tuttiGetLastError(comm)).find("one stream"), std::string::npos)
             << tuttiGetLastError(comm);
+        // The group's end fails with the refused call's code, enqueueing none of its calls.
+        EXPECT_EQ(tuttiGroupEnd(), tuttiInvalidUsage);
+        TUTTI_ASSERT_OK(tuttiStreamSynchronize(s), nullptr);
+        EXPECT_EQ(y, 0.0f);
+        TUTTI_ASSERT_OK(tuttiGroupStart(), nullptr);
+        TUTTI_ASSERT_OK(tuttiAllReduce(&x, &y, 1, tuttiFloat32, tuttiSum, comm, s), comm);
         TUTTI_ASSERT_OK(tuttiGroupEnd(), nullptr);
         TUTTI_ASSERT_OK(tuttiStreamSynchronize(s), nullptr);
         EXPECT_EQ(y, 1.0f);

@@ -715,16 +715,30 @@ TEST(VCollArgs, ErrorsAreInvalidArgument) {
     EXPECT_EQ(std::string(tuttiGetLastError(nullptr)), "tuttiScatter: comm is NULL");
 #undef EXPECT_INVALID
 
-    // Inside a group: the bad call fails at once and is not recorded; the good ones run.
-    TUTTI_ASSERT_OK(tuttiGroupStart(), nullptr);
-    EXPECT_EQ(tuttiGather(s.data(), r.data(), 2, tuttiUint32, n, comm, nullptr),
-              tuttiInvalidArgument);
+    // Inside a group: the bad call fails at once, and the group's end fails with its code
+    // having run none of its calls (issue 68 F8); the same group without it runs.
     for (int i = 0; i < 6; ++i) s[i] = 100 * rank + i;
-    TUTTI_ASSERT_OK(tuttiAllGatherV(s.data(), 2, r.data(), c, d, tuttiUint32, comm, nullptr), comm);
-    TUTTI_ASSERT_OK(tuttiAllToAllV(s.data(), zeros.data(), zeros.data(), nullptr, zeros.data(),
-                                   zeros.data(), tuttiUint32, comm, nullptr),
-                    comm);
-    TUTTI_ASSERT_OK(tuttiGroupEnd(), comm);
+    for (bool withBadCall : {true, false}) {
+      std::fill(r.begin(), r.end(), 0xdeadu);
+      TUTTI_ASSERT_OK(tuttiGroupStart(), nullptr);
+      if (withBadCall) {
+        EXPECT_EQ(tuttiGather(s.data(), r.data(), 2, tuttiUint32, n, comm, nullptr),
+                  tuttiInvalidArgument);
+      }
+      TUTTI_ASSERT_OK(tuttiAllGatherV(s.data(), 2, r.data(), c, d, tuttiUint32, comm, nullptr),
+                      comm);
+      TUTTI_ASSERT_OK(tuttiAllToAllV(s.data(), zeros.data(), zeros.data(), nullptr, zeros.data(),
+                                     zeros.data(), tuttiUint32, comm, nullptr),
+                      comm);
+      if (withBadCall) {
+        EXPECT_EQ(tuttiGroupEnd(), tuttiInvalidArgument);
+        EXPECT_NE(std::string(tuttiGetLastError(nullptr)).find("root"), std::string::npos)
+            << tuttiGetLastError(nullptr);
+        for (uint32_t v : r) EXPECT_EQ(v, 0xdeadu) << "a call of the refused group ran";
+      } else {
+        TUTTI_ASSERT_OK(tuttiGroupEnd(), comm);
+      }
+    }
     for (int j = 0; j < n; ++j) {
       EXPECT_EQ(r[2 * j], static_cast<uint32_t>(100 * j));
       EXPECT_EQ(r[2 * j + 1], static_cast<uint32_t>(100 * j + 1));
