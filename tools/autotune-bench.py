@@ -82,7 +82,7 @@ def run_perf(a, np, coll, cache, out_csv, cycles, types, tune=True):
     sweep, the calibration times and explored-call counts of its TUNE log, the log itself, and
     each size's ITERS."""
     env = dict(os.environ, TUTTI_TUNING_CACHE=cache, TUTTI_DEBUG="INFO", TUTTI_DEBUG_SUBSYS="TUNE",
-               TUTTI_TUNE="1" if tune else "0")
+               TUTTI_TUNE="1" if tune else "0", TUTTI_TUNE_EXPLORE_SHARE=a.explore_share)
     env.pop("TUTTI_ALGO", None)
     log = ""
     rows = []
@@ -225,6 +225,11 @@ def main():
     ap.add_argument("--no-oracle", dest="oracle", action="store_false",
                     help="leave out the oracle job (the warm cache set to each size's best forced)")
     ap.add_argument("--logs", help="keep each job's perf-test output and TUNE log in this folder")
+    ap.add_argument("--explore-share", default="1",
+                    help="TUTTI_TUNE_EXPLORE_SHARE of the jobs: 1 (explore in consecutive calls, "
+                    "so that the cold job's sweeps settle every size; the library's default, "
+                    "1/8, settles after about 8x the calls: tools/short-job-bench.py measures "
+                    "what it costs a short job)")
     ap.add_argument("-a", dest="average", default="1",
                     help="perf-test time over ranks: 1 mean (nccl-tests' default), 3 the slowest")
     a = ap.parse_args()

@@ -33,6 +33,7 @@ CommOptions commOptionsFromEnv() {
   o.tuningFileSet = !env::getString("TUTTI_TUNING_FILE").empty();
   o.tuneCandidates = env::getInt("TUTTI_TUNE_CANDIDATES");
   o.tuneExploreAfter = env::getInt("TUTTI_TUNE_EXPLORE_AFTER");
+  o.tuneExploreShare = env::getDouble("TUTTI_TUNE_EXPLORE_SHARE");
   o.tuneConfirmJobs = env::getInt("TUTTI_TUNE_CONFIRM_JOBS");
   o.streamLanes = env::getInt("TUTTI_STREAM_LANES");
   o.cudaDirect = env::getBool("TUTTI_CUDA_DIRECT");
@@ -64,6 +65,9 @@ void checkCommOptions(const CommOptions& o) {
   TUTTI_CHECK_ARG(o.tuneExploreAfter >= 0 && o.tuneExploreAfter <= 1000000,
                   "TUTTI_TUNE_EXPLORE_AFTER=", o.tuneExploreAfter,
                   " is out of range: use 0 to 1000000 calls");
+  TUTTI_CHECK_ARG(o.tuneExploreShare > 0 && o.tuneExploreShare <= 1,
+                  "TUTTI_TUNE_EXPLORE_SHARE=", o.tuneExploreShare,
+                  " is out of range: use a share above 0, at most 1");
   TUTTI_CHECK_ARG(o.tuneConfirmJobs >= 1 && o.tuneConfirmJobs <= 100,
                   "TUTTI_TUNE_CONFIRM_JOBS=", o.tuneConfirmJobs,
                   " is out of range: use 1 to 100 jobs");

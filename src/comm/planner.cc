@@ -29,11 +29,15 @@ Planner::~Planner() = default;
 const Planner::CallPlan& Planner::plan(const algo::CollArgs& args, std::string_view spec) {
   if (!args.counts.empty() || !args.sendCounts.empty()) return planUneven(args, spec);
   LastPlan& l = last_;
-  if (l.valid && l.coll == args.coll && l.count == args.count && l.dtype == args.dtype &&
-      l.op == args.op && l.root == args.root && l.windowBytes == args.windowBytes &&
-      l.inPlace == args.inPlace && l.spec == spec)
-    return l.plan;
-  l.valid = false;
+  if ((l.valid || l.reuse > 0) && l.coll == args.coll && l.count == args.count &&
+      l.dtype == args.dtype && l.op == args.op && l.root == args.root &&
+      l.windowBytes == args.windowBytes && l.inPlace == args.inPlace && l.spec == spec) {
+    if (l.valid) return l.plan;
+    --l.reuse;
+    ++l.reused;
+    return l.untimed;
+  }
+  dropLastPlan();
   l.spec.assign(spec);
   const Choice choice = choose(args, l.spec);
   const algo::AlgorithmInfo& info = *choice.info;
@@ -47,13 +51,21 @@ const Planner::CallPlan& Planner::plan(const algo::CollArgs& args, std::string_v
   l.inPlace = args.inPlace;
   l.plan = {&info, &planned, choice.refining, choice.sample, choice.key};
   l.valid = choice.final;
+  l.reuse = choice.refining && choice.sample < 0 ? choice.sameNext : 0;
+  l.untimed = {&info, &planned, false, -1, choice.key};
   return l.plan;
 }
 
+void Planner::dropLastPlan() {
+  if (last_.reused > 0 && selfTuning_) selfTuning_->tuner().skip(last_.plan.key, last_.reused);
+  last_.valid = false;
+  last_.reuse = last_.reused = 0;
+}
+
 void Planner::setSelfTuning(std::unique_ptr<tuning::SelfTuning> selfTuning) {
+  dropLastPlan();  // its calls were the old tuner's
   selfTuning_ = std::move(selfTuning);
   choices_.clear();
-  last_.valid = false;
   unevenValid_ = false;
 }
 
@@ -80,18 +92,19 @@ bool refinable(const algo::CollArgs& args) {
 }
 }  // namespace
 
-Planner::Choice Planner::chooseByRefinement(const algo::CollArgs& args) {
+Planner::Choice Planner::chooseByRefinement(const algo::CollArgs& args, const std::string& spec) {
   Choice c;
   c.key = tuning::tuneKeyOf(args.coll, args.nranks, hosts_, args.count * dtypeSize(args.dtype),
                             args.windowBytes > 0);
   tuning::OnlineTuner::Pick pick = selfTuning_->tuner().next(c.key, [&] {
     std::vector<tuning::TuneOption> ranked;
-    for (const auto& cand : tuning::rankCandidates(args, model(args)))
+    for (const auto& cand : rankingFor(args, spec))
       ranked.push_back({cand.info->name, cand.predictedSec});
     return ranked;
   });
   c.final = pick.settled;
   c.refining = !pick.settled;
+  c.sameNext = pick.sameNext;
   if (pick.algo.empty()) return c;
   const algo::AlgorithmInfo* info = algo::find(args.coll, pick.algo);
   // A winner of another count in the bucket (or an older cache) that does not apply here: the
@@ -123,7 +136,7 @@ Planner::Choice Planner::choose(const algo::CollArgs& args, const std::string& s
     }
   }
   if (selfTuning_ && refinable(args)) {
-    Choice c = chooseByRefinement(args);
+    Choice c = chooseByRefinement(args, spec);
     if (c.info == nullptr) c.info = &chooseByModel(args, spec);
     return c;
   }
@@ -134,10 +147,15 @@ Planner::Choice Planner::choose(const algo::CollArgs& args, const std::string& s
 
 const algo::AlgorithmInfo& Planner::chooseByModel(const algo::CollArgs& args,
                                                   const std::string& spec) {
+  return *rankingFor(args, spec)[0].info;
+}
+
+const std::vector<tuning::Candidate>& Planner::rankingFor(const algo::CollArgs& args,
+                                                          const std::string& spec) {
   std::string key = std::to_string(static_cast<int>(args.coll)) + "/" + std::to_string(args.count) +
                     "/" + std::to_string(args.dtype) + "/" + std::to_string(args.op) + "/" +
                     std::to_string(args.root) + "/" + spec;
-  if (auto it = choices_.find(key); it != choices_.end()) return *it->second;
+  if (auto it = choices_.find(key); it != choices_.end()) return it->second;
   const tuning::CostModel m = model(args);
   // A V-collective's arrays: the model times the uniform call of the same total instead. An
   // all-to-all-v's differ between ranks (each rank knows only its own row and column), so no
@@ -170,8 +188,7 @@ const algo::AlgorithmInfo& Planner::chooseByModel(const algo::CollArgs& args,
                             << " (predicted:" << os.str() << ")");
   }
   if (choices_.size() > 4096) choices_.clear();
-  choices_[key] = candidates[0].info;
-  return *candidates[0].info;
+  return choices_[key] = std::move(candidates);
 }
 
 std::vector<const algo::AlgorithmInfo*> Planner::fusionCandidates(const algo::CollArgs& args,
@@ -207,7 +224,7 @@ const algo::AlgorithmInfo* Planner::needsHostSendCounts(const algo::CollArgs& ar
 const Planner::CallPlan& Planner::planUneven(const algo::CollArgs& args, std::string_view spec) {
   if (unevenValid_ && unevenSpec_ == spec && sameUnevenCall(args, unevenArgs_)) return unevenPlan_;
   unevenValid_ = false;
-  last_.valid = false;  // the last plan is no longer the one in use
+  dropLastPlan();  // the last plan is no longer the one in use
   const algo::AlgorithmInfo& info = *choose(args, std::string(spec)).info;
   uneven_.schedule = info.build(args);
   if (tuttiTestMutateSchedule != nullptr) tuttiTestMutateSchedule(&uneven_.schedule, &args);
@@ -232,7 +249,7 @@ const Planner::Planned& Planner::build(const algo::AlgorithmInfo& info,
   if (auto it = schedules_.find(key); it != schedules_.end()) return it->second;
   if (schedules_.size() >= 256) {
     schedules_.clear();
-    last_.valid = false;  // it pointed into the cache
+    dropLastPlan();  // it pointed into the cache
   }
   Planned p;
   p.schedule = info.build(args);

@@ -22,6 +22,7 @@
 #include "interfaces/algorithm.h"
 #include "interfaces/window.h"
 #include "tuning/online_tuner.h"
+#include "tuning/tuner.h"
 
 namespace tutti {
 namespace tuning {
@@ -103,12 +104,17 @@ class Planner {
     bool refining = false;
     int sample = -1;
     tuning::TuneKey key;
+    int sameNext = 0;  // the tuner's Pick::sameNext
   };
   Choice choose(const algo::CollArgs& args, const std::string& spec);
   // The model's choice (cached per call shape).
   const algo::AlgorithmInfo& chooseByModel(const algo::CollArgs& args, const std::string& spec);
+  // The model's ranking of the applicable algorithms, cheapest first (cached per call shape:
+  // timing every candidate's schedules costs far more than a small call).
+  const std::vector<tuning::Candidate>& rankingFor(const algo::CollArgs& args,
+                                                   const std::string& spec);
   // Online refinement's choice for args, or info null where it has none (the model's then).
-  Choice chooseByRefinement(const algo::CollArgs& args);
+  Choice chooseByRefinement(const algo::CollArgs& args, const std::string& spec);
   // A V-collective with its own blocks: built for the call (its blocks differ from call to
   // call), kept until the next plan.
   const CallPlan& planUneven(const algo::CollArgs& args, std::string_view spec);
@@ -124,8 +130,8 @@ class Planner {
   std::string unevenSpec_;
   bool unevenValid_ = false;
   transport::Window* window_ = nullptr;
-  // Automatic choices by (collective, count, dtype, op, root, spec).
-  std::map<std::string, const algo::AlgorithmInfo*> choices_;
+  // The model's rankings by (collective, count, dtype, op, root, spec).
+  std::map<std::string, std::vector<tuning::Candidate>> choices_;
   // Built schedules by (algorithm, collective, sizes): rebuilding costs more than a small call.
   std::map<std::string, Planned> schedules_;
   // Neighbour all-reduce schedules by (algorithm, graph id, step, count, dtype).
@@ -142,7 +148,15 @@ class Planner {
     bool inPlace = false;
     std::string spec;
     CallPlan plan;
+    // A refining plan the tuner gave for its next calls too (Pick::sameNext): reused that many
+    // times, untimed, without asking it; the calls made so are reported (skip) before it is
+    // next asked.
+    int reuse = 0;
+    int reused = 0;
+    CallPlan untimed;  // plan, neither refining nor timed
   };
+  // Forgets the last plan, reporting the calls that reused it to the tuner.
+  void dropLastPlan();
   LastPlan last_;
 };
 

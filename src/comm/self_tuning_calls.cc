@@ -61,6 +61,7 @@ void Communicator::startSelfTuning(const RankPlace& myPlace, const Deadline& dea
   tuning::TuneSettings settings;
   settings.maxCandidates = static_cast<int>(options_.tuneCandidates);
   settings.exploreAfter = static_cast<int>(options_.tuneExploreAfter);
+  settings.exploreShare = options_.tuneExploreShare;
   settings.confirmJobs = static_cast<int>(options_.tuneConfirmJobs);
   const tuning::ModelSource source = options_.tuningFileSet ? tuning::ModelSource::kUser
                                      : planner_->usesTopologyModel()

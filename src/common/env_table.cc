@@ -169,6 +169,10 @@ constexpr Var kVars[] = {
     {"TUTTI_TUNE_EXPLORE_AFTER", Type::kInt, "2", "TUNING",
      "Online refinement: calls of a shape that use the model's choice before its candidates "
      "are tried."},
+    {"TUTTI_TUNE_EXPLORE_SHARE", Type::kDouble, "0.125", "TUNING",
+     "Online refinement: the most a shape's explored calls may be of its calls so far (0 to 1). "
+     "A short job explores nothing and runs the model's choice; a long one settles after about "
+     "its explored calls divided by this. 1: explore in consecutive calls (settles soonest)."},
     {"TUTTI_TUNE_CONFIRM_JOBS", Type::kInt, "1", "TUNING",
      "Online refinement: 1, a cached choice is final; more (e.g. 3): a choice that a run-off "
      "made is run off again by the next job, and by later ones while the jobs disagree or its "

@@ -128,9 +128,11 @@ std::vector<OnlineTuner::PlannedCall> OnlineTuner::planCalls(int options, int re
     if (timed == 0) continue;
     for (int i = 0; i < options; ++i) {
       const int option = pass % 2 == 0 ? i : options - 1 - i;
+      const size_t start = calls.size();
       for (int w = 0; w < warmup; ++w) calls.push_back({option, -1});
       for (int t = 0; t < timed; ++t) calls.push_back({option, option * reps + first + t});
       for (int c = 0; c < cooldown; ++c) calls.push_back({option, -1});
+      calls[start].block = warmup + timed + cooldown;
     }
   }
   return calls;
@@ -140,7 +142,8 @@ OnlineTuner::Pick OnlineTuner::pickFor(State& s) {
   switch (s.phase) {
     case Phase::kCounting:
       ++s.counted;
-      return {s.confirming ? s.winner : std::string(), -1, false};
+      return {s.confirming ? s.winner : std::string(), -1, false,
+              std::max(0, settings_.exploreAfter - s.counted)};
     case Phase::kSettled:
       return {s.winner, -1, true};
     case Phase::kExploring:
@@ -148,10 +151,31 @@ OnlineTuner::Pick OnlineTuner::pickFor(State& s) {
   }
   if (s.position >= static_cast<int>(s.calls.size()))
     return {s.options[0].name, -1, false};  // awaiting conclude()
+  const PlannedCall& next = s.calls[static_cast<size_t>(s.position)];
+  if (next.block > 0 && settings_.exploreShare < 1 &&
+      static_cast<double>(s.explored + next.block) >
+          settings_.exploreShare * static_cast<double>(s.seen))  // between blocks
+    return {s.confirming ? s.winner : s.options[0].name, -1, false,
+            callsBeforeBlockFits(s, next.block)};
   const PlannedCall& c = s.calls[static_cast<size_t>(s.position++)];
   ++explored_;
   ++s.explored;
   return {s.options[static_cast<size_t>(c.option)].name, c.sample, false};
+}
+
+int OnlineTuner::callsBeforeBlockFits(const State& s, int block) const {
+  // The first call count m with explored + block <= share * m.
+  const double need = static_cast<double>(s.explored + block);
+  auto m = static_cast<long>(std::ceil(need / settings_.exploreShare));
+  while (m > 0 && settings_.exploreShare * static_cast<double>(m - 1) >= need) --m;
+  while (settings_.exploreShare * static_cast<double>(m) < need) ++m;
+  return static_cast<int>(std::clamp<long>(m - 1 - s.seen, 0, std::numeric_limits<int>::max()));
+}
+
+void OnlineTuner::skip(const TuneKey& key, int calls) {
+  State& s = states_[key];
+  s.seen += calls;
+  if (s.phase == Phase::kCounting) s.counted += calls;
 }
 
 void OnlineTuner::record(const TuneKey& key, int sample, double seconds) {

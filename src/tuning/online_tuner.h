@@ -47,7 +47,14 @@ struct TuneKey {
 TuneKey tuneKeyOf(algo::Coll coll, int nranks, int hosts, size_t bytes, bool window);
 
 struct TuneSettings {
-  int exploreAfter = 2;           // calls of a key that use the model before exploring starts
+  int exploreAfter = 2;  // calls of a key that use the model before exploring starts
+  // Exploring calls are at most this share of a key's calls: a block of one candidate's calls
+  // starts only when the key's explored calls, the block's with them, stay within this share
+  // of its calls so far; the calls between blocks run the model's choice (or the adopted
+  // winner). A short job (a perf test's 20 calls a size) then explores nothing and runs at the
+  // model's speed; a long one explores a bounded share of its calls and settles after about
+  // (its explored calls) / exploreShare calls. 1 or more: every block at once (calls in a row).
+  double exploreShare = 0.125;
   int maxCandidates = 8;          // the model's best that are tried (at most: every all-reduce
                                   // algorithm on one host)
   double withinFactor = 3;        // ... and only those predicted within this factor of the best
@@ -125,7 +132,14 @@ constexpr int maxCallsToSettle(const TuneSettings& s) {
           ? 0
           : s.runoffFinalists *
                 (passesFor(s, runoffReps) * (s.runoffWarmup + s.runoffCooldown) + runoffReps);
-  return s.exploreAfter + explore + s.runoffRounds * round;
+  const int explored = explore + s.runoffRounds * round;
+  if (s.exploreShare >= 1) return s.exploreAfter + explored;
+  // Below a share of 1 the last block starts once the calls reach explored / share (a block
+  // is at most a candidate's reps with its untimed calls), and ends that block later.
+  const int block =
+      std::max(reps + passesFor(s, reps) * s.warmup,
+               runoffReps + passesFor(s, runoffReps) * (s.runoffWarmup + s.runoffCooldown));
+  return s.exploreAfter + static_cast<int>(explored / s.exploreShare) + 1 + block;
 }
 
 struct TuneOption {
@@ -141,16 +155,23 @@ class OnlineTuner {
     std::string algo;      // "" : use the model's choice (the caller's ranking)
     int sample = -1;       // >= 0: time this call and record() it under this index
     bool settled = false;  // the key's choice is final (the caller may cache it)
+    // The key's next this many calls get this pick too, untimed (the calls before exploring
+    // starts, or between its blocks): a caller may reuse it without asking, and report the
+    // calls it made so with skip() before it next asks for the key.
+    int sameNext = 0;
   };
   // The next call of `key`. ranked: the model's applicable candidates, cheapest first (called
   // only when the key starts exploring).
   template <typename Ranked>
   Pick next(const TuneKey& key, Ranked&& ranked) {
     State& s = states_[key];
+    ++s.seen;
     if (s.phase == Phase::kCounting && s.counted + 1 > settings_.exploreAfter)
       start(key, s, ranked());
     return pickFor(s);
   }
+  // `calls` calls of key made with a pick's sameNext, without asking (at most that many).
+  void skip(const TuneKey& key, int calls);
   // This rank's time of the call picked with `sample`.
   void record(const TuneKey& key, int sample, double seconds);
   // True when key's exploration has all its samples: the caller agrees on measured(key) (the
@@ -193,10 +214,12 @@ class OnlineTuner {
   struct PlannedCall {
     int option = 0;   // the candidate it runs
     int sample = -1;  // where its time goes (-1: untimed)
+    int block = 0;    // the first call of a block of this many calls of one candidate (else 0)
   };
   struct State {
     Phase phase = Phase::kCounting;
     int counted = 0;   // calls seen while counting
+    int seen = 0;      // calls of the key (every phase)
     int position = 0;  // the next exploring call's index in `calls`
     int explored = 0;  // calls explored so far (every round)
     bool runoff = false;
@@ -216,6 +239,8 @@ class OnlineTuner {
   // run-off's: the next candidate's start falls on them, not on a timed call).
   static std::vector<PlannedCall> planCalls(int options, int reps, int passes, int warmup,
                                             int cooldown);
+  // The calls after this one (the key's seen-th) before a block of `block` calls fits the share.
+  int callsBeforeBlockFits(const State& s, int block) const;
   // The first of pass p's timed calls among a candidate's `reps` in `passes` (p == passes: reps).
   static int passStart(int reps, int passes, int p);
   void start(const TuneKey& key, State& s, const std::vector<TuneOption>& ranked);

@@ -147,6 +147,7 @@ TEST(SelfTuning, ExploredCallsAreCorrectEveryRankRunsTheSameAlgorithmAndTheCache
         setenv("TUTTI_TUNING_FILE", dir.file("model.tuning").c_str(), 1);
         setenv("TUTTI_TUNING_CACHE", cache.c_str(), 1);
         setenv("TUTTI_TUNE_EXPLORE_AFTER", "1", 1);
+        setenv("TUTTI_TUNE_EXPLORE_SHARE", "1", 1);  // settle within the calls below
         unsetenv("TUTTI_ALGO");
         callStream(n, rank, id, kCallsToSettle, dir.file("seq." + std::to_string(rank)));
       },
@@ -188,6 +189,7 @@ TEST(SelfTuning, AWarmCacheIsUsedFromTheFirstCallAndRanksAgreeOnRankZerosCache) 
         [&](int rank) {
           setenv("TUTTI_TUNING_CACHE", cacheA.c_str(), 1);
           setenv("TUTTI_TUNE_EXPLORE_AFTER", "0", 1);
+          setenv("TUTTI_TUNE_EXPLORE_SHARE", "1", 1);  // settle within the calls below
           callStream(n, rank, id, kCallsToSettle, dir.file("seq." + std::to_string(rank)));
         },
         240);
@@ -217,6 +219,7 @@ TEST(SelfTuning, AWarmCacheIsUsedFromTheFirstCallAndRanksAgreeOnRankZerosCache) 
       [&](int rank) {
         setenv("TUTTI_TUNING_CACHE", (rank == 0 ? cacheA : cacheB).c_str(), 1);
         setenv("TUTTI_TUNE_EXPLORE_AFTER", "0", 1);
+        setenv("TUTTI_TUNE_EXPLORE_SHARE", "1", 1);  // settle within the calls below
         // The default, set against a caller's environment: job A's run-offs stay final
         // (confirmation: the next test).
         setenv("TUTTI_TUNE_CONFIRM_JOBS", "1", 1);
@@ -245,7 +248,8 @@ TEST(SelfTuning, ACloseCachedChoiceIsRunOffAgainByTheNextJobAndItsEvidenceGrows)
         [&](int rank) {
           setenv("TUTTI_TUNING_CACHE", cache.c_str(), 1);
           setenv("TUTTI_TUNE_EXPLORE_AFTER", "1", 1);
-          setenv("TUTTI_TUNE_CONFIRM_JOBS", "3", 1);  // opt-in
+          setenv("TUTTI_TUNE_EXPLORE_SHARE", "1", 1);  // settle within the calls below
+          setenv("TUTTI_TUNE_CONFIRM_JOBS", "3", 1);   // opt-in
           unsetenv("TUTTI_ALGO");
           callStream(n, rank, id, calls, dir.file("seq." + std::to_string(rank)));
         },
@@ -328,6 +332,7 @@ TEST(SelfTuning, ForcedAlgorithmsAndDeterministicModeDoNotExplore) {
         [&](int rank) {
           setenv("TUTTI_TUNING_CACHE", dir.file("cache").c_str(), 1);
           setenv("TUTTI_TUNE_EXPLORE_AFTER", "0", 1);
+          setenv("TUTTI_TUNE_EXPLORE_SHARE", "1", 1);  // settle within the calls below
           setenv(name.c_str(), value.c_str(), 1);
           callStream(n, rank, id, 12, dir.file("seq." + std::to_string(rank)));
         },

@@ -24,9 +24,17 @@ std::vector<TuneOption> ranked() {
   return {{"rabenseifner", 1.0e-3}, {"ring", 1.1e-3}, {"tree", 2.5e-3}, {"naive", 9e-3}};
 }
 
+// Explores in consecutive calls (exploreShare 1): the tests of a round's calls and decisions;
+// the share's own tests set it.
+TuneSettings consecutive() {
+  TuneSettings s;
+  s.exploreShare = 1;
+  return s;
+}
+
 // Explores from a key's first call, two candidates, `reps` timed calls each.
 TuneSettings twoCandidates(int reps) {
-  TuneSettings s;
+  TuneSettings s = consecutive();
   s.exploreAfter = 0;
   s.maxCandidates = 2;
   s.reps = reps;
@@ -37,7 +45,7 @@ TuneSettings twoCandidates(int reps) {
 // Explores from a key's first call, three candidates, 2 timed calls each; a run-off times
 // `runoffReps` calls per finalist.
 TuneSettings threeCandidates(int runoffReps) {
-  TuneSettings s;
+  TuneSettings s = consecutive();
   s.exploreAfter = 0;
   s.maxCandidates = 3;
   s.reps = 2;
@@ -79,7 +87,7 @@ void expectUsedFromTheFirstCall(OnlineTuner& t, const std::string& algo) {
 }
 
 TEST(OnlineTuner, UsesTheModelUntilAKeyIsSeenOftenThenTriesItsBestWithinTheFactor) {
-  TuneSettings s;
+  TuneSettings s = consecutive();
   s.exploreAfter = 2;
   s.maxCandidates = 6;
   s.withinFactor = 3;
@@ -292,7 +300,7 @@ TEST(OnlineTuner, ARunOffKeepsTheModelsChoiceOnlyWithinItsTighterMargin) {
 // timed calls each, then three finalists, 32 timed calls each per round in four passes, whose
 // halves disagree in every round (all three). It settles at exactly maxCallsToSettle calls.
 TEST(OnlineTuner, AKeyWhoseEveryCountIsAtItsMostSettlesAtMaxCallsToSettle) {
-  TuneSettings s;
+  TuneSettings s = consecutive();
   s.exploreAfter = 1;
   // self_tuning_test makes this many calls of each shape (with TUTTI_TUNE_EXPLORE_AFTER 0 or
   // 1) and expects every shape settled.
@@ -340,7 +348,7 @@ TEST(OnlineTuner, AKeyWhoseEveryCountIsAtItsMostSettlesAtMaxCallsToSettle) {
 // at 6x, all its calls held up), where a longer round (5 calls of 5 ms) decides alone unless
 // others came within 25%.
 TEST(OnlineTuner, AFirstRoundTooShortToTrustSendsItsFastestFewToARunOffHoweverFarBehind) {
-  TuneSettings s;
+  TuneSettings s = consecutive();
   s.exploreAfter = 0;
   s.maxCandidates = 3;
   s.reps = s.maxReps = 5;
@@ -375,7 +383,7 @@ TEST(OnlineTuner, AFirstRoundTooShortToTrustSendsItsFastestFewToARunOffHoweverFa
 // slowest of the fastest three; a round long enough to trust leaves it out, as any candidate
 // beyond 25%.
 TEST(OnlineTuner, AFirstRoundTooShortToTrustKeepsTheModelsChoiceAFinalist) {
-  TuneSettings s;
+  TuneSettings s = consecutive();
   s.exploreAfter = 0;
   s.maxCandidates = 4;
   s.withinFactor = 10;  // naive (predicted 9x) is a candidate too
@@ -484,7 +492,7 @@ TEST(OnlineTuner, FinalistsFarApartNeedNoRunOffAndARunOffFitsItsBudget) {
 // The default budget (32 ms of timed calls a round) gives finalists of 0.25 ms calls (a 4-rank
 // all-gather at 1 MiB) the most timed calls, 32 each in four passes; of 1 ms calls, 10 in two.
 TEST(OnlineTuner, TheDefaultRunOffGivesQuarterMillisecondCallsItsMostTimedCalls) {
-  TuneSettings s;
+  TuneSettings s = consecutive();
   s.exploreAfter = 0;
   s.maxCandidates = 3;
   s.trustRoundSec = 0;  // within 25%: all three run off
@@ -834,6 +842,103 @@ TEST(TuneKey, TextRoundTripsAndBadWordsAreRefused) {
     TuneKey ignored;
     EXPECT_FALSE(TuneKey::parse(bad, &ignored)) << bad;
   }
+}
+
+}  // namespace
+}  // namespace tutti::tuning
+
+namespace tutti::tuning {
+namespace {
+
+// The default share (TuneSettings::exploreShare, 1/8): a short job's calls (a perf test's 5 + 20
+// a size) all run the model's choice, untimed; a long one explores at most that share of its
+// calls at every call, the rest running the model's choice, and settles on the fastest by
+// maxCallsToSettle.
+TEST(OnlineTuner, ExploringTakesABoundedShareOfAKeysCalls) {
+  TuneSettings s;
+  s.trustRoundSec = 0;  // no run-off: ring is clearly fastest
+  ASSERT_LT(s.exploreShare, 1);
+  OnlineTuner t(s);
+  const std::map<std::string, double> seconds = {
+      {"rabenseifner", 1e-3}, {"ring", 0.5e-3}, {"tree", 2e-3}, {"naive", 9e-3}};
+  int calls = 0;
+  while (t.winner(key()).empty() && calls < 100000) {
+    OnlineTuner::Pick p = t.next(key(), ranked);
+    ++calls;
+    if (calls <= 25) {
+      EXPECT_EQ(p.sample, -1) << "call " << calls << " of a short job was explored";
+      EXPECT_TRUE(p.algo.empty() || p.algo == "rabenseifner") << p.algo;
+    }
+    ASSERT_LE(static_cast<double>(t.exploredCalls()), s.exploreShare * calls) << "call " << calls;
+    if (p.sample >= 0) t.record(key(), p.sample, seconds.at(p.algo));
+    if (t.readyToConclude(key())) t.conclude(key(), t.measured(key()));
+  }
+  EXPECT_EQ(t.winner(key()), "ring");
+  EXPECT_LE(calls, maxCallsToSettle(s));
+  EXPECT_GT(t.exploredCalls(), 0);
+  EXPECT_GE(calls, t.exploredCalls() / s.exploreShare) << "settled too soon for the share";
+}
+
+// The same calls with the share at 1: exploring starts after exploreAfter calls and runs in
+// consecutive calls (the behaviour the other tests check).
+TEST(OnlineTuner, AShareOfOneExploresInConsecutiveCalls) {
+  TuneSettings s;
+  s.exploreShare = 1;
+  s.exploreAfter = 2;
+  OnlineTuner t(s);
+  for (int call = 1; call <= 12; ++call) {
+    OnlineTuner::Pick p = t.next(key(), ranked);
+    if (call <= 2) {
+      EXPECT_TRUE(p.algo.empty());
+    } else {
+      EXPECT_FALSE(p.algo.empty());
+    }
+    if (call == 4) {
+      EXPECT_GE(p.sample, 0) << "the block's second call is timed";
+    }
+  }
+  EXPECT_EQ(t.exploredCalls(), 10);
+}
+
+// A caller that reuses a pick for its sameNext calls and reports them with skip() (the
+// planner's cache) sees the same calls as one that asks every time: the same algorithm and
+// sample at every call, the same explored calls and winner.
+TEST(OnlineTuner, ReusingAPickForItsSameNextCallsChangesNothing) {
+  TuneSettings s;
+  s.trustRoundSec = 0;
+  OnlineTuner asking(s), reusing(s);
+  const std::map<std::string, double> seconds = {
+      {"rabenseifner", 1e-3}, {"ring", 0.5e-3}, {"tree", 2e-3}, {"naive", 9e-3}};
+  OnlineTuner::Pick reused;
+  int left = 0, skipped = 0, asked = 0;
+  for (int call = 1; call <= 1500; ++call) {
+    const OnlineTuner::Pick a = asking.next(key(), ranked);
+    OnlineTuner::Pick b;
+    if (left > 0) {
+      --left;
+      ++skipped;
+      b = reused;
+    } else {
+      if (skipped > 0) reusing.skip(key(), skipped);
+      skipped = 0;
+      b = reused = reusing.next(key(), ranked);
+      left = b.sameNext;
+      if (!b.settled) ++asked;  // a settled pick is final: a caller caches it for good
+    }
+    ASSERT_EQ(a.algo, b.algo) << "call " << call;
+    ASSERT_EQ(a.sample, b.sample) << "call " << call;
+    if (a.sample >= 0) {
+      asking.record(key(), a.sample, seconds.at(a.algo));
+      reusing.record(key(), b.sample, seconds.at(b.algo));
+    }
+    if (asking.readyToConclude(key())) asking.conclude(key(), asking.measured(key()));
+    if (reusing.readyToConclude(key())) reusing.conclude(key(), reusing.measured(key()));
+  }
+  EXPECT_EQ(asking.exploredCalls(), reusing.exploredCalls());
+  EXPECT_EQ(asking.winner(key()), "ring");
+  EXPECT_EQ(reusing.winner(key()), "ring");
+  // Before settling: the exploring calls, one ask per stretch between blocks.
+  EXPECT_LT(asked, asking.exploredCalls() + 20) << "the picks were hardly reused";
 }
 
 }  // namespace
