@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "common/env.h"
 #include "common/error.h"
@@ -20,6 +22,11 @@
 namespace tutti::tuning {
 
 namespace {
+
+// A cache file holds a few hundred lines; one larger than this is not one.
+constexpr size_t kMaxCacheBytes = 1 << 20;
+// The most a job waits for the cache's lock before it keeps nothing.
+constexpr int kLockWaitSec = 2;
 
 double nonNegative(const std::string& file, int line, const std::string& key,
                    const std::string& value) {
@@ -31,14 +38,32 @@ double nonNegative(const std::string& file, int line, const std::string& key,
   return v;
 }
 
+// The values a key may hold: a model built from them stays finite, and the file written from
+// it reads back (a cache must never write what it then rejects).
+struct KeyRange {
+  const char* key;
+  double lo, hi;
+};
+constexpr KeyRange kKeyRanges[] = {
+    {"shm.alpha_us", 0, 1e7},
+    {"tcp.alpha_us", 0, 1e7},  // up to 10 s
+    {"shm.gbps", 1e-6, 1e6},
+    {"tcp.gbps", 1e-6, 1e6},  // 1 kB/s to 1 PB/s
+    {"gamma.gbps", 1e-6, 1e6},
+    {"window.read_gbps", 1e-6, 1e6},
+    {"window.read_small_gbps", 1e-6, 1e6},
+    {"nics_per_host", 0, 1024},
+    {"cores_per_host", 0, 1e6},
+};
+
 void applyModelKey(CostModel& m, const std::string& file, int line, const std::string& key,
                    const std::string& value) {
   double v = nonNegative(file, line, key, value);
-  auto bandwidth = [&] {
-    if (v <= 0)
-      fail(tuttiInvalidArgument, "tuning file ", file, " line ", line, ": ", key, " must be > 0");
-    return 1.0 / (v * 1e9);
-  };
+  for (const KeyRange& r : kKeyRanges)
+    if (key == r.key && (v < r.lo || v > r.hi))
+      fail(tuttiInvalidArgument, "tuning file ", file, " line ", line, ": ", key, " ", value,
+           " is out of range (", r.lo, " to ", r.hi, ")");
+  auto bandwidth = [&] { return 1.0 / (v * 1e9); };
   if (key == "shm.alpha_us") {
     m.intraHost.alpha = v * 1e-6;
   } else if (key == "shm.gbps") {
@@ -82,13 +107,75 @@ bool makeDirs(const std::string& dir) {
   return true;
 }
 
+// The file's text, read without blocking: "" and *exists false where there is none; a path
+// that is not a regular file (a FIFO, a device such as /dev/zero) or holds more than
+// kMaxCacheBytes is ignored with a warning instead of blocking or filling memory.
 std::string readWhole(const std::string& path, bool* exists) {
-  std::ifstream in(path);
-  *exists = static_cast<bool>(in);
-  if (!in) return "";
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  *exists = false;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid()) {
+    if (errno != ENOENT)
+      TUTTI_WARN(kTuning, "tuning cache " << path << " ignored: cannot open ("
+                                          << std::strerror(errno) << ")");
+    return "";
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    TUTTI_WARN(kTuning, "tuning cache " << path << " ignored: not a regular file");
+    return "";
+  }
+  if (st.st_size > static_cast<off_t>(kMaxCacheBytes)) {
+    TUTTI_WARN(kTuning, "tuning cache " << path << " ignored: " << st.st_size
+                                        << " bytes, more than a cache holds (" << kMaxCacheBytes
+                                        << ")");
+    return "";
+  }
+  std::string text(kMaxCacheBytes + 1, '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (got > kMaxCacheBytes) {
+    TUTTI_WARN(kTuning, "tuning cache " << path << " ignored: it grew past " << kMaxCacheBytes
+                                        << " bytes while read");
+    return "";
+  }
+  text.resize(got);
+  *exists = true;
+  return text;
+}
+
+// An exclusive lock on the cache's lock file within kLockWaitSec, or an invalid fd (warned):
+// a lock held by a stuck process must not hold up a job.
+UniqueFd lockCache(const std::string& lockPath) {
+  UniqueFd lock(::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0600));
+  struct stat st {};
+  if (!lock.valid() || ::fstat(lock.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    TUTTI_WARN(kTuning, "tuning cache "
+                            << lockPath << ": cannot lock ("
+                            << (lock.valid() ? "not a regular file" : std::strerror(errno))
+                            << "); nothing kept");
+    return UniqueFd();
+  }
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(kLockWaitSec);
+  while (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
+    if ((errno != EWOULDBLOCK && errno != EINTR) || std::chrono::steady_clock::now() > deadline) {
+      TUTTI_WARN(kTuning, "tuning cache "
+                              << lockPath << ": "
+                              << (errno == EWOULDBLOCK
+                                      ? "held by another process for " +
+                                            std::to_string(kLockWaitSec) + " s"
+                                      : std::string("cannot lock: ") + std::strerror(errno))
+                              << "; nothing kept");
+      return UniqueFd();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return lock;
 }
 
 }  // namespace
@@ -208,22 +295,24 @@ void TuningCache::update(const std::function<void(TuningRecord&)>& change) const
                                         << "); nothing kept");
     return;
   }
-  std::string lockPath = path_ + ".lock";
-  UniqueFd lock(::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-  if (!lock.valid() || ::flock(lock.get(), LOCK_EX) != 0) {
-    TUTTI_WARN(kTuning, "tuning cache " << lockPath << ": cannot lock (" << std::strerror(errno)
-                                        << "); nothing kept");
-    return;
-  }
+  const UniqueFd lock = lockCache(path_ + ".lock");
+  if (!lock.valid()) return;
   TuningRecord r;
   std::string current = read();  // "" when missing or corrupt (warned)
   if (!current.empty()) r = parseTuningRecord(current, path_);
   change(r);
+  const std::string text = tuningRecordText(r);
+  try {  // never write what a later read would reject: the file as it was stays
+    parseTuningRecord(text, path_ + " (as it would be written)");
+  } catch (const Error& e) {
+    TUTTI_WARN(kTuning, "tuning cache " << path_ << " left as it was: " << e.what());
+    return;
+  }
   std::string tmp = path_ + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp);
     out << "# tutti tuning cache (docs/tuning.md): this host's calibration and learned choices\n"
-        << tuningRecordText(r);
+        << text;
     if (!out.flush()) {
       TUTTI_WARN(kTuning, "tuning cache " << tmp << ": write failed; nothing kept");
       ::unlink(tmp.c_str());

@@ -2,14 +2,21 @@
 // a corrupt file is ignored with a warning naming it and replaced by the next write; writers
 // in several processes at once lose no line and never leave half a file; the directory
 // follows TUTTI_TUNING_CACHE, XDG_CACHE_HOME and HOME; a calibration that failed is planned
-// with but not cached.
+// with but not cached. The cache cannot hurt a job (issue 68 F4, F9): a FIFO, a device or an
+// oversized file at its path is ignored at once, a lock held elsewhere is waited for 2 s at
+// most, values it cannot hold are refused on read and never written.
 #include "tuning/tuning_cache.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cmath>
 #include <fstream>
 #include <string>
 
@@ -182,6 +189,91 @@ TEST(TuningCache, DirectoryFollowsTheSettingThenXdgThenHome) {
     else
       unsetenv(keep[i]);
   }
+}
+
+// F4: what sits at the cache's path cannot block or fill a job's memory.
+TEST(TuningCache, AFifoADeviceOrAHugeFileAtItsPathIsIgnoredAtOnce) {
+  test::TempDir dir;
+  TuningCache cache(dir.path(), "hwloc#fifo");
+  ASSERT_EQ(::mkfifo(cache.path().c_str(), 0600), 0);
+  testing::internal::CaptureStderr();
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(cache.read(), "");  // blocked forever before (no writer opens the FIFO)
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+  std::string warned = testing::internal::GetCapturedStderr();
+  EXPECT_NE(warned.find("not a regular file"), std::string::npos) << warned;
+  EXPECT_NE(warned.find(cache.path()), std::string::npos) << warned;
+  ASSERT_EQ(::unlink(cache.path().c_str()), 0);
+  ASSERT_EQ(::symlink("/dev/zero", cache.path().c_str()), 0);  // endless
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(cache.read(), "");
+  warned = testing::internal::GetCapturedStderr();
+  EXPECT_NE(warned.find("not a regular file"), std::string::npos) << warned;
+  ASSERT_EQ(::unlink(cache.path().c_str()), 0);
+  {
+    std::ofstream big(cache.path());
+    for (int i = 0; i < 100000; ++i) big << "shm.alpha_us 3\n";  // 1.5 MB
+  }
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(cache.read(), "");
+  warned = testing::internal::GetCapturedStderr();
+  EXPECT_NE(warned.find("more than a cache holds"), std::string::npos) << warned;
+}
+
+// F4: a lock another process holds (a stuck job) costs an update 2 s, not the job.
+TEST(TuningCache, ALockHeldElsewhereIsWaitedForTwoSecondsAtMost) {
+  test::TempDir dir;
+  TuningCache cache(dir.path(), "hwloc#lock");
+  cache.update([](TuningRecord& r) { r.calibrated.insert("shm"); });
+  const std::string before = cache.read();
+  const int held = ::open((cache.path() + ".lock").c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);  // another open file description: conflicts
+  testing::internal::CaptureStderr();
+  const auto t0 = std::chrono::steady_clock::now();
+  cache.update([](TuningRecord& r) { r.calibrated.insert("tcp"); });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string warned = testing::internal::GetCapturedStderr();
+  EXPECT_GE(seconds, 1.9);
+  EXPECT_LT(seconds, 4.0);
+  EXPECT_NE(warned.find("held by another process"), std::string::npos) << warned;
+  EXPECT_EQ(cache.read(), before);
+  ::close(held);
+  cache.update([](TuningRecord& r) { r.calibrated.insert("tcp"); });
+  EXPECT_NE(cache.read().find("calibrated tcp"), std::string::npos);
+}
+
+// F9: values a model cannot hold are refused when read, naming the key, and a change that
+// would write one leaves the file as it was (it used to write a file it then rejected, losing
+// everything learned).
+TEST(TuningCache, ValuesOutOfRangeAreRefusedOnReadAndNeverWritten) {
+  for (const char* line : {"cores_per_host 1e15", "shm.gbps 5e-324", "tcp.gbps 0",
+                           "nics_per_host 100000", "shm.alpha_us 1e9", "window.read_gbps 1e9"}) {
+    try {
+      parseTuningRecord(std::string(line) + "\n", "t");
+      ADD_FAILURE() << line << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos) << e.what();
+      const std::string key(line, std::string(line).find(' '));
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
+  test::TempDir dir;
+  TuningCache cache(dir.path(), "hwloc#range");
+  cache.update([](TuningRecord& r) {
+    r.choices[tuneKeyOf(algo::Coll::kAllReduce, 2, 1, 8, true)] = "direct";
+  });
+  const std::string before = cache.read();
+  ASSERT_NE(before.find("choice allreduce n2 h1 b3 w1 direct"), std::string::npos);
+  testing::internal::CaptureStderr();
+  cache.update([](TuningRecord& r) {
+    r.model.intraHost.beta = 1 / (5e-324 * 1e9);  // inf: written as a bandwidth of 0
+    r.calibrated.insert("shm");
+  });
+  const std::string warned = testing::internal::GetCapturedStderr();
+  EXPECT_NE(warned.find("left as it was"), std::string::npos) << warned;
+  EXPECT_EQ(cache.read(), before);
 }
 
 }  // namespace
