@@ -2,8 +2,12 @@
 // that disagree on nranks (D12), and a rank that dies while the ranks set up their shared
 // window or connections at the first collective (D7). Each must be an error naming the
 // ranks involved on every rank concerned, well before the timeout, never a hang.
+#include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -12,6 +16,7 @@
 
 #include "comm_test_util.h"
 #include "harness/fork_harness.h"
+#include "harness/temp_dir.h"
 #include "tutti/tutti.h"
 
 namespace tutti::test {
@@ -30,6 +35,8 @@ class InitFailures : public ::testing::Test {
     unsetenv("TUTTI_ALGO");
     unsetenv("TUTTI_TRANSPORT");
     unsetenv("TUTTI_SHM_WINDOW_BYTES");
+    unsetenv("TUTTI_SHM_SEGMENT");
+    unsetenv("TUTTI_SHM_DIR");
   }
 };
 
@@ -156,6 +163,69 @@ TEST_P(SetupDeaths, DeadRankIsNamedPromptly) {
   });
   EXPECT_EQ(r.ranks[2].signal, SIGKILL) << r.describe();
   EXPECT_TRUE(r.ranks[0].ok() && r.ranks[1].ok() && r.ranks[3].ok()) << r.describe();
+}
+
+// tutti's names in dir (tutti-...).
+std::vector<std::string> tuttiNames(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (const dirent* e = readdir(d))
+      if (std::string(e->d_name).rfind("tutti-", 0) == 0) names.push_back(e->d_name);
+    closedir(d);
+  }
+  return names;
+}
+
+// Issue 68 F6, over named files (TUTTI_SHM_SEGMENT=file) in a directory of the test's own: rank
+// 2 is killed while the ranks set up their shm connections. The survivors' setups fail, and
+// every name they made is gone when they exit; what the killed rank made may stay (no process
+// can clean up after a SIGKILL of its own), and the next job's shm setup removes it once it is
+// older than a setup in flight (the files are made 60 s old here). Both jobs leave no name.
+TEST_F(InitFailures, ShmNamesOfAFailedSetupAreGoneAndAKilledRanksAreSweptByTheNextJob) {
+  test::TempDir dir;
+  setenv("TUTTI_SHM_SEGMENT", "file", 1);
+  setenv("TUTTI_SHM_DIR", dir.path().c_str(), 1);
+  setenv("TUTTI_TRANSPORT", "shm", 1);
+  setenv("TUTTI_ALGO", "allreduce:ring", 1);
+  setenv("TUTTI_SHM_WINDOW_BYTES", "0", 1);
+  setenv("TUTTI_TEST_DIE_AT", "connect:2", 1);
+  tuttiUniqueId id = makeId();
+  auto r = runRanks(4, [&](int rank) {
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 4, id, rank), nullptr);
+    std::vector<float> buf(4096, 1.0f);
+    EXPECT_NE(
+        tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat32, tuttiSum, comm, nullptr),
+        tuttiSuccess);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // as in SetupDeaths
+    tuttiCommAbort(comm);
+    tuttiCommDestroy(comm);
+  });
+  EXPECT_EQ(r.ranks[2].signal, SIGKILL) << r.describe();
+  const std::string killed = "-" + std::to_string(r.ranks[2].pid) + "-";
+  for (const std::string& name : tuttiNames(dir.path())) {
+    EXPECT_NE(name.find(killed), std::string::npos) << name << " of a survivor leaked";
+    struct timespec old[2];
+    clock_gettime(CLOCK_REALTIME, &old[0]);
+    old[0].tv_sec -= 60;
+    old[1] = old[0];
+    utimensat(AT_FDCWD, (dir.path() + "/" + name).c_str(), old, 0);
+  }
+  unsetenv("TUTTI_TEST_DIE_AT");
+  tuttiUniqueId next = makeId();
+  auto ok = runRanks(2, [&](int rank) {
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 2, next, rank), nullptr);
+    std::vector<float> buf(4096, static_cast<float>(rank + 1));
+    TUTTI_ASSERT_OK(
+        tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat32, tuttiSum, comm, nullptr),
+        comm);
+    EXPECT_EQ(buf[4095], 3.0f);
+    TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+  });
+  EXPECT_RANKS_OK(ok);
+  const std::vector<std::string> left = tuttiNames(dir.path());
+  EXPECT_TRUE(left.empty()) << left.size() << " name(s) left, the first " << left.front();
 }
 
 INSTANTIATE_TEST_SUITE_P(

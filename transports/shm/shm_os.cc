@@ -1,5 +1,6 @@
 #include "shm_os.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -11,7 +12,9 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -279,6 +282,25 @@ Doorbell Doorbell::create(SegmentMode mode, const std::string& dir, const std::s
   return d;
 }
 
+Doorbell::Doorbell(Doorbell&& o) noexcept
+    : read_(std::move(o.read_)),
+      write_(std::move(o.write_)),
+      path_(std::move(o.path_)),
+      named_(std::exchange(o.named_, false)) {}
+
+Doorbell& Doorbell::operator=(Doorbell&& o) noexcept {
+  if (this != &o) {
+    release();
+    read_ = std::move(o.read_);
+    write_ = std::move(o.write_);
+    path_ = std::move(o.path_);
+    named_ = std::exchange(o.named_, false);
+  }
+  return *this;
+}
+
+Doorbell::~Doorbell() { release(); }
+
 void Doorbell::drain() {
   char buf[256];
   while (::read(read_.get(), buf, sizeof(buf)) > 0) {
@@ -347,6 +369,35 @@ std::string uniqueName(const std::string& stem) {
   std::ostringstream os;
   os << "tutti-" << stem << "-" << ::getpid() << "-" << std::hex << salt << "-" << counter++;
   return os.str();
+}
+
+int removeStaleNames(const std::string& dir, double minAgeSec) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return 0;
+  const uid_t me = ::geteuid();
+  const auto now = std::chrono::system_clock::now();
+  int removed = 0;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.rfind("tutti-", 0) != 0) continue;
+    // tutti-<stem>-<pid>-<salt hex>-<counter>: the pid is the third field from the end.
+    const size_t c = name.rfind('-');
+    const size_t s = c == std::string::npos || c == 0 ? std::string::npos : name.rfind('-', c - 1);
+    const size_t p = s == std::string::npos || s == 0 ? std::string::npos : name.rfind('-', s - 1);
+    if (p == std::string::npos) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(name.c_str() + p + 1, &end, 10);
+    if (end != name.c_str() + s || pid <= 0) continue;
+    struct stat st {};
+    const std::string path = dir + "/" + name;
+    if (::lstat(path.c_str(), &st) != 0 || st.st_uid != me) continue;
+    const auto modified = std::chrono::system_clock::from_time_t(st.st_mtim.tv_sec);
+    if (std::chrono::duration<double>(now - modified).count() < minAgeSec) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours
+    if (::unlink(path.c_str()) == 0) ++removed;
+  }
+  ::closedir(d);
+  return removed;
 }
 
 }  // namespace tutti::transport::shm

@@ -87,6 +87,10 @@ class Segment {
 // own so that a peer closing its end never makes it permanently readable.
 class Doorbell {
  public:
+  Doorbell() = default;
+  Doorbell(Doorbell&& o) noexcept;
+  Doorbell& operator=(Doorbell&& o) noexcept;
+  ~Doorbell();  // unlinks a named FIFO not released yet (a setup that failed or was aborted)
   static Doorbell create(SegmentMode mode, const std::string& dir, const std::string& name);
   int waitFd() const { return read_.get(); }
   const std::string& path() const { return path_; }  // what the peer opens for writing
@@ -131,5 +135,11 @@ class PeerProcess {
 
 // A unique suffix for named objects of this process.
 std::string uniqueName(const std::string& stem);
+
+// Removes what dead processes left in dir: names uniqueName made (tutti-<stem>-<pid>-...) of
+// this user, whose pid is gone and that are older than minAgeSec (a process killed while it set
+// up its segments; a live one unlinks its names as soon as its peer opened them). Returns how
+// many were removed.
+int removeStaleNames(const std::string& dir, double minAgeSec);
 
 }  // namespace tutti::transport::shm

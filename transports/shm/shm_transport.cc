@@ -66,6 +66,9 @@ struct Pair {
   int outAttempt = 0;  // connectGrowing: the attempt of ours whose acknowledgement we wait for
 };
 
+// Files a dead process left in TUTTI_SHM_DIR are removed once they are this old (seconds).
+constexpr double kStaleNameAgeSec = 30;
+
 class ShmTransport final : public Transport {
  public:
   const char* name() const override { return "shm"; }
@@ -84,6 +87,11 @@ class ShmTransport final : public Transport {
       fail(tuttiInvalidArgument, "TUTTI_SHM_SEGMENT=", seg, ": use auto, memfd or file");
     allowFallback_ = seg == "auto";
     dir_ = env::getString("TUTTI_SHM_DIR");
+    // Names a process killed during its setup left (the others are unlinked by the peer or at
+    // a failure): older than any setup still waiting for its peer's open, of a pid now gone.
+    if (const int stale = shm::removeStaleNames(dir_, kStaleNameAgeSec); stale > 0)
+      TUTTI_INFO(kTransport, "shm: removed " << stale << " file(s) in " << dir_
+                                             << " that processes now gone left behind");
     int64_t fifo = env::getInt("TUTTI_SHM_FIFO_BYTES");
     TUTTI_CHECK_ARG(fifo >= 4096, "TUTTI_SHM_FIFO_BYTES=", fifo, " is too small (minimum 4096)");
     TUTTI_CHECK_ARG(fifo <= shm::kMaxFifoBytes, "TUTTI_SHM_FIFO_BYTES=", fifo,
