@@ -253,7 +253,11 @@ void Communicator::rethrowCallFailure() {
       throw Error(tuttiTimeout, text);
     }
     monitor_->trace().end(false);
-    if (e.code() == tuttiRemoteError) failWith(e.code(), e.what(), rank_);
+    // Any other failure inside a running call (a size the peer's message does not match, a
+    // connection this rank could not set up) leaves the ranks out of step too: the peers may
+    // wait on this rank in this call or the next. Failing the communicator releases them with
+    // an error naming this rank instead of a wait for the timeout (issue 68 F3, F5).
+    failWith(e.code(), e.what(), rank_);
     throw;
   }
 }

@@ -241,8 +241,9 @@ class Communicator {
     }
     monitor_->trace().end(true);
   }
-  // In a catch block: a failure that leaves the ranks out of step (mismatch, dead or failed
-  // peer, timeout) fails the communicator (failWith); a peer failure is rethrown naming the
+  // In a catch block: a failure inside a running call leaves the ranks out of step (mismatch,
+  // dead or failed peer, timeout, a message size the call did not expect, a connection that
+  // could not be made) and fails the communicator (failWith); a peer failure is rethrown naming the
   // rank that failed first (from the peer's failure record when it has one).
   [[noreturn]] void rethrowCallFailure();
   // Records the failure (FailureMonitor::record: later calls fail with it, the peers can read

@@ -6,6 +6,9 @@
 //   group's calls (the outputs untouched); the communicator then works on. Where one rank
 //   alone refused a call, it fails at once and the other rank's group fails within the
 //   timeout naming it.
+// - F3: a V-collective whose counts disagree, caught by one receiver (tuttiInvalidUsage), fails
+//   its communicator: a rank waiting on it fails at once naming it instead of waiting for the
+//   timeout, and so does every later call.
 // Real processes over shm and tcp (rotated by case).
 #include <gtest/gtest.h>
 
@@ -152,6 +155,48 @@ TEST(RefusedCalls, OneRankRefusedFailsThePeerNamingIt) {
   });
   EXPECT_RANKS_OK(result);
 }
+
+// F3: rank 0 sends rank 1 three elements where rank 1 expects five. Rank 1 fails with the size
+// mismatch; ranks 0 and 2 succeed (their blocks arrived) or fail within 2 s (TUTTI_TIMEOUT 20 s)
+// naming rank 1, and the next call fails within 2 s on every rank, naming rank 1.
+void runVMismatch(const char* transport) {
+  const int n = 3;
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(n, [&](int rank) {
+    tuttiComm_t comm = initComm(n, id, rank, transport, 20000);
+    ASSERT_NE(comm, nullptr);
+    std::vector<int32_t> s(32, rank + 1), r(32, kSentinel);
+    std::vector<size_t> sc = {2, 2, 2}, sd = {0, 8, 16}, rc = {2, 2, 2}, rd = {0, 8, 16};
+    if (rank == 0) sc[1] = 3;  // sends 3 to rank 1 ...
+    if (rank == 1) rc[0] = 5;  // ... which expects 5
+    const auto t0 = std::chrono::steady_clock::now();
+    const tuttiResult_t res = tuttiAllToAllV(s.data(), sc.data(), sd.data(), r.data(), rc.data(),
+                                             rd.data(), tuttiInt32, comm, nullptr);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const std::string text = tuttiGetLastError(comm);
+    if (rank == 1) {
+      EXPECT_EQ(res, tuttiInvalidUsage) << text;
+    } else if (res != tuttiSuccess) {  // a rank whose own blocks all arrived may succeed
+      EXPECT_NE(text.find("rank 1"), std::string::npos) << text;
+    }
+    EXPECT_LT(seconds, 2.0) << "rank " << rank << ": " << text;
+    // Rank 1's communicator failed: the next call fails on every rank at once, naming rank 1
+    // (before, rank 1 went on with a message's bytes left unread in its connection).
+    const auto t1 = std::chrono::steady_clock::now();
+    EXPECT_NE(tuttiAllReduce(s.data(), r.data(), 4, tuttiInt32, tuttiSum, comm, nullptr),
+              tuttiSuccess);
+    const std::string next = tuttiGetLastError(comm);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count(), 2.0)
+        << next;
+    EXPECT_NE(next.find("rank 1"), std::string::npos) << next;
+    tuttiCommDestroy(comm);
+  });
+  EXPECT_RANKS_OK(result);
+}
+
+TEST(RefusedCalls, VCountMismatchFailsEveryRankPromptlyShm) { runVMismatch("shm"); }
+TEST(RefusedCalls, VCountMismatchFailsEveryRankPromptlyTcp) { runVMismatch("tcp"); }
 
 }  // namespace
 }  // namespace tutti::test
