@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -226,6 +227,47 @@ TEST_F(InitFailures, ShmNamesOfAFailedSetupAreGoneAndAKilledRanksAreSweptByTheNe
   EXPECT_RANKS_OK(ok);
   const std::vector<std::string> left = tuttiNames(dir.path());
   EXPECT_TRUE(left.empty()) << left.size() << " name(s) left, the first " << left.front();
+}
+
+// A case of issue 68's F5: rank 1 cannot open the descriptors its connections need (its
+// RLIMIT_NOFILE lowered to what it holds after init). Its first all-reduce fails locally; the
+// other ranks must fail within 5 s (TUTTI_TIMEOUT 30 s) naming rank 1, not wait for the timeout.
+// (This case held before the issue too; the shm memory check's failure is not covered here.)
+TEST_F(InitFailures, ARankThatCannotConnectReleasesItsPeersNamingItself) {
+  for (const char* transport : {"shm", "tcp"}) {
+    setenv("TUTTI_TRANSPORT", transport, 1);
+    setenv("TUTTI_ALGO", "allreduce:ring", 1);
+    setenv("TUTTI_SHM_WINDOW_BYTES", "0", 1);
+    tuttiUniqueId id = makeId();
+    auto r = runRanks(4, [&](int rank) {
+      tuttiComm_t comm = nullptr;
+      TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 4, id, rank), nullptr);
+      if (rank == 1) {
+        int open = 0;
+        if (DIR* d = opendir("/proc/self/fd")) {
+          while (readdir(d) != nullptr) ++open;
+          closedir(d);
+        }
+        const rlimit low{static_cast<rlim_t>(open), static_cast<rlim_t>(open)};
+        ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+      }
+      std::vector<float> buf(4096, 1.0f);
+      const auto t0 = std::chrono::steady_clock::now();
+      const tuttiResult_t res =
+          tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat32, tuttiSum, comm, nullptr);
+      const double secs = secondsSince(t0);
+      const std::string msg = tuttiGetLastError(comm);
+      EXPECT_NE(res, tuttiSuccess) << transport << " rank " << rank;
+      EXPECT_LT(secs, 5.0) << transport << " rank " << rank << ": " << msg;
+      if (rank != 1) {
+        EXPECT_NE(msg.find("rank 1"), std::string::npos) << transport << ": " << msg;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      tuttiCommAbort(comm);
+      tuttiCommDestroy(comm);
+    });
+    EXPECT_RANKS_OK(r);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
