@@ -234,6 +234,9 @@ TEST_F(InitFailures, ShmNamesOfAFailedSetupAreGoneAndAKilledRanksAreSweptByTheNe
 // other ranks must fail within 5 s (TUTTI_TIMEOUT 30 s) naming rank 1, not wait for the timeout.
 // (This case held before the issue too; the shm memory check's failure is not covered here.)
 TEST_F(InitFailures, ARankThatCannotConnectReleasesItsPeersNamingItself) {
+  if (const char* san = getenv("TUTTI_TEST_SANITIZERS"); san != nullptr && *san != '\0')
+    GTEST_SKIP() << "built with sanitizers (" << san << "): their runtime needs descriptors of "
+                 << "its own (UBSan probes memory through a pipe), which this test takes away";
   for (const char* transport : {"shm", "tcp"}) {
     setenv("TUTTI_TRANSPORT", transport, 1);
     setenv("TUTTI_ALGO", "allreduce:ring", 1);
