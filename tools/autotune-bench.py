@@ -82,7 +82,8 @@ def run_perf(a, np, coll, cache, out_csv, cycles, types, tune=True):
     sweep, the calibration times and explored-call counts of its TUNE log, the log itself, and
     each size's ITERS."""
     env = dict(os.environ, TUTTI_TUNING_CACHE=cache, TUTTI_DEBUG="INFO", TUTTI_DEBUG_SUBSYS="TUNE",
-               TUTTI_TUNE="1" if tune else "0", TUTTI_TUNE_EXPLORE_SHARE=a.explore_share)
+               TUTTI_TUNE="1" if tune else "0", TUTTI_TUNE_EXPLORE_SHARE=a.explore_share,
+               TUTTI_TUNE_EXPLORE_AFTER=a.explore_after)
     env.pop("TUTTI_ALGO", None)
     log = ""
     rows = []
@@ -225,6 +226,9 @@ def main():
     ap.add_argument("--no-oracle", dest="oracle", action="store_false",
                     help="leave out the oracle job (the warm cache set to each size's best forced)")
     ap.add_argument("--logs", help="keep each job's perf-test output and TUNE log in this folder")
+    ap.add_argument("--explore-after", default="2",
+                    help="TUTTI_TUNE_EXPLORE_AFTER of the jobs: 2, as the bench's figures were "
+                    "taken (the library's default, 64, holds exploring off for a short job)")
     ap.add_argument("--explore-share", default="1",
                     help="TUTTI_TUNE_EXPLORE_SHARE of the jobs: 1 (explore in consecutive calls, "
                     "so that the cold job's sweeps settle every size; the library's default, "

@@ -42,7 +42,11 @@ _spec.loader.exec_module(_bench)
 def run_job(a, cache, env_extra, out_csv):
     """One perf-test job on `cache`: (auto's score, auto's algorithm, best forced, TUNE lines)."""
     dtype = _bench.datatype(a.coll, a.np, parse_bytes(a.size))
-    env = dict(os.environ, TUTTI_TUNING_CACHE=cache, TUTTI_DEBUG="INFO", TUTTI_DEBUG_SUBSYS="TUNE")
+    # Refinement as this tool's figures were taken: exploring from a shape's third call, in
+    # consecutive calls (the library's defaults hold it off for short jobs); a variant may set
+    # either.
+    env = dict(os.environ, TUTTI_TUNING_CACHE=cache, TUTTI_DEBUG="INFO", TUTTI_DEBUG_SUBSYS="TUNE",
+               TUTTI_TUNE_EXPLORE_AFTER="2", TUTTI_TUNE_EXPLORE_SHARE="1")
     env.pop("TUTTI_ALGO", None)
     env.update(env_extra)
     cmd = [os.path.join(a.build, "tools", "tuttirun", "tuttirun"), "-np", str(a.np),

@@ -29,7 +29,7 @@ struct CommOptions {
   std::string tuningCacheDir;           // TUTTI_TUNING_CACHE resolved: "" = no cache
   bool tuningFileSet = false;           // TUTTI_TUNING_FILE names a model (not calibrated then)
   int64_t tuneCandidates = 8;           // TUTTI_TUNE_CANDIDATES
-  int64_t tuneExploreAfter = 2;         // TUTTI_TUNE_EXPLORE_AFTER
+  int64_t tuneExploreAfter = 64;        // TUTTI_TUNE_EXPLORE_AFTER
   double tuneExploreShare = 0.125;      // TUTTI_TUNE_EXPLORE_SHARE
   int64_t tuneConfirmJobs = 1;          // TUTTI_TUNE_CONFIRM_JOBS
   int64_t streamLanes = 1;              // TUTTI_STREAM_LANES (src/api/comm_lanes.h)

@@ -166,9 +166,9 @@ constexpr Var kVars[] = {
     {"TUTTI_TUNE_CANDIDATES", Type::kInt, "8", "TUNING",
      "Online refinement: the most candidates tried per call shape (the model's best, within "
      "3x of its best prediction)."},
-    {"TUTTI_TUNE_EXPLORE_AFTER", Type::kInt, "2", "TUNING",
+    {"TUTTI_TUNE_EXPLORE_AFTER", Type::kInt, "64", "TUNING",
      "Online refinement: calls of a shape that use the model's choice before its candidates "
-     "are tried."},
+     "are tried (64: more than a perf test makes of a size with nccl-tests' defaults)."},
     {"TUTTI_TUNE_EXPLORE_SHARE", Type::kDouble, "0.125", "TUNING",
      "Online refinement: the most a shape's explored calls may be of its calls so far (0 to 1). "
      "A short job explores nothing and runs the model's choice; a long one settles after about "

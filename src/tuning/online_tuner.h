@@ -47,7 +47,10 @@ struct TuneKey {
 TuneKey tuneKeyOf(algo::Coll coll, int nranks, int hosts, size_t bytes, bool window);
 
 struct TuneSettings {
-  int exploreAfter = 2;  // calls of a key that use the model before exploring starts
+  // Calls of a key that use the model before exploring starts: more than a perf test makes
+  // of a size with nccl-tests' defaults (5 + 20 out of place, 5 + 20 in place), so that such a
+  // job never explores, whatever the share below.
+  int exploreAfter = 64;
   // Exploring calls are at most this share of a key's calls: a block of one candidate's calls
   // starts only when the key's explored calls, the block's with them, stay within this share
   // of its calls so far; the calls between blocks run the model's choice (or the adopted
