@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "interfaces/algorithm.h"
@@ -45,12 +46,17 @@ CallTag packedCallTag(tuttiDataType_t dtype, tuttiRedOp_t userOp, size_t members
 class ShapeDigest {
  public:
   ShapeDigest& add(uint64_t word) {
-    for (int b = 0; b < 8; ++b) value_ = (value_ ^ ((word >> (8 * b)) & 0xff)) * 1099511628211ull;
+    for (int b = 0; b < 8; ++b) addByte(static_cast<unsigned char>(word >> (8 * b)));
+    return *this;
+  }
+  ShapeDigest& addBytes(std::string_view text) {
+    for (unsigned char c : text) addByte(c);
     return *this;
   }
   uint64_t value() const { return value_; }
 
  private:
+  void addByte(unsigned char b) { value_ = (value_ ^ b) * 1099511628211ull; }
   uint64_t value_ = 14695981039346656037ull;
 };
 // The collective call number a tag carries (0 for point-to-point batches and {0, 0}).

@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "comm/call_tag.h"
 #include "common/dtype.h"
 #include "common/log.h"
 #include "exec/schedule_merge.h"
@@ -18,12 +19,6 @@ std::string shapeOf(const algo::CollArgs& a) {
 }
 
 constexpr size_t kMaxCachedPlans = 64;
-
-uint64_t fnv1a(const std::string& text) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 }  // namespace
 
@@ -76,7 +71,7 @@ const FusedPlans::Plan* FusedPlans::plan(std::span<const algo::CollArgs> members
   Plan p;
   p.schedule = exec::mergeSchedules(parts, "fused");
   p.peers = exec::peersOf(p.schedule);
-  p.digest = fnv1a(key);
+  p.digest = ShapeDigest().addBytes(key).value();
   TUTTI_INFO(kTuning, "fused group of " << members.size() << " -> " << p.schedule.rounds.size()
                                         << " rounds (" << names << ")");
   return &*(plans_[key] = std::move(p));
