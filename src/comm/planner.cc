@@ -35,7 +35,8 @@ const Planner::CallPlan& Planner::plan(const algo::CollArgs& args, std::string_v
     if (l.valid) return l.plan;
     --l.reuse;
     ++l.reused;
-    return l.untimed;
+    l.plan.refining = false;  // a reused pick is untimed (its sample is -1)
+    return l.plan;
   }
   dropLastPlan();
   l.spec.assign(spec);
@@ -52,7 +53,6 @@ const Planner::CallPlan& Planner::plan(const algo::CollArgs& args, std::string_v
   l.plan = {&info, &planned, choice.refining, choice.sample, choice.key};
   l.valid = choice.final;
   l.reuse = choice.refining && choice.sample < 0 ? choice.sameNext : 0;
-  l.untimed = {&info, &planned, false, -1, choice.key};
   return l.plan;
 }
 

@@ -149,11 +149,10 @@ class Planner {
     std::string spec;
     CallPlan plan;
     // A refining plan the tuner gave for its next calls too (Pick::sameNext): reused that many
-    // times, untimed, without asking it; the calls made so are reported (skip) before it is
-    // next asked.
+    // times, untimed (plan.refining cleared), without asking it; the calls made so are
+    // reported (skip) before it is next asked.
     int reuse = 0;
     int reused = 0;
-    CallPlan untimed;  // plan, neither refining nor timed
   };
   // Forgets the last plan, reporting the calls that reused it to the tuner.
   void dropLastPlan();
