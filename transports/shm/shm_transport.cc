@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -89,9 +90,13 @@ class ShmTransport final : public Transport {
     dir_ = env::getString("TUTTI_SHM_DIR");
     // Names a process killed during its setup left (the others are unlinked by the peer or at
     // a failure): older than any setup still waiting for its peer's open, of a pid now gone.
-    if (const int stale = shm::removeStaleNames(dir_, kStaleNameAgeSec); stale > 0)
-      TUTTI_INFO(kTransport, "shm: removed " << stale << " file(s) in " << dir_
-                                             << " that processes now gone left behind");
+    // Once a process (TUTTI_SHM_DIR is read once): not at every communicator's setup.
+    static std::once_flag swept;
+    std::call_once(swept, [this] {
+      if (const int stale = shm::removeStaleNames(dir_, kStaleNameAgeSec); stale > 0)
+        TUTTI_INFO(kTransport, "shm: removed " << stale << " file(s) in " << dir_
+                                               << " that processes now gone left behind");
+    });
     int64_t fifo = env::getInt("TUTTI_SHM_FIFO_BYTES");
     TUTTI_CHECK_ARG(fifo >= 4096, "TUTTI_SHM_FIFO_BYTES=", fifo, " is too small (minimum 4096)");
     TUTTI_CHECK_ARG(fifo <= shm::kMaxFifoBytes, "TUTTI_SHM_FIFO_BYTES=", fifo,
