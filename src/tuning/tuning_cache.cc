@@ -130,20 +130,19 @@ std::string readWhole(const std::string& path, bool* exists) {
                                         << ")");
     return "";
   }
-  std::string text(kMaxCacheBytes + 1, '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    const ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
+  std::string text;  // read in chunks, at most kMaxCacheBytes + 1 bytes (a file still growing)
+  char chunk[16384];
+  while (text.size() <= kMaxCacheBytes) {
+    const ssize_t n = ::read(fd.get(), chunk, sizeof(chunk));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    got += static_cast<size_t>(n);
+    text.append(chunk, static_cast<size_t>(n));
   }
-  if (got > kMaxCacheBytes) {
+  if (text.size() > kMaxCacheBytes) {
     TUTTI_WARN(kTuning, "tuning cache " << path << " ignored: it grew past " << kMaxCacheBytes
                                         << " bytes while read");
     return "";
   }
-  text.resize(got);
   *exists = true;
   return text;
 }
