@@ -6,9 +6,10 @@
 // previous chunk or call: nobody still reads this rank's window):
 //   all-reduce one-shot:  wait(ph) copy-in post(ph+1) | wait(ph+1) out = x0 op .. op x_{n-1}
 //                         post(ph+2)
-//   all-reduce two-shot:  wait(ph) copy-in post(ph+1) | wait(ph+1) reduce own block into out,
-//                         copy it into the window, post(ph+2) | wait(ph+2) copy the others'
-//                         blocks, post(ph+3)
+//   all-reduce two-shot:  wait(ph) copy-in of the peers' blocks (not the own one) post(ph+1) |
+//                         wait(ph+1) reduce the own block (own term from the input) into the
+//                         own window's block, copy it to out, post(ph+2) | wait(ph+2) copy the
+//                         others' reduced blocks, post(ph+3)
 //   all-gather:           wait(ph) copy-in post(ph+1) | wait(ph+1) copy every block post(ph+2)
 //   reduce-scatter:       wait(ph) copy-in (all n blocks) post(ph+1) | wait(ph+1) reduce own
 //                         block from every window post(ph+2)
@@ -71,6 +72,35 @@ size_t chunkElems(const CollArgs& a, size_t es, size_t perElementCopies) {
   return fit;
 }
 
+// Two-shot chunk [off, off+cnt): publish only the blocks the peers reduce (not this rank's own
+// block: it is read from the input), reduce the own block into the own window's block (so the
+// input stays intact in place), copy it out; then copy the peers' reduced blocks.
+void twoShotChunk(Schedule& s, size_t& t, const Ctx& c, uint32_t ph, size_t off, size_t cnt) {
+  const Range mine = c.block(cnt, c.n, c.r);
+  const size_t after = mine.offset + mine.count;
+  Round& rd = publish(s, t, c, ph, [&](Round& r) {
+    if (mine.offset > 0) copy(r, c.in(off, mine.offset), c.win(c.r, 0, mine.offset));
+    if (after < cnt) copy(r, c.in(off + after, cnt - after), c.win(c.r, after, cnt - after));
+  });
+  const Slice result = c.win(c.r, mine.offset, mine.count);
+  chainReduce(
+      rd, c,
+      [&](int p) {
+        return p == c.r ? c.in(off + mine.offset, mine.count) : c.win(p, mine.offset, mine.count);
+      },
+      result);
+  copy(rd, result, c.out(off + mine.offset, mine.count));
+  post(rd, ph + 2);
+  Round& gather = at(s, t++);
+  waitAll(gather, c, ph + 2);
+  for (int p = 0; p < c.n; ++p) {
+    if (p == c.r) continue;
+    const Range b = c.block(cnt, c.n, p);
+    copy(gather, c.win(p, b.offset, b.count), c.out(off + b.offset, b.count));
+  }
+  post(gather, ph + 3);
+}
+
 }  // namespace
 
 Schedule allReduceDirect(const CollArgs& a) {
@@ -84,29 +114,16 @@ Schedule allReduceDirect(const CollArgs& a) {
   uint32_t ph = 0;
   for (size_t off = 0; off < a.count; off += chunk) {
     const size_t cnt = std::min(chunk, a.count - off);
-    Round& rd =
-        publish(s, t, c, ph, [&](Round& r) { copy(r, c.in(off, cnt), c.win(c.r, 0, cnt)); });
     if (oneShot) {
+      Round& rd =
+          publish(s, t, c, ph, [&](Round& r) { copy(r, c.in(off, cnt), c.win(c.r, 0, cnt)); });
       chainReduce(
           rd, c, [&](int p) { return c.win(p, 0, cnt); }, c.out(off, cnt));
       post(rd, ph + 2);
       ph += 2;
       continue;
     }
-    const Range mine = c.block(cnt, c.n, c.r);
-    chainReduce(
-        rd, c, [&](int p) { return c.win(p, mine.offset, mine.count); },
-        c.out(off + mine.offset, mine.count));
-    copy(rd, c.out(off + mine.offset, mine.count), c.win(c.r, mine.offset, mine.count));
-    post(rd, ph + 2);
-    Round& gather = at(s, t++);
-    waitAll(gather, c, ph + 2);
-    for (int p = 0; p < c.n; ++p) {
-      if (p == c.r) continue;
-      const Range b = c.block(cnt, c.n, p);
-      copy(gather, c.win(p, b.offset, b.count), c.out(off + b.offset, b.count));
-    }
-    post(gather, ph + 3);
+    twoShotChunk(s, t, c, ph, off, cnt);
     ph += 3;
   }
   finish(s, chunk * c.es, ph);
