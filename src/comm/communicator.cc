@@ -9,6 +9,7 @@
 #include <mutex>
 #include <utility>
 
+#include "comm/connecting_records.h"
 #include "comm/connection_set.h"
 #include "comm/device_allreduce.h"
 #include "comm/failure_attribution.h"
@@ -62,11 +63,13 @@ void bindOnce(const std::string& bind, const std::vector<int>& hostOf, int rank)
 // While connections are made (waits in the watched store and in the transports' setup):
 // throws exec::PeerFailure naming a peer that is gone (PeerProbe: the peers being connected and
 // a slice of the others on this host by pid, the peers being connected elsewhere at their
-// standby addresses), and tells the call watch which peers have not connected yet (a mismatch
-// shows there).
-void watchConnecting(PeerProbe& probe, const ConnectionSet& links, CallWatch* watch) {
+// standby addresses) or that gave up on its own side (ConnectingRecords: its failure record),
+// and tells the call watch which peers have not connected yet (a mismatch shows there).
+void watchConnecting(PeerProbe& probe, ConnectingRecords& records, const ConnectionSet& links,
+                     CallWatch* watch) {
   std::span<const int> connecting = links.connecting();
   probe.checkLocal(connecting);
+  records.check(connecting);
   if (watch)
     for (int r : connecting) watch->stalledOn(r);
   probe.checkRemote(connecting);
@@ -179,8 +182,10 @@ void Communicator::makeExecOptions() {
 void Communicator::setupLinks(const RankPlace& myPlace) {
   links_ = std::make_unique<ConnectionSet>(rank_, nranks_, makeTransports(options_.transport),
                                            options_.transport, execOptions_.describePeer);
-  auto watch = [probe = probe_.get(), links = links_.get(), calls = calls_.watch()] {
-    watchConnecting(*probe, *links, calls);
+  auto watch = [probe = probe_.get(), links = links_.get(), calls = calls_.watch(),
+                records = std::make_shared<ConnectingRecords>(monitor_.get(), rank_,
+                                                              execOptions_.describePeer)] {
+    watchConnecting(*probe, *records, *links, calls);
   };
   transport::Context ctx{rank_,
                          nranks_,
