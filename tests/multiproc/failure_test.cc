@@ -207,6 +207,40 @@ TEST_P(Failures, EverySurvivorNamesTheKilledRank) {
   }
 }
 
+// Issue 68, E7: rank 0 -- the store's host -- dies in the middle of a stream of all-reduces at
+// 6 ranks, by SIGKILL or abort() in turn, 10 trials: every survivor names rank 0 as the first
+// to fail (not a survivor that gave up after it, not "unknown").
+TEST_P(Failures, TheStoreHostDyingIsNamedByEverySurvivor) {
+  constexpr int n = 6;
+  for (int trial = 0; trial < 10; ++trial) {
+    const int killAt = 2 + trial;
+    tuttiUniqueId id = makeId();
+    auto r = runRanks(n, [&](int rank) {
+      tuttiComm_t comm = nullptr;
+      TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+      std::vector<float> buf(1024 + 96 * trial, 1.0f);
+      tuttiResult_t res = tuttiSuccess;
+      for (int call = 0; call < 1000 && res == tuttiSuccess; ++call) {
+        if (rank == 0 && call == killAt) {
+          if (trial % 2 == 0) ::raise(SIGKILL);
+          ::signal(SIGABRT, SIG_DFL);
+          ::abort();
+        }
+        res = tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat32, tuttiMax, comm,
+                             nullptr);
+      }
+      std::string msg = tuttiGetLastError(comm);
+      EXPECT_EQ(res, tuttiRemoteError) << msg;
+      EXPECT_NE(msg.find("(the first rank to fail: 0)"), std::string::npos)
+          << "trial " << trial << ", rank " << rank << ": " << msg;
+      tuttiCommAbort(comm);
+    });
+    EXPECT_EQ(r.ranks[0].signal, trial % 2 == 0 ? SIGKILL : SIGABRT) << r.describe();
+    for (int q = 1; q < n; ++q)
+      EXPECT_TRUE(r.ranks[q].ok()) << "trial " << trial << ": " << r.describe();
+  }
+}
+
 // Issue 30, E7 (abort): rank 0 aborts and destroys its communicator in the middle of a
 // stream of all-reduces (trials alternate between exiting at once and staying alive); every
 // other rank's error names rank 0 as the first to fail, never a rank that only gave up after.
