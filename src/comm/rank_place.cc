@@ -1,5 +1,6 @@
 #include "comm/rank_place.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -242,6 +243,9 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 RankPlace describeLocalPlace() {
   RankPlace p;
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
+    p.fdLimit = static_cast<long>(lim.rlim_cur);
   std::string spec = env::getString("TUTTI_TOPO_DEVICE");
   const HostTopology* h = hostTopology();
   if (h == nullptr) {
@@ -299,7 +303,7 @@ std::optional<topo::DeviceRef> deviceOfPlace(const RankPlace& place, int host) {
 std::string encodePlace(const RankPlace& p) {
   std::ostringstream os;
   os << p.device << '|' << p.devicePos << '|' << p.nicClass << '|' << p.nic << '|' << p.cpus << '|'
-     << p.nearNic << '|' << p.origin;
+     << p.nearNic << '|' << p.fdLimit << '|' << p.origin;
   std::string s = os.str();
   std::replace(s.begin(), s.end(), '\n', ' ');
   return s;
@@ -308,11 +312,12 @@ std::string encodePlace(const RankPlace& p) {
 RankPlace decodePlace(const std::string& text, int rank) {
   std::vector<std::string> f = split(text, '|');
   RankPlace p;
-  if (f.size() < 7) fail(tuttiInternalError, "malformed place record from rank ", rank, ": ", text);
+  if (f.size() < 8) fail(tuttiInternalError, "malformed place record from rank ", rank, ": ", text);
   p.device = f[0];
   try {
     p.devicePos = std::stoi(f[1]);
     p.nicClass = std::stoi(f[2]);
+    p.fdLimit = std::stol(f[6]);
   } catch (const std::exception&) {
     fail(tuttiInternalError, "malformed place record from rank ", rank, ": ", text);
   }
@@ -320,8 +325,8 @@ RankPlace decodePlace(const std::string& text, int rank) {
   p.cpus = f[4];
   p.nearNic = f[5];
   // The origin (a file name) may itself hold '|'.
-  p.origin = f[6];
-  for (size_t i = 7; i < f.size(); ++i) p.origin += "|" + f[i];
+  p.origin = f[7];
+  for (size_t i = 8; i < f.size(); ++i) p.origin += "|" + f[i];
   return p;
 }
 

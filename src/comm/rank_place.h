@@ -18,6 +18,9 @@ struct RankPlace {
   std::string cpus;     // the CPUs this rank may run on ("0-3,8-11"; "" unknown)
   std::string nearNic;  // the nearest NIC: "name kind speed" ("mlx5_0 InfiniBand 200000 Mb/s")
   std::string origin;   // the host topology's origin (file name or "hwloc#<hardware digest>")
+  // Not a place but travels with it: the rank's soft RLIMIT_NOFILE (-1 unlimited or unknown),
+  // so that every rank takes the same descriptor-bound decisions (self-tuning's exploration).
+  long fdLimit = -1;
   // OS names of the NIC nearest the device (a GPU's nearest NIC, or the best NIC on the rank's
   // NUMA node, else the host's): the network transports prefer it. Local only: not encoded.
   std::vector<std::string> nearNics;

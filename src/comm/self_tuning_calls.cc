@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "comm/communicator.h"
+#include "comm/membership.h"
 #include "comm/planner.h"
 #include "common/log.h"
 #include "tuning/calibration.h"
@@ -36,6 +37,20 @@ double medianOf(const std::vector<double>& v, size_t at, size_t n) {
                            v.begin() + static_cast<long>(at + n));
   std::sort(part.begin(), part.end());
   return part[part.size() / 2];
+}
+// Descriptors a rank may need with every peer connected: the constant part (store, standby,
+// wake-ups; the store's host also holds a socket per rank) and about 4 per peer over shm (a
+// doorbell pipe, the peer's doorbell, a pidfd) or tcp (sockets, epoll), with room to spare
+// (docs/transports.md, "Descriptors").
+long descriptorsForEveryPeer(int nranks) { return 32 + 6L * (nranks - 1); }
+
+// The lowest descriptor limit of the communicator's ranks (-1: none is limited). Every rank
+// computes it from the same records, so the decisions it bounds are the same everywhere.
+long lowestDescriptorLimit(const Membership& m) {
+  long lowest = -1;
+  for (const RankPlace& p : m.places)
+    if (p.fdLimit >= 0 && (lowest < 0 || p.fdLimit < lowest)) lowest = p.fdLimit;
+  return lowest;
 }
 }  // namespace
 
@@ -63,6 +78,16 @@ void Communicator::startSelfTuning(const RankPlace& myPlace, const Deadline& dea
   settings.exploreAfter = static_cast<int>(options_.tuneExploreAfter);
   settings.exploreShare = options_.tuneExploreShare;
   settings.confirmJobs = static_cast<int>(options_.tuneConfirmJobs);
+  // Exploring tries algorithms the model did not choose, and each connects its own peers:
+  // with too few descriptors for every peer, only the model's choices run (issue 68, E12).
+  if (const long lowest = lowestDescriptorLimit(*membership_);
+      lowest >= 0 && lowest < descriptorsForEveryPeer(nranks_)) {
+    settings.maxCandidates = 1;
+    TUTTI_INFO(kTuning, "self-tuning explores no other algorithm: a rank's descriptor limit ("
+                            << lowest << ", RLIMIT_NOFILE) is below what connecting every peer "
+                            << "may take at " << nranks_ << " ranks ("
+                            << descriptorsForEveryPeer(nranks_) << "); raise ulimit -n");
+  }
   const tuning::ModelSource source = options_.tuningFileSet ? tuning::ModelSource::kUser
                                      : planner_->usesTopologyModel()
                                          ? tuning::ModelSource::kTopology

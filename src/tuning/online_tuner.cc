@@ -103,7 +103,8 @@ void OnlineTuner::startConfirmation(State& s, const std::vector<TuneOption>& ran
   for (const TuneOption& o : ranked)
     if (s.evidence.has(o.name)) s.options.push_back(o);
   for (const TuneEvidence::Entry& e : s.evidence.entries()) round += e.seconds;
-  if (s.options.size() < 2) {  // this call's count leaves too few of them: the winner stands
+  // This call's count leaves too few of them, or only one may run: the winner stands.
+  if (s.options.size() < 2 || settings_.maxCandidates < 2) {
     s.phase = Phase::kSettled;
     s.confirming = false;
     return;
