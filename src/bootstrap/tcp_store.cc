@@ -65,6 +65,11 @@ TcpStore::TcpStore(const SockAddr& server, const Secret& secret, const Deadline&
 
 std::shared_ptr<Store> TcpStore::separateClient() {
   auto c = std::shared_ptr<TcpStore>(new TcpStore(server_, secret_, opTimeout_));
+  // The same server: if it served this client, a refusal to the new one means its process has
+  // ended too (a split child's store dying with the parent's rank 0 is an error at once, not
+  // retried until the timeout).
+  std::lock_guard lock(mu_);
+  c->servedBefore_ = servedBefore_;
   return c;
 }
 
