@@ -24,6 +24,7 @@ constexpr double kLeaderGoneGraceSeconds = 2.0;  // a broken leader's process se
 constexpr double kFirstProbeSeconds = 0.05;      // missing ranks are probed first after this,
 constexpr double kProbePeriodSeconds = 0.5;      // then this often
 constexpr double kHandshakeTrySeconds = 2.0;     // one try at a standby store's handshake
+constexpr const char* kEpochKey = "agree/epoch";  // the leader's current round
 
 std::string rankList(const std::vector<int>& ranks) {
   std::string s;
@@ -261,8 +262,14 @@ void Recovery::buildWatched(const Meeting& meeting, const std::function<void()>&
   }
 }
 
+// Rounds of the agreement are numbered by their leader, in its own standby store: the leader
+// posts "agree/epoch" = e when it starts leading a call, and every key of that round lives
+// under "agree/<e>". A follower posts in the leader's current round and follows it to the next
+// when the leader starts one (its previous round timed out): ranks whose calls start out of
+// step -- one late from a split that waited for a dead rank, the others already retrying --
+// still meet in the leader's round (issue 68, F2). A local call counter would have put them
+// in different rounds forever.
 std::vector<int> Recovery::agreeFailedRanks(const Deadline& deadline) {
-  const std::string base = "agree" + std::to_string(agreeCount_++);
   std::vector<bool> dead(nranks_, false);
   for (;;) {
     // The lowest rank not known dead leads; every rank finds the same one, as a dead
@@ -277,11 +284,11 @@ std::vector<int> Recovery::agreeFailedRanks(const Deadline& deadline) {
         continue;
       }
       if (leader == rank_) {
-        failed = leadAgreement(*store, base, deadline);
+        const long epoch = ++ledEpochs_;
+        store->setString(kEpochKey, std::to_string(epoch));
+        failed = leadAgreement(*store, "agree/" + std::to_string(epoch), deadline);
       } else {
-        store->setString(base + "/in/" + std::to_string(rank_), "");
-        failed = parseRankList(store->getString(base + "/out", deadline));
-        store->setString(base + "/ack/" + std::to_string(rank_), "");
+        failed = followAgreement(*store, leader, deadline);
       }
     } catch (const Error& e) {
       // The leader went away (its store closed the connection): when it has failed, the
@@ -295,6 +302,54 @@ std::vector<int> Recovery::agreeFailedRanks(const Deadline& deadline) {
                               << "} (led by rank " << leader << ", " << secondsSince(deadline)
                               << " s)");
     return failed;
+  }
+}
+
+long Recovery::leaderEpochAfter(bootstrap::Store& store, long after, const Deadline& deadline) {
+  for (;;) {
+    if (store.check({kEpochKey})) {
+      const long e = std::stol(store.getString(kEpochKey, deadline));
+      if (e > after) return e;
+    }
+    if (deadline.expired())
+      fail(tuttiTimeout, "tuttiCommAgreeFailedRanks: rank ", rank_,
+           ": the leader did not start a round of the agreement within ", deadline.totalSeconds(),
+           " s (alive, but not in this call?)");
+    ::usleep(5000);
+  }
+}
+
+std::vector<int> Recovery::followAgreement(bootstrap::Store& store, int leader,
+                                           const Deadline& deadline) {
+  long& done = followedEpochs_[leader];  // the last round of this leader this rank finished
+  long epoch = leaderEpochAfter(store, done, deadline);
+  for (;;) {
+    const std::string base = "agree/" + std::to_string(epoch);
+    store.setString(base + "/in/" + std::to_string(rank_), "");
+    for (;;) {
+      if (store.check({base + "/out"})) {
+        std::vector<int> failed = parseRankList(store.getString(base + "/out", deadline));
+        // A round that ended without this rank (taken for failed: a stalled probe) is not its
+        // answer: it waits for the leader's next round.
+        if (std::find(failed.begin(), failed.end(), rank_) == failed.end()) {
+          store.setString(base + "/ack/" + std::to_string(rank_), "");
+          done = epoch;
+          return failed;
+        }
+        done = epoch;
+        epoch = leaderEpochAfter(store, epoch, deadline);
+        break;
+      }
+      // The leader gave this round up (it timed out) and leads a new one: post there.
+      if (const long now = std::stol(store.getString(kEpochKey, deadline)); now != epoch) {
+        epoch = now;
+        break;
+      }
+      if (deadline.expired())
+        fail(tuttiTimeout, "tuttiCommAgreeFailedRanks: rank ", rank_, ": no answer from ",
+             describe(leader), ", the agreement's leader, within ", deadline.totalSeconds(), " s");
+      ::usleep(5000);
+    }
   }
 }
 

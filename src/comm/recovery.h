@@ -79,6 +79,11 @@ class Recovery {
                      const std::function<void()>& failIfOneFailed);
   std::vector<int> leadAgreement(bootstrap::Store& store, const std::string& base,
                                  const Deadline& deadline);
+  // A follower's part: posts in the leader's current round, follows it to a new one, returns
+  // the answer of the round that included this rank.
+  std::vector<int> followAgreement(bootstrap::Store& store, int leader, const Deadline& deadline);
+  // The leader's round number once it is above `after` (waits for the leader to start one).
+  long leaderEpochAfter(bootstrap::Store& store, long after, const Deadline& deadline);
   // Whether the agreement's leader has gone (its process, or its standby address), looking
   // again for a moment when it still seems alive.
   bool leaderGone(int leader, const Deadline& deadline) const;
@@ -90,7 +95,8 @@ class Recovery {
   const PeerProbe& probe_;
   std::unique_ptr<bootstrap::StandbyStore> standby_;
   int shrinkCount_ = 0;
-  int agreeCount_ = 0;
+  long ledEpochs_ = 0;                  // rounds of the agreement this rank led
+  std::map<int, long> followedEpochs_;  // by leader: the last of its rounds this rank finished
 };
 
 }  // namespace tutti

@@ -295,6 +295,52 @@ TEST(AgreementFailure, TheLeaderDyingInTheAgreementIsReplacedRepeated) {
 
 // Nothing failed: ranks 0-2 (or 1-3) exclude a live rank that calls nothing meanwhile, shrink
 // and run verified collectives; the parent stays usable by all four afterwards.
+// Issue 68, F2: agreement calls that start out of step meet. Rank 3 is killed; rank 2 calls
+// the agreement only 5 s later (TUTTI_TIMEOUT 3 s: a survivor held up elsewhere, e.g. in a
+// split that waited for a dead rank), while ranks 0 and 1 retry theirs after each timeout.
+// Rounds are numbered by the leader, so rank 2 joins the round the leader runs when it
+// arrives: every survivor gets {3} within 3 timeouts of its first call, then shrinks.
+TEST(AgreementFailure, CallsThatStartOutOfStepMeet) {
+  constexpr int n = 4;
+  setenv("TUTTI_TIMEOUT", "3", 1);
+  Rank0Id ids;
+  auto r = runRanks(n, [&](int rank) {
+    tuttiUniqueId id;
+    ASSERT_TRUE(ids.get(rank, &id));
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
+    std::vector<double> buf(1000);
+    tuttiResult_t res = tuttiSuccess;
+    for (int call = 0; call < 100 && res == tuttiSuccess; ++call) {
+      if (rank == 3 && call == 2) ::raise(SIGKILL);
+      res =
+          tuttiAllReduce(buf.data(), buf.data(), buf.size(), tuttiFloat64, tuttiSum, comm, nullptr);
+    }
+    ASSERT_NE(res, tuttiSuccess);
+    if (rank == 2) ::sleep(5);
+    const auto t0 = std::chrono::steady_clock::now();
+    int failed[n], nfailed = -1, calls = 0;
+    do {
+      ++calls;
+      res = tuttiCommAgreeFailedRanks(comm, failed, &nfailed);
+    } while (res != tuttiSuccess && secondsSince(t0) < 9.0);
+    ASSERT_EQ(res, tuttiSuccess) << "rank " << rank << " after " << calls
+                                 << " calls: " << tuttiGetLastError(comm);
+    ASSERT_EQ(nfailed, 1);
+    EXPECT_EQ(failed[0], 3);
+    std::printf("rank %d: agreed after %d call(s), %.2f s\n", rank, calls, secondsSince(t0));
+    tuttiComm_t small = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommShrink(comm, failed, nfailed, &small, nullptr, TUTTI_SHRINK_ABORT),
+                    comm);
+    checkCollectives(small, {0, 1, 2});
+    TUTTI_ASSERT_OK(tuttiCommDestroy(small), nullptr);
+    tuttiCommDestroy(comm);
+  });
+  unsetenv("TUTTI_TIMEOUT");
+  EXPECT_EQ(r.ranks[3].signal, SIGKILL) << r.describe();
+  for (int q = 0; q < 3; ++q) EXPECT_TRUE(r.ranks[q].ok()) << r.describe();
+}
+
 class ExcludeLive : public ::testing::TestWithParam<int> {};
 
 TEST_P(ExcludeLive, ShrinkWithoutAFailure) {
