@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <span>
 #include <string>
 
@@ -22,7 +23,7 @@ class ConnectingRecords {
       : monitor_(monitor), rank_(rank), describeRank_(std::move(describeRank)) {}
 
   // Throws exec::PeerFailure naming a rank in `connecting` that left a failure record; looks
-  // at most kPerCheck of them, at most every kInterval (rotating through the list).
+  // at most kPerCheck of them, at most every kInterval (rotating through the list). Any thread.
   void check(std::span<const int> connecting);
 
   static constexpr std::chrono::milliseconds kInterval{100};
@@ -32,6 +33,7 @@ class ConnectingRecords {
   FailureMonitor* monitor_;
   int rank_;
   std::function<std::string(int)> describeRank_;
+  std::mutex mu_;  // the two below
   size_t next_ = 0;
   std::chrono::steady_clock::time_point last_{};
 };
