@@ -54,12 +54,16 @@ endfunction()
 # Gives every test of the calling directory TUTTI_TEST_ENVIRONMENT (cmake/TuttiOptions.cmake),
 # appended to what the test sets itself. A test directory's CMakeLists.txt runs it at its end:
 #   cmake_language(DEFER CALL tutti_apply_test_environment)
+# Every test also requires the fixture tutti_shm_names (tests/CMakeLists.txt): after the tests
+# of a run, shm_names_left_test checks that none left a tutti name in /dev/shm.
 function(tutti_apply_test_environment)
-  if(NOT TUTTI_TEST_ENVIRONMENT)
-    return()
-  endif()
   get_property(_tests DIRECTORY PROPERTY TESTS)
   foreach(_t IN LISTS _tests)
-    set_property(TEST ${_t} APPEND PROPERTY ENVIRONMENT "${TUTTI_TEST_ENVIRONMENT}")
+    if(NOT _t MATCHES "^shm_names_")
+      set_property(TEST ${_t} APPEND PROPERTY FIXTURES_REQUIRED tutti_shm_names)
+    endif()
+    if(TUTTI_TEST_ENVIRONMENT)
+      set_property(TEST ${_t} APPEND PROPERTY ENVIRONMENT "${TUTTI_TEST_ENVIRONMENT}")
+    endif()
   endforeach()
 endfunction()
