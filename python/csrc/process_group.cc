@@ -883,8 +883,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter_tensor_coalesce
 }
 
 void ProcessGroupTutti::monitoredBarrier(const c10d::BarrierOptions& opts, bool) {
-  auto work = barrier(opts);
-  work->wait(opts.timeout.count() > 0 ? opts.timeout : std::chrono::milliseconds(0));
+  // A timeout of 0 expires at once, as gloo's: the barrier runs with a per-call timeout of
+  // 1 ms, so a rank that has not reached it fails the call within the first wait's sleep
+  // slice (about 10 ms), named. Unset (negative): the group's timeout.
+  c10d::BarrierOptions o = opts;
+  if (o.timeout.count() == 0) o.timeout = std::chrono::milliseconds(1);
+  auto work = barrier(o);
+  work->wait(o.timeout.count() > 0 ? o.timeout : std::chrono::milliseconds(0));
 }
 // ---- point to point ----
 

@@ -251,7 +251,12 @@ void Communicator::rethrowCallFailure() {
   } catch (const Error& e) {
     if (e.code() == tuttiTimeout) {
       int silent = -1;
-      std::string text = std::string(e.what()) + "; " + monitor_->gatherCallStates(&silent);
+      // The peers time out about now too and report within a second; a call with a short
+      // timeout (a monitored barrier's 0) waits for them as long as its own timeout, 50 ms
+      // at least.
+      const double waitSec = std::min(1.0, std::max(0.05, options_.timeoutSec));
+      std::string text =
+          std::string(e.what()) + "; " + monitor_->gatherCallStates(&silent, waitSec);
       if (silent >= 0) text += " (the first rank to fail: " + std::to_string(silent) + ")";
       monitor_->trace().end(false);
       failWith(e.code(), text, silent >= 0 ? silent : rank_);

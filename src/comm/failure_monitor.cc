@@ -89,13 +89,13 @@ std::optional<FailureMonitor::Record> FailureMonitor::anyOtherRecord(int peer) {
   return std::nullopt;
 }
 
-std::string FailureMonitor::gatherCallStates(int* firstSilent) {
+std::string FailureMonitor::gatherCallStates(int* firstSilent, double waitSec) {
   std::vector<std::string> states(nranks_);
   states[rank_] = trace_.current(describeShort);
   try {
     store_->setString("state/" + std::to_string(rank_), states[rank_]);
     // The other stuck ranks time out about now too; a rank busy elsewhere never reports.
-    double until = nowSeconds() + 1.0;
+    double until = nowSeconds() + waitSec;
     std::vector<bool> have(nranks_, false);
     have[rank_] = true;
     int missing = nranks_ - 1;
@@ -112,13 +112,15 @@ std::string FailureMonitor::gatherCallStates(int* firstSilent) {
   } catch (const std::exception& e) {
     TUTTI_INFO(kInit, "rank " << rank_ << ": gathering the ranks' calls: " << e.what());
   }
+  char waited[32];
+  std::snprintf(waited, sizeof waited, "%g", waitSec);
   std::string out = "the ranks' calls at this timeout:";
   for (int r = nranks_ - 1; r >= 0; --r)
     if (states[r].empty()) *firstSilent = r;
   for (int r = 0; r < nranks_; ++r)
     out += " rank " + std::to_string(r) + ": " +
-           (states[r].empty() ? "no report within 1 s (not in a call of this communicator, or "
-                                "unreachable)"
+           (states[r].empty() ? "no report within " + std::string(waited) +
+                                    " s (not in a call of this communicator, or unreachable)"
                               : states[r]) +
            (r + 1 < nranks_ ? ";" : "");
   return out;

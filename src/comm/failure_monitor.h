@@ -57,10 +57,10 @@ class FailureMonitor {
   // The first record, naming a rank, of a rank other than this one and `peer`.
   std::optional<Record> anyOtherRecord(int peer);
 
-  // After a timeout: every rank's current call, from the ranks that report within a second
+  // After a timeout: every rank's current call, from the ranks that report within waitSec
   // through the store ("state/<rank>"); ranks that do not report are named as such, and
   // *firstSilent is the lowest of them (-1: all reported).
-  std::string gatherCallStates(int* firstSilent);
+  std::string gatherCallStates(int* firstSilent, double waitSec = 1.0);
 
   // The flight recorder (the calling thread writes it; any thread may print it).
   CallTrace& trace() { return trace_; }

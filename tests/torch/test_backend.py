@@ -51,6 +51,11 @@ def test_wait_timeout_on_work_in_flight_aborts():
     assert all(rc == 0 for rc, _, _ in results), describe(results)
 
 
+def test_monitored_barrier_timeout_zero_expires_at_once():
+    results = run_ranks(2, "monitored_barrier_worker.py", timeout=120)
+    assert all(rc == 0 for rc, _, _ in results), describe(results)
+
+
 @pytest.mark.parametrize("n,victim,transport", [(4, 1, "shm"), (3, 2, "tcp")])
 def test_survivors_shrink_and_finish_training(n, victim, transport):
     """A rank killed in DDP training: the survivors name it, agree, shrink_group and finish
