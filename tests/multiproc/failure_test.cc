@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -239,6 +240,51 @@ TEST_P(Failures, TheStoreHostDyingIsNamedByEverySurvivor) {
     for (int q = 1; q < n; ++q)
       EXPECT_TRUE(r.ranks[q].ok()) << "trial " << trial << ": " << r.describe();
   }
+}
+
+// A peer killed while asleep on its shm doorbell (a receive nobody matches) leaves its FIFO
+// without a reader: the survivor's next send rings that doorbell, and the write's SIGPIPE
+// used to kill the survivor silently (found by tutti-soak's kills inside calls). Now the
+// survivor lives on and its next call that needs the dead rank fails naming it, 5 trials.
+TEST(ShmDoorbell, ASendToAPeerKilledAsleepDoesNotKillTheSender) {
+  setenv("TUTTI_TRANSPORT", "shm", 1);
+  setenv("TUTTI_TIMEOUT", "10", 1);
+  auto* pid1 = static_cast<std::atomic<pid_t>*>(mmap(nullptr, sizeof(std::atomic<pid_t>),
+                                                     PROT_READ | PROT_WRITE,
+                                                     MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(pid1, MAP_FAILED);
+  for (int trial = 0; trial < 5; ++trial) {
+    pid1->store(0);
+    tuttiUniqueId id = makeId();
+    auto r = runRanks(2, [&](int rank) {
+      tuttiComm_t comm = nullptr;
+      TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 2, id, rank), nullptr);
+      char buf[64] = {};
+      if (rank == 1) {
+        pid1->store(::getpid());
+        TUTTI_ASSERT_OK(tuttiRecv(buf, 64, tuttiUint8, 0, comm, nullptr), comm);
+        tuttiRecv(buf, 64, tuttiUint8, 0, comm, nullptr);  // never matched: sleeps, is killed
+        return;
+      }
+      TUTTI_ASSERT_OK(tuttiSend(buf, 64, tuttiUint8, 1, comm, nullptr), comm);  // connects
+      ::usleep(300000 + 50000 * trial);  // rank 1 now sleeps on its doorbell
+      ::kill(pid1->load(), SIGKILL);
+      ::usleep(200000);
+      // The send may complete (its bytes fit in the FIFO) or fail; it must not kill this rank,
+      // and the next call that needs rank 1 fails naming it.
+      tuttiResult_t res = tuttiSend(buf, 64, tuttiUint8, 1, comm, nullptr);
+      if (res == tuttiSuccess) res = tuttiRecv(buf, 64, tuttiUint8, 1, comm, nullptr);
+      const std::string msg = tuttiGetLastError(comm);
+      EXPECT_EQ(res, tuttiRemoteError) << msg;
+      EXPECT_NE(msg.find("(the first rank to fail: 1)"), std::string::npos) << msg;
+      tuttiCommAbort(comm);
+    });
+    EXPECT_EQ(r.ranks[1].signal, SIGKILL) << r.describe();
+    EXPECT_TRUE(r.ranks[0].ok()) << "trial " << trial << ": " << r.describe();
+  }
+  munmap(pid1, sizeof(std::atomic<pid_t>));
+  unsetenv("TUTTI_TRANSPORT");
+  unsetenv("TUTTI_TIMEOUT");
 }
 
 // Issue 30, E7 (abort): rank 0 aborts and destroys its communicator in the middle of a

@@ -321,13 +321,9 @@ Bell Bell::open(const std::string& path) {
 }
 
 void Bell::ring() const {
-  char c = 1;
-  // EAGAIN: the pipe is full, so the peer will wake anyway.
-  [[maybe_unused]] ssize_t r = ::write(fd_.get(), &c, 1);
-}
-
-void Bell::ringMaybeClosed() const {
-  if (!fd_.valid()) return;
+  // The peer may have died asleep on this bell (its FIFO then has no reader): the write's
+  // EPIPE must not kill this process with SIGPIPE. The signal is blocked around the write and
+  // the one it raised, if any, taken back; the peer's death is found by its pidfd.
   sigset_t pipeSig, old, pending;
   sigemptyset(&pipeSig);
   sigaddset(&pipeSig, SIGPIPE);
@@ -335,12 +331,17 @@ void Bell::ringMaybeClosed() const {
   sigpending(&pending);
   const bool wasPending = sigismember(&pending, SIGPIPE) == 1;
   char c = 1;
+  // EAGAIN: the pipe is full, so the peer will wake anyway.
   ssize_t r = ::write(fd_.get(), &c, 1);
   if (r < 0 && errno == EPIPE && !wasPending) {
     timespec zero{0, 0};
     sigtimedwait(&pipeSig, nullptr, &zero);  // the SIGPIPE this write raised on this thread
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void Bell::ringMaybeClosed() const {
+  if (fd_.valid()) ring();
 }
 
 PeerProcess::PeerProcess(pid_t pid) : pid_(pid) {

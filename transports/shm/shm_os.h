@@ -109,9 +109,10 @@ class Bell {
  public:
   Bell() = default;
   static Bell open(const std::string& path);
+  // Wakes the peer. Its end may be closed (it died asleep on the bell, exited or destroyed its
+  // side): the write's SIGPIPE is blocked and discarded instead of ending this process.
   void ring() const;
-  // ring() for a peer that may have closed its end (it exited or destroyed its side): the
-  // write's SIGPIPE is blocked and discarded instead of ending this process.
+  // ring() that also accepts a bell never opened.
   void ringMaybeClosed() const;
 
  private:
