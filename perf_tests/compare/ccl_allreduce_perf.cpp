@@ -133,9 +133,9 @@ int main(int argc, char** argv) {
     if (o.rank == 0) {
       ccl::library_version v = ccl::get_library_version();
       char lib[160];
-      snprintf(lib, sizeof lib, "oneCCL %s (%s, transport %s)", v.full,
+      snprintf(lib, sizeof lib, "oneCCL %s (ATL transport %s, allreduce %s)", v.full,
                getenv("CCL_ATL_TRANSPORT") ? getenv("CCL_ATL_TRANSPORT") : "default",
-               getenv("CCL_ALLREDUCE") ? getenv("CCL_ALLREDUCE") : "allreduce auto");
+               getenv("CCL_ALLREDUCE") ? getenv("CCL_ALLREDUCE") : "auto");
       cmp_header("ccl_allreduce_perf", lib, &o, o.size);
     }
     for (int w = 0; w < o.warmup; ++w) {

@@ -42,12 +42,13 @@ A B C ...), one job at a time. Before each job the tool waits (up to --quiet-wai
 machine to be idle, and a job during which other processes used more than a fifth of a core
 (/proc/stat against this tool's children) is run again (twice at most, --max-disturbed-reruns
 in all). At the end, per peer and table the repetition whose geometric-mean time is furthest
-from the median of the repetitions, if more than 2x, is run once more (--max-reruns in all). Cells: the median over the repetitions of the out-of-place
-busbw (GB/s), and the 8 B out-of-place time (us); the last row(s) give tutti auto / best
-peer, the speed ratio (> 1: tutti faster) and which peer was best.
+from the median of the repetitions, if more than 2x, is run once more (--max-reruns in all).
+Cells: the median over the repetitions of the out-of-place busbw (GB/s, computed from the
+time), and the out-of-place time of the smallest size (us); the last row(s) give tutti auto /
+best peer, the speed ratio (> 1: tutti faster) and which peer was best.
 
   tools/compare/peers.py --setup                       # venvs, wheels, binaries, checks
-  tools/compare/peers.py --out docs/perf/peers.md      # 3 reps, 2 and 4 ranks (~15-20 min)
+  tools/compare/peers.py --out peers.md                # 3 reps, 2 and 4 ranks (~15 min idle)
   tools/compare/peers.py --quick --only tutti,impi,ompi5
   tools/compare/peers.py --np 4 --reps 5 --sizes 8:1M:2 --raw /tmp/peers-raw
 
@@ -131,7 +132,8 @@ PEER_SETTINGS = {
     "mpich": {
         2: ({"MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE": "@MPICH_JSON@"}, [],
             "CH4 selection file: release_gather shm allreduce up to 2 KiB, MPIR pt2pt above "
-            "(release_gather alone: 1.4 GB/s from 32 KiB; pt2pt alone: 2-3x slower to 2 KiB)"),
+            "(release_gather alone: 1.4 GB/s from 32 KiB; pt2pt alone: 1.3-3.6x slower to "
+            "2 KiB)"),
         None: ({"MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM": "mpir",
                 "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",
                 "MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT": "1"}, [],
@@ -154,7 +156,7 @@ PEER_SETTINGS = {
         None: ({"CCL_ATL_TRANSPORT": "ofi", "CCL_ATL_SHM": "1", "CCL_WORKER_COUNT": "1",
                 "CCL_YIELD": "sched_yield", "CCL_SPIN_COUNT": "1", "CCL_WORKER_WAIT": "0"}, [],
                "worker thread with sched_yield after every poll: 4 ranks on 2 cores spin; "
-               "without offload every setting tried took 4-17 ms a call"),
+               "without offload every setting tried took 4-34 ms a call"),
     },
     "gloo": {None: ({}, [], "tcp loopback, ring")},
     "gloo-hd": {None: ({}, [], "tcp loopback, halving-doubling")},
