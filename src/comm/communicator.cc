@@ -108,6 +108,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
   Deadline deadline(options_.timeoutSec);
   meetMembers(std::move(seed), myPlace, deadline);
   logPlacement(*membership_, stores_.prefix());
+  shareFailureRecords();
   planner_ = std::make_unique<Planner>(topologyCostModel(*membership_), membership_->hosts);
   fused_ = std::make_unique<FusedPlans>();
   bindOnce(options_.bind, membership_->hostOf, rank_);
@@ -207,6 +208,18 @@ void Communicator::setupLinks(const RankPlace& myPlace) {
 
 Communicator::~Communicator() { links_.reset(); }
 
+void Communicator::shareFailureRecords() {
+  processRecords_ = ProcessFailures::instance().add(
+      [monitor = monitor_.get(), m = membership_](
+          const ProcessFailures::Process& by) -> std::optional<ProcessFailures::Finding> {
+        const int r = m->rankOfProcess(by.hostId, by.pid);
+        if (r < 0 || r == m->rank) return std::nullopt;
+        auto record = monitor->recordOf(r);
+        if (!record || record->first < 0 || record->first >= m->size()) return std::nullopt;
+        return ProcessFailures::Finding{processOf(*m, record->first), record->text};
+      });
+}
+
 void Communicator::revoke() { monitor_->revoke(); }
 
 Communicator::Shrunk Communicator::shrink(std::span<const int> exclude, bool abortFirst,
@@ -233,6 +246,9 @@ std::vector<int> Communicator::agreeFailedRanks() {
 
 void Communicator::abort() {
   revoke();
+  // Peers waiting on this rank's window fail now, as after a failure ("gave up"), instead of
+  // when this process exits or at their timeout.
+  window_.markFailed();
   if (bootstrap_) bootstrap_->abort();
 }
 
@@ -244,7 +260,8 @@ void Communicator::rethrowCallFailure() {
     failWith(e.code(), e.what(), rank_);
     throw;
   } catch (const exec::PeerFailure& e) {
-    FailureVerdict verdict = attributePeerFailure(e, *monitor_, *probe_, *membership_);
+    FailureVerdict verdict =
+        attributePeerFailure(e, *monitor_, *probe_, *membership_, processRecords_);
     monitor_->trace().end(false);
     failWith(tuttiRemoteError, verdict.text, verdict.first);
     throw Error(tuttiRemoteError, verdict.text);
@@ -277,6 +294,8 @@ std::string Communicator::traceText() const { return monitor_->traceText(); }
 void Communicator::failWith(tuttiResult_t code, const std::string& text, int firstFailed) {
   // The record first, then the connections: a peer that sees them close can read why.
   if (!monitor_->record(code, text, firstFailed)) return;
+  if (firstFailed >= 0 && firstFailed != rank_ && firstFailed < nranks_)
+    ProcessFailures::instance().noteVerdict(processOf(*membership_, firstFailed), text);
   // The peers may still wait on this rank in this call or the next: closing the connections
   // and marking the shared window failed turn their waits into errors naming this rank
   // instead of a timeout, or a success with data from another call.

@@ -19,6 +19,7 @@
 #include "comm/membership.h"
 #include "comm/p2p_batch.h"
 #include "comm/peer_probe.h"
+#include "comm/process_failures.h"
 #include "comm/rank_place.h"
 #include "comm/recovery.h"
 #include "comm/shared_window.h"
@@ -249,6 +250,8 @@ class Communicator {
   // Records the failure (FailureMonitor::record: later calls fail with it, the peers can read
   // it) and then closes the connections and marks the shared window failed.
   void failWith(tuttiResult_t code, const std::string& text, int firstFailed);
+  // Registers this communicator's failure records with ProcessFailures (processRecords_).
+  void shareFailureRecords();
   void connect(std::span<const int> peers);
   void execute(const exec::Schedule& schedule, std::span<std::byte* const> buffers);
   void execute(const exec::Schedule& schedule, std::span<const int> peers,
@@ -279,6 +282,9 @@ class Communicator {
   SharedWindow window_;
   CallState calls_;  // call numbers, the call running, its watch and scratch, last algorithm
   std::unique_ptr<PeerProbe> probe_;  // which ranks are gone (by pid here, standby elsewhere)
+  // This communicator's failure records, readable by the process's other communicators
+  // (ProcessFailures); after monitor_ and membership_, so it goes before them.
+  ProcessFailures::Registration processRecords_;
   // This rank's standby store, shrink's meeting and the agreement on failed ranks.
   std::unique_ptr<Recovery> recovery_;
   exec::ExecOptions execOptions_;  // made once; window and callTag set per call

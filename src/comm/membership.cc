@@ -82,6 +82,12 @@ std::vector<pid_t> Membership::visiblePids() const {
   return pids;
 }
 
+int Membership::rankOfProcess(const std::string& hostId, pid_t pid) const {
+  for (size_t r = 0; r < peers.size(); ++r)
+    if (peers[r].pid == pid && peers[r].hostId == hostId) return static_cast<int>(r);
+  return -1;
+}
+
 transport::PeerInfo localPeerInfo(int rank) {
   return transport::PeerInfo{rank, bootstrap::localHostId(), localHostname(), getpid(),
                              pidNamespace()};

@@ -38,6 +38,9 @@ struct Membership {
   std::string describeRank(int r) const;
   // Each rank's pid where it means something to this rank (same host and pid namespace), else 0.
   std::vector<pid_t> visiblePids() const;
+  // The rank whose process is `pid` on host `hostId`, or -1 (names processes across
+  // communicators, whose ranks differ).
+  int rankOfProcess(const std::string& hostId, pid_t pid) const;
 };
 
 // This process's peer record as rank `rank`.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <memory>
 
@@ -25,7 +26,10 @@ class SharedWindow {
     tried_ = true;
     return first;
   }
-  void adopt(std::unique_ptr<transport::Window> window) { window_ = std::move(window); }
+  void adopt(std::unique_ptr<transport::Window> window) {
+    window_ = std::move(window);
+    published_.store(window_.get(), std::memory_order_release);
+  }
   transport::Window* get() const { return window_.get(); }
   explicit operator bool() const { return window_ != nullptr; }
   size_t bytes() const { return window_ ? window_->bytes() : 0; }
@@ -34,15 +38,17 @@ class SharedWindow {
   size_t chunkBytes() const { return maxChunk_ == 0 ? bytes() : std::min(bytes(), maxChunk_); }
   // The call's tag into slot (call number modulo kTagSlots); nothing without a window.
   void writeTag(const CallTag& tag);
-  // After a failure: the peers' waits on this rank's window fail instead of hanging.
+  // After a failure or an abort: the peers' waits on this rank's window fail instead of
+  // hanging. Any thread (an abort's), also while a call makes the window.
   void markFailed() {
-    if (window_) window_->markFailed();
+    if (transport::Window* w = published_.load(std::memory_order_acquire)) w->markFailed();
   }
   // The executor's window fields: the window, its bookkeeping and the tag slots.
   void fill(exec::ExecOptions& options);
 
  private:
   std::unique_ptr<transport::Window> window_;
+  std::atomic<transport::Window*> published_{nullptr};  // window_, for markFailed
   exec::WindowState state_;
   bool tried_ = false;
   size_t maxChunk_ = 0;

@@ -389,6 +389,80 @@ TEST(FailureAttribution, ASurvivorThatClosedAfterAFailureElsewhereIsNotBlamed) {
   unsetenv("TUTTI_TIMEOUT");
 }
 
+// Issue 68, E7 (the soak's cases): the survivor that gave up after a failure elsewhere is
+// rank 1 again, and rank 0 finds it gone (1) in B's shared window, which rank 1's abort marked
+// "gave up" (the window used to say only "died": rank 1 was blamed), and (2) over tcp, where a
+// closed connection says nothing, through rank 1's failure record in another communicator
+// both share (C, whose store rank 0 hosts). World ranks 0-2 share B and C; ranks 1 and 2 A.
+void runSurvivorClosedElsewhere(bool overWindow) {
+  setenv("TUTTI_TRANSPORT", overWindow ? "shm" : "tcp", 1);
+  if (overWindow) setenv("TUTTI_ALGO", "allreduce:direct", 1);
+  setenv("TUTTI_TIMEOUT", "20", 1);
+  auto* pids = static_cast<pid_t*>(
+      mmap(nullptr, 3 * sizeof(pid_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(pids, MAP_FAILED);
+  tuttiUniqueId idA = makeId(), idB = makeId(), idC = makeId();
+  auto r = runRanks(3, [&](int rank) {
+    pids[rank] = ::getpid();
+    tuttiComm_t a = nullptr, b = nullptr, c = nullptr;
+    if (rank > 0) TUTTI_ASSERT_OK(tuttiCommInitRank(&a, 2, idA, rank - 1), nullptr);
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&b, 3, idB, rank), nullptr);
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&c, 3, idC, rank), nullptr);
+    std::vector<float> buf(1024, static_cast<float>(rank));
+    // B's window (direct) or its connection 1 -> 0 (a first message) and C's 2 -> 1 exist.
+    TUTTI_ASSERT_OK(tuttiAllReduce(buf.data(), buf.data(), 8, tuttiFloat32, tuttiSum, b, nullptr),
+                    b);
+    if (rank == 1) {
+      TUTTI_ASSERT_OK(tuttiSend(buf.data(), buf.size(), tuttiFloat32, 0, b, nullptr), b);
+      TUTTI_ASSERT_OK(tuttiRecv(buf.data(), buf.size(), tuttiFloat32, 2, c, nullptr), c);
+    }
+    if (rank == 0)
+      TUTTI_ASSERT_OK(tuttiRecv(buf.data(), buf.size(), tuttiFloat32, 1, b, nullptr), b);
+    if (rank == 2) {
+      TUTTI_ASSERT_OK(tuttiSend(buf.data(), buf.size(), tuttiFloat32, 1, c, nullptr), c);
+      ::raise(SIGKILL);
+    }
+    if (rank == 1) {
+      // Fails on C (over tcp; on A over the window), leaving its record in C's store.
+      tuttiComm_t where = overWindow ? a : c;
+      tuttiResult_t res = tuttiSuccess;
+      for (int i = 0; i < 1000 && res == tuttiSuccess; ++i)
+        res = overWindow
+                  ? tuttiAllReduce(buf.data(), buf.data(), 8, tuttiFloat32, tuttiSum, a, nullptr)
+                  : tuttiRecv(buf.data(), buf.size(), tuttiFloat32, 2, c, nullptr);
+      std::string msg = tuttiGetLastError(where);
+      EXPECT_NE(res, tuttiSuccess) << msg;
+      for (tuttiComm_t comm : {b, a, c}) tuttiCommAbort(comm), tuttiCommDestroy(comm);
+      return;  // exits: gone before rank 0 looks
+    }
+    while (!gone(pids[1])) ::usleep(10000);
+    tuttiResult_t res =
+        overWindow ? tuttiAllReduce(buf.data(), buf.data(), 8, tuttiFloat32, tuttiSum, b, nullptr)
+                   : tuttiRecv(buf.data(), buf.size(), tuttiFloat32, 1, b, nullptr);
+    std::string msg = tuttiGetLastError(b);
+    EXPECT_EQ(res, tuttiRemoteError) << msg;
+    EXPECT_NE(msg.find(overWindow ? "gave up" : "on another communicator"), std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("(the first rank to fail: 2)"), std::string::npos) << msg;
+    tuttiCommAbort(b);
+    tuttiCommAbort(c);
+  });
+  EXPECT_EQ(r.ranks[2].signal, SIGKILL) << r.describe();
+  EXPECT_TRUE(r.ranks[0].ok() && r.ranks[1].ok()) << r.describe();
+  munmap(pids, 3 * sizeof(pid_t));
+  unsetenv("TUTTI_TRANSPORT");
+  unsetenv("TUTTI_ALGO");
+  unsetenv("TUTTI_TIMEOUT");
+}
+
+TEST(FailureAttribution, ASurvivorThatAbortedIsNotBlamedThroughTheWindow) {
+  runSurvivorClosedElsewhere(true);
+}
+
+TEST(FailureAttribution, ASurvivorsRecordOnAnotherCommunicatorNamesTheFirst) {
+  runSurvivorClosedElsewhere(false);
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, Failures,
                          ::testing::Values(Path{"direct", "allreduce:direct", ""},
                                            Path{"shm_ring", "allreduce:ring", "shm"},

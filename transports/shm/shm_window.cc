@@ -157,13 +157,15 @@ class ShmWindow final : public Window {
       if (aborted_ && aborted_->load(std::memory_order_relaxed))
         fail(tuttiRemoteError, "shm window: rank ", rank_,
              ": communicator aborted while waiting for ", describe(rank));
+      // A peer that gave up and then exited is one that gave up: the flag first.
+      if (c->failed.load(std::memory_order_acquire) != 0)
+        throw PeerClosed("shm window: rank " + std::to_string(rank_) + ": peer " + describe(rank) +
+                         " gave up (its call failed or it was aborted) while this rank waited "
+                         "for it (phase " +
+                         std::to_string(phase) + ", it reached " + std::to_string(cur) + ")");
       if (procs_[rank] && procs_[rank]->exited())
         fail(tuttiRemoteError, "shm window: rank ", rank_, ": peer ", describe(rank),
              " died while this rank waited for it (phase ", phase, ", it reached ", cur, ")");
-      if (c->failed.load(std::memory_order_acquire) != 0)
-        throw PeerClosed("shm window: rank " + std::to_string(rank_) + ": peer " + describe(rank) +
-                         " gave up (its call failed) while this rank waited for it (phase " +
-                         std::to_string(phase) + ", it reached " + std::to_string(cur) + ")");
       if (policy.onStall && *policy.onStall && now - lastChange >= policy.kStallReportSec)
         (*policy.onStall)(rank);
       if (now - lastChange > timeoutSec)
