@@ -15,6 +15,7 @@ exec::Schedule allReduceButterfly(const CollArgs& a);
 exec::Schedule allReduceRabenseifner(const CollArgs& a);
 exec::Schedule allReduceHier(const CollArgs& a);
 exec::Schedule allReduceDirect(const CollArgs& a);
+exec::Schedule allReduceLine(const CollArgs& a);
 
 exec::Schedule allGatherRing(const CollArgs& a);
 exec::Schedule allGatherRd(const CollArgs& a);

@@ -130,6 +130,16 @@ Schedule allReduceDirect(const CollArgs& a) {
   return s;
 }
 
+Schedule allReduceLine(const CollArgs& a) {
+  TUTTI_CHECK_ARG(a.count * dtypeSize(a.dtype) <= Schedule::kLineMaxBytes,
+                  "line: an all-reduce of at most ", Schedule::kLineMaxBytes, " bytes (got ",
+                  a.count * dtypeSize(a.dtype), ")");
+  Schedule s = allReduceDirect(a);
+  s.algorithm = "line";
+  s.lineProtocol = true;
+  return s;
+}
+
 Schedule allGatherDirect(const CollArgs& a) {
   checkArgs(a);
   Ctx c(a);

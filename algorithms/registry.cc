@@ -17,6 +17,10 @@ bool hasWindow(const CollArgs& a) {
   size_t need = dtypeSize(a.dtype) * (a.coll == Coll::kReduceScatter ? a.nranks : 1);
   return a.windowBytes >= need && a.windowBytes > 0;
 }
+// The line all-reduce: a window, and a buffer that fits a line slot.
+bool lineSized(const CollArgs& a) {
+  return hasWindow(a) && a.count * dtypeSize(a.dtype) <= exec::Schedule::kLineMaxBytes;
+}
 // Gather / scatter trees: up to 64 KiB in the root's buffer. Above that the store-and-forward
 // rounds lost to the linear exchange in every measurement (docs/algorithms.md), which the cost
 // model does not see yet (it prices each rank's copies, not the host's cores' total work).
@@ -61,6 +65,12 @@ const std::array kRegistry = {
                   "shm only: reduce straight from every peer's shared window (one-shot up to "
                   "32 KiB, then two-shot reduce-scatter + all-gather)",
                   hasWindow, allReduceDirect},
+    AlgorithmInfo{
+        Coll::kAllReduce, "line",
+        "shm only, up to 200 bytes: each rank writes its input and the call's tags into "
+        "one cache line (up to 8 bytes) of its shared window, then reduces the peers' lines (the "
+        "automatic choice at these sizes)",
+        lineSized, allReduceLine},
     AlgorithmInfo{Coll::kAllGather, "ring", "ring all-gather along the ring order", always,
                   allGatherRing},
     AlgorithmInfo{Coll::kAllGather, "rd", "recursive doubling (power-of-two rank counts)",

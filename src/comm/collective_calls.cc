@@ -12,7 +12,9 @@
 #include "common/dtype.h"
 #include "common/log.h"
 #include "exec/executor.h"
+#include "exec/line_allreduce.h"
 #include "reduce/reduce.h"
+#include "tuning/tuner.h"
 
 namespace tutti {
 
@@ -25,6 +27,41 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
   log::setThreadRank(rank_);
   ensureWindow();
   args.windowBytes = window_.chunkBytes();  // 0 without a window
+  if (args.coll == algo::Coll::kAllReduce && lineAllReduceAuto_ &&
+      exec::lineAllReduceFits(window_.get(), args.count * dtypeSize(args.dtype))) {
+    // The automatic choice for small all-reduces on one host, without planning.
+    runLineCall(args, send, recv, applyAvg ? tuttiAvg : args.op);
+  } else {
+    plannedCollective(args, send, recv, applyAvg ? tuttiAvg : args.op);
+  }
+  if (applyAvg && avgElems > 0) {
+    size_t es = dtypeSize(args.dtype);
+    reduce::divide(static_cast<std::byte*>(recv) + avgOffsetElems * es, avgElems, args.dtype,
+                   nranks_);
+  }
+}
+
+void Communicator::runLineCall(const algo::CollArgs& args, const void* send, void* recv,
+                               tuttiRedOp_t userOp) {
+  if (log::enabled(log::Level::kInfo, log::Subsys::kTuning) &&
+      lineLogged_.insert(args.count).second)
+    TUTTI_INFO(kTuning, "allreduce count " << args.count << " -> line (the automatic choice up to "
+                                           << exec::kLineMaxBytes << " bytes on one host)");
+  CallTag tag = calls_.next(args, userOp);
+  const bool calibrating = collectiveCallNumber(tag) == 1 && planner_->selfTuning() != nullptr;
+  calls_.setLastAlgorithm("line");
+  runTaggedCall(tag, "line", [&] {
+    if (calibrating) calibrate();
+    runLine(args, send, recv);
+  });
+}
+
+void Communicator::runLine(const algo::CollArgs& args, const void* send, void* recv) {
+  exec::runLineAllReduce({send, recv, args.count, args.dtype, args.op, nranks_}, callOptions());
+}
+
+void Communicator::plannedCollective(algo::CollArgs& args, const void* send, void* recv,
+                                     tuttiRedOp_t userOp) {
   // The forced algorithms are the communicator's (config, TUTTI_ALGO at init, or
   // tuttiCommSetAlgorithm): no environment lookup per call (getenv scans the whole
   // environment, ~500 instructions, a tenth of a small call). An all-to-all-v across hosts
@@ -32,7 +69,7 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
   const algo::AlgorithmInfo* exchanging = planner_->needsHostSendCounts(args, options_.algo);
   const Planner::CallPlan* plan = exchanging ? nullptr : &planner_->plan(args, options_.algo);
   const algo::AlgorithmInfo& info = exchanging ? *exchanging : *plan->info;
-  CallTag tag = calls_.next(args, applyAvg ? tuttiAvg : args.op);
+  CallTag tag = calls_.next(args, userOp);
   const bool calibrating = collectiveCallNumber(tag) == 1 && planner_->selfTuning() != nullptr;
   calls_.setLastAlgorithm(info.name);
   runTaggedCall(tag, info.name, [&] {
@@ -56,16 +93,15 @@ void Communicator::collective(algo::CollArgs args, const void* send, void* recv,
     const auto t0 =
         refining ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const Planner::Planned& planned = *plan->planned;
-    execute(planned.schedule, planned.peers, planned.program.get(), buffers);
+    if (planned.schedule.lineProtocol &&
+        exec::lineAllReduceFits(window_.get(), args.count * dtypeSize(args.dtype)))
+      runLine(args, send, recv);  // forced (allreduce:line), or a tuner's pick
+    else
+      execute(planned.schedule, planned.peers, planned.program.get(), buffers);
     if (refining)
       refine(plan->key, plan->sample,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   });
-  if (applyAvg && avgElems > 0) {
-    size_t es = dtypeSize(args.dtype);
-    reduce::divide(static_cast<std::byte*>(recv) + avgOffsetElems * es, avgElems, args.dtype,
-                   nranks_);
-  }
 }
 
 bool Communicator::allReduceDevice(const void* send, void* recv, size_t count,

@@ -99,6 +99,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
   // TUTTI_TOPO_FILE / TUTTI_TOPO_DEVICE errors before any rendezvous.
   const RankPlace myPlace = describeLocalPlace();
   checkCommOptions(options_);
+  lineAllReduceAuto_ = tuning::forcedAlgorithm(options_.algo, algo::Coll::kAllReduce).name.empty();
   log::setThreadRank(rank_);
   monitor_ = std::make_unique<FailureMonitor>(stores_.own(), rank_, nranks_,
                                               static_cast<size_t>(options_.traceCalls),
@@ -368,6 +369,7 @@ void Communicator::setAlgorithm(const std::string& spec) {
                   "' (tutti-info lists them)");
   const std::string& next = spec.empty() ? initialAlgo_ : spec;
   options_.algo = next;  // the planner plans again when the spec differs
+  lineAllReduceAuto_ = tuning::forcedAlgorithm(options_.algo, algo::Coll::kAllReduce).name.empty();
 }
 
 void Communicator::setTimeout(double seconds) {

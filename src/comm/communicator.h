@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -252,6 +253,12 @@ class Communicator {
   void failWith(tuttiResult_t code, const std::string& text, int firstFailed);
   // Registers this communicator's failure records with ProcessFailures (processRecords_).
   void shareFailureRecords();
+  // An all-reduce over the window's line slots (exec/line_allreduce.h): as a call of its own
+  // (the automatic choice), or inside a planned call whose schedule asks for it.
+  void runLineCall(const algo::CollArgs& args, const void* send, void* recv, tuttiRedOp_t userOp);
+  void runLine(const algo::CollArgs& args, const void* send, void* recv);
+  // A collective as the planner plans it (collective() without the line all-reduce and avg).
+  void plannedCollective(algo::CollArgs& args, const void* send, void* recv, tuttiRedOp_t userOp);
   void connect(std::span<const int> peers);
   void execute(const exec::Schedule& schedule, std::span<std::byte* const> buffers);
   void execute(const exec::Schedule& schedule, std::span<const int> peers,
@@ -270,6 +277,9 @@ class Communicator {
   int nranks_;
   CommOptions options_;
   std::string initialAlgo_;  // options_.algo as made at init (setAlgorithm("") restores it)
+  // options_.algo leaves all-reduce automatic: small ones on one host run as line all-reduces.
+  bool lineAllReduceAuto_ = true;
+  std::set<size_t> lineLogged_;  // counts whose line all-reduce was logged (TUNING at INFO)
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;
   // Who the ranks are (peers, places, hosts, ring order, standby addresses); made once.
   std::shared_ptr<const Membership> membership_;

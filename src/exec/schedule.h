@@ -94,6 +94,11 @@ struct Schedule {
   // call's phase-0 waits do. In a stream of half-window calls the next call's phase-1 post
   // implies it, so the executor skips it (one store + fence per call).
   bool finalPostOnlyForNextCall = false;
+  // A one-shot all-reduce of at most kLineMaxBytes that the executor runs over the window's
+  // line slots when the window has them (exec/line_allreduce.h); the ops are the same call
+  // as a direct one-shot (what the simulator and windows without line slots run).
+  bool lineProtocol = false;
+  static constexpr size_t kLineMaxBytes = 200;  // a line slot's payload less the call tags
   std::vector<Round> rounds;
   std::vector<Mix> mixes;  // of the kMix ops
 

@@ -40,6 +40,9 @@ class WindowState {
       nextHalf_ = 1 - half;
     }
   }
+  // The line all-reduces' own sequence (exec/line_allreduce.h): 1, 2, ... (a slot's word
+  // starts at 0, which no call waits for).
+  uint32_t nextLineSeq() { return ++lineSeq_; }
   void postSkippedFinal(transport::Window& window) {
     if (skippedFinal_) window.post(epoch_);
     skippedFinal_ = false;
@@ -51,6 +54,7 @@ class WindowState {
   int nextHalf_ = 0;
   std::array<uint32_t, 2> halfFree_{0, 0};
   bool skippedFinal_ = false;
+  uint32_t lineSeq_ = 0;
 };
 
 }  // namespace tutti::exec

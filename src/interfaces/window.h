@@ -57,6 +57,25 @@ class Window {
   // This rank's communicator has failed and will post no more: peers waiting on this rank
   // (now or later) fail at once, naming it, instead of at their timeout. Irreversible.
   virtual void markFailed() {}
+  // Line slots: small exchanges whose data and readiness share a cache line, so that a peer's
+  // wait and its read of the data are one line transfer (NCCL's LL protocol; the executor's
+  // line all-reduce, exec/line_allreduce.h). Each rank owns kLineSlots slots of kLineSlotBytes;
+  // a slot is a 32-bit sequence word (the window's), 4 bytes of padding, then
+  // kLinePayloadBytes for the caller, whose first 56 bytes share the word's cache line.
+  static constexpr int kLineSlots = 2;
+  static constexpr size_t kLineSlotBytes = 256;
+  static constexpr size_t kLinePayloadBytes = kLineSlotBytes - 8;
+  // The payload of `rank`'s slot (mapped here), or nullptr: this window has no line slots.
+  virtual std::byte* linePayload(int /*rank*/, int /*slot*/) const { return nullptr; }
+  // Publishes this rank's slot with sequence number seq (release: what was written to its
+  // payload before is visible to a peer whose waitLine for seq returned). Wakes are deferred
+  // as post()'s are.
+  virtual void postLine(int /*slot*/, uint32_t /*seq*/) {}
+  // Blocks until `rank`'s slot holds seq or a later sequence (modulo 2^32): as wait(), with
+  // the same errors.
+  virtual void waitLine(int /*rank*/, int /*slot*/, uint32_t /*seq*/,
+                        const WaitPolicy& /*policy*/) {}
+
   // Small tags describing this rank's recent calls (what the caller wants peers to check,
   // e.g. collective / count / dtype / call number). Written before post(), read after wait()
   // returned. The caller picks the slot (the communicator: call number modulo kTagSlots, so

@@ -75,6 +75,14 @@ std::vector<Candidate> rankCandidates(const algo::CollArgs& args, const CostMode
   std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
     return a.predictedSec < b.predictedSec;
   });
+  // The line all-reduce is a protocol of the direct one-shot, whose schedule (what the model
+  // prices) it shares; its one-line exchange beat every algorithm wherever it applies
+  // (docs/perf/line-allreduce-2026-12-07.md): it is the choice, as NCCL's LL protocol is below
+  // its threshold.
+  auto line = std::find_if(out.begin(), out.end(), [](const Candidate& c) {
+    return std::string_view(c.info->name) == "line";
+  });
+  if (line != out.end()) std::rotate(out.begin(), line, line + 1);
   if (log::enabled(log::Level::kInfo, log::Subsys::kAlgo)) logTunedChoice(args, out);
   return out;
 }

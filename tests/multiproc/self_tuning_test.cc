@@ -93,7 +93,8 @@ void verifiedCall(tuttiComm_t comm, int n, int rank, Op op, size_t count, uint64
 void callStream(int n, int rank, const tuttiUniqueId& id, int calls, const std::string& seqFile) {
   tuttiComm_t comm = nullptr;
   TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, n, id, rank), nullptr);
-  const std::pair<Op, size_t> shapes[] = {{Op::kAllReduce, 3},
+  // 100 elements: above the line all-reduce's 200 bytes, which is not tuned.
+  const std::pair<Op, size_t> shapes[] = {{Op::kAllReduce, 100},
                                           {Op::kAllReduce, 20000},
                                           {Op::kAllGather, 700},
                                           {Op::kReduceScatter, 9000}};
@@ -162,7 +163,7 @@ TEST(SelfTuning, ExploredCallsAreCorrectEveryRankRunsTheSameAlgorithmAndTheCache
   // A shape whose model puts a single candidate within 3x of the best keeps the model's choice
   // without exploring (and without a cache line); under this model three of the four have
   // several close candidates.
-  const char* keys[] = {"choice allreduce n3 h1 b3 w1 ", "choice allreduce n3 h1 b16 w1 ",
+  const char* keys[] = {"choice allreduce n3 h1 b8 w1 ", "choice allreduce n3 h1 b16 w1 ",
                         "choice allgather n3 h1 b11 w1 ", "choice reducescatter n3 h1 b15 w1 "};
   int explored = 0;
   for (const auto& [k, algos] : perShape) {
@@ -202,14 +203,14 @@ TEST(SelfTuning, AWarmCacheIsUsedFromTheFirstCallAndRanksAgreeOnRankZerosCache) 
   // 1 MiB and on 64 KiB).
   EXPECT_NE(slurp(fileA).find("window.read_gbps "), std::string::npos) << slurp(fileA);
   EXPECT_NE(slurp(fileA).find("window.read_small_gbps "), std::string::npos) << slurp(fileA);
-  // Cache A learns naive for the 3-element all-reduce, cache B (another calibration, other
+  // Cache A learns naive for the 100-element all-reduce, cache B (another calibration, other
   // choices) ring; rank 0 reads A, rank 1 reads B.
-  std::string textA = withChoice(slurp(fileA), "allreduce n2 h1 b3 w1", "naive");
+  std::string textA = withChoice(slurp(fileA), "allreduce n2 h1 b8 w1", "naive");
   { std::ofstream(fileA) << textA; }
   std::string textB = textA;
   size_t alpha = textB.find("shm.alpha_us ");
   textB.replace(alpha, textB.find('\n', alpha) - alpha, "shm.alpha_us 400");
-  textB = withChoice(textB, "allreduce n2 h1 b3 w1", "ring");
+  textB = withChoice(textB, "allreduce n2 h1 b8 w1", "ring");
   ASSERT_EQ(system(("mkdir -p " + cacheB).c_str()), 0);
   const std::string fileB = cacheB + fileA.substr(fileA.rfind('/'));
   { std::ofstream(fileB) << textB; }

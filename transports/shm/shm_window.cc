@@ -75,17 +75,37 @@ class ShmWindow final : public Window {
     if (!wakePending_) return;
     wakePending_ = false;
     WindowCtrl* c = ctrl(rank_);
-    // Dekker with the waiter (waiters++ then phase load): one of us sees the other's store.
+    // Dekker with the waiter (waiters++ then word load): one of us sees the other's store.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (c->waiters.load(std::memory_order_relaxed) != 0)
-      futex(&c->phase, FUTEX_WAKE, INT_MAX, nullptr);
+    if (c->waiters.load(std::memory_order_relaxed) != 0) wakeAll(c);
   }
 
   void markFailed() override {
     WindowCtrl* c = ctrl(rank_);
     if (c->failed.exchange(1, std::memory_order_seq_cst) != 0) return;
-    // Waiters sleep on the phase word: wake them all so that they see the flag now.
-    futex(&c->phase, FUTEX_WAKE, INT_MAX, nullptr);
+    // Waiters sleep on the phase or a line's word: wake them all so that they see the flag.
+    wakeAll(c);
+  }
+
+  std::byte* linePayload(int rank, int slot) const override {
+    TUTTI_ASSERT(slot >= 0 && slot < kLineSlots);
+    return ctrl(rank)->lines[slot].payload;
+  }
+  void postLine(int slot, uint32_t seq) override {
+    ctrl(rank_)->lines[slot].seq.store(seq, std::memory_order_release);
+    wakePending_ = true;  // as post()
+  }
+  void waitLine(int rank, int slot, uint32_t seq, const WaitPolicy& policy) override {
+    std::atomic<uint32_t>& word = ctrl(rank)->lines[slot].seq;
+    if (reached(word.load(std::memory_order_acquire), seq)) return;
+    // The wake-up check (flushPosts' fence) waits until this rank's line has reached the
+    // peers: run right after postLine it would stall the poll by a cross-core round trip, on
+    // every call. A peer sleeps only after polling for spinUs; it is woken once the pure polls
+    // are over (waitFor), or at the end of this call.
+    waitFor(rank, word, seq, policy, [slot, seq](uint32_t cur) {
+      return "line slot " + std::to_string(slot) + " sequence " + std::to_string(seq) +
+             ", it holds " + std::to_string(cur);
+    });
   }
 
   void setTag(int slot, const Tag& t) override {
@@ -110,7 +130,6 @@ class ShmWindow final : public Window {
   }
 
   void wait(int rank, uint32_t phase, const WaitPolicy& policy) override {
-    const double timeoutSec = policy.timeoutSec;
     // The last value seen from this peer answers waits for earlier phases without touching
     // its counter's cache line (which it has written since: a miss). A call's phase-0 wait
     // in a stream of calls is one of those.
@@ -119,14 +138,29 @@ class ShmWindow final : public Window {
     if (reached(seen_[rank] = c->phase.load(std::memory_order_acquire), phase)) return;
     // About to wait: a peer may sleep on this rank's last post and be the one we wait for.
     flushPosts();
+    seen_[rank] = waitFor(rank, c->phase, phase, policy, [phase](uint32_t cur) {
+      return "phase " + std::to_string(phase) + ", it reached " + std::to_string(cur);
+    });
+  }
+
+ private:
+  // Until `word` (rank's phase or line sequence) reaches target: polls, then yields or
+  // pause-spins for policy.spinUs, then sleeps on the word, checking the peer's process, its
+  // failed flag, the abort flag and the timeout. Returns the value reached; `what(current)`
+  // says what was awaited, for errors.
+  template <class What>
+  uint32_t waitFor(int rank, std::atomic<uint32_t>& word, uint32_t target, const WaitPolicy& policy,
+                   What what) {
     // A peer on another core usually posts within a microsecond or two: poll without
     // syscalls first, then yield the core between polls (ranks often share cores).
     const bool yield = CallsInFlight::shouldYield(policy.yield, policy.yieldAboveCalls);
     const int purePolls = yield ? kPurePollsYielding : kPurePolls;
+    uint32_t cur = 0;
     for (int i = 0; i < purePolls; ++i) {
       cpuRelax();
-      if (reached(seen_[rank] = c->phase.load(std::memory_order_acquire), phase)) return;
+      if (reached(cur = word.load(std::memory_order_acquire), target)) return cur;
     }
+    flushPosts();  // (done already by wait(); waitLine's peers may sleep on its line)
     double start = nowSeconds();
     double spinEnd = start + policy.spinUs * 1e-6;
     while (nowSeconds() < spinEnd) {
@@ -134,21 +168,21 @@ class ShmWindow final : public Window {
         sched_yield();  // more ranks than cores: give the core to the rank we wait for
       else
         cpuRelax();
-      if (reached(seen_[rank] = c->phase.load(std::memory_order_acquire), phase)) return;
+      if (reached(cur = word.load(std::memory_order_acquire), target)) return cur;
     }
-    uint32_t last = c->phase.load(std::memory_order_acquire);
+    WindowCtrl* c = ctrl(rank);
+    uint32_t last = word.load(std::memory_order_acquire);
     double lastChange = nowSeconds();
     for (;;) {
       c->waiters.fetch_add(1, std::memory_order_seq_cst);
-      uint32_t cur = c->phase.load(std::memory_order_seq_cst);
-      if (!reached(cur, phase)) {
+      cur = word.load(std::memory_order_seq_cst);
+      if (!reached(cur, target)) {
         timespec ts{0, kSleepSliceNs};
-        futex(&c->phase, FUTEX_WAIT, cur, &ts);
+        futex(&word, FUTEX_WAIT, cur, &ts);
       }
       c->waiters.fetch_sub(1, std::memory_order_relaxed);
-      cur = c->phase.load(std::memory_order_acquire);
-      seen_[rank] = cur;
-      if (reached(cur, phase)) return;
+      cur = word.load(std::memory_order_acquire);
+      if (reached(cur, target)) return cur;
       double now = nowSeconds();
       if (cur != last) {
         last = cur;
@@ -161,23 +195,26 @@ class ShmWindow final : public Window {
       if (c->failed.load(std::memory_order_acquire) != 0)
         throw PeerClosed("shm window: rank " + std::to_string(rank_) + ": peer " + describe(rank) +
                          " gave up (its call failed or it was aborted) while this rank waited "
-                         "for it (phase " +
-                         std::to_string(phase) + ", it reached " + std::to_string(cur) + ")");
+                         "for it (" +
+                         what(cur) + ")");
       if (procs_[rank] && procs_[rank]->exited())
         fail(tuttiRemoteError, "shm window: rank ", rank_, ": peer ", describe(rank),
-             " died while this rank waited for it (phase ", phase, ", it reached ", cur, ")");
+             " died while this rank waited for it (", what(cur), ")");
       if (policy.onStall && *policy.onStall && now - lastChange >= policy.kStallReportSec)
         (*policy.onStall)(rank);
-      if (now - lastChange > timeoutSec)
-        fail(tuttiTimeout, "shm window: rank ", rank_, ": no progress for ", timeoutSec,
+      if (now - lastChange > policy.timeoutSec)
+        fail(tuttiTimeout, "shm window: rank ", rank_, ": no progress for ", policy.timeoutSec,
              " s (the communicator's timeout: TUTTI_TIMEOUT, config, tuttiCommSetTimeout) waiting "
              "for ",
-             describe(rank), " to reach phase ", phase, " (it is at ", cur,
-             "): mismatched collective calls or a stuck rank");
+             describe(rank), " (", what(cur), "): mismatched collective calls or a stuck rank");
     }
   }
 
- private:
+  void wakeAll(WindowCtrl* c) {
+    futex(&c->phase, FUTEX_WAKE, INT_MAX, nullptr);
+    for (LineSlot& line : c->lines) futex(&line.seq, FUTEX_WAKE, INT_MAX, nullptr);
+  }
+
   WindowCtrl* ctrl(int rank) const { return reinterpret_cast<WindowCtrl*>(segments_[rank].data()); }
   std::string describe(int rank) const {
     const PeerInfo& p = peers_[rank];

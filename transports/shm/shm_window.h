@@ -17,6 +17,14 @@
 
 namespace tutti::transport::shm {
 
+// A line slot (Window::linePayload): written only by its owner, read by every peer.
+struct alignas(64) LineSlot {
+  std::atomic<uint32_t> seq;  // the futex word of waitLine
+  uint32_t pad;
+  std::byte payload[Window::kLinePayloadBytes];
+};
+static_assert(sizeof(LineSlot) == Window::kLineSlotBytes);
+
 struct WindowCtrl {
   uint64_t magic;
   uint64_t bytes;
@@ -31,6 +39,7 @@ struct WindowCtrl {
   // Set once by the owner when its communicator failed (Window::markFailed): its phase will
   // not move again, and a peer waiting on it fails at once instead of at the timeout.
   alignas(64) std::atomic<uint32_t> failed;
+  LineSlot lines[Window::kLineSlots];
 };
 
 struct WindowConfig {

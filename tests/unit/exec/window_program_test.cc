@@ -15,41 +15,19 @@
 #include <string>
 #include <vector>
 
-#include "interfaces/algorithm.h"
 #include "bootstrap/memory_store.h"
 #include "exec/executor.h"
 #include "harness/threads_harness.h"
-#include "transports/shm/shm_transport.h"
+#include "interfaces/algorithm.h"
+#include "shm_window_rank.h"
 
 namespace tutti::exec {
 namespace {
 
-constexpr size_t kWindowBytes = 1 << 20;
-
-struct Rank {
-  std::unique_ptr<transport::Transport> transport;
-  std::unique_ptr<transport::Window> window;
-  WindowState windowState;  // across every call on the window
-};
-
+using test::kWindowBytes;
+using Rank = test::WindowRank;
 Rank makeRank(int rank, int nranks, bootstrap::Store& store) {
-  Deadline deadline(30);
-  store.setString("pid/" + std::to_string(rank), std::to_string(::getpid()));
-  std::vector<transport::PeerInfo> peers;
-  for (int i = 0; i < nranks; ++i)
-    peers.push_back(
-        {i, "test-host", "localhost",
-         static_cast<pid_t>(std::stol(store.getString("pid/" + std::to_string(i), deadline)))});
-  Rank r;
-  r.transport = transport::makeShmTransport();
-  transport::Context ctx;
-  ctx.rank = rank;
-  ctx.nranks = nranks;
-  ctx.peers = peers;
-  ctx.store = &store;
-  r.transport->setup(ctx);
-  r.window = r.transport->createWindow(kWindowBytes, deadline);
-  return r;
+  return test::makeWindowRank(rank, nranks, store);
 }
 
 int32_t input(int rank, size_t i) { return static_cast<int32_t>(rank * 1000003 + i * 7 + 1); }
