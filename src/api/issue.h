@@ -74,7 +74,10 @@ tuttiResult_t issue(tuttiComm_t comm, const char* fn, const CallInfo& info, cons
     deferCollective(comm, std::move(run), std::move(host), fusible);
     return tuttiSuccess;
   }
-  runInOrder(comm, fn, host, std::move(run), lane);
+  if (host)
+    runInOrder(comm, fn, host, std::move(run), lane);
+  else
+    runNowInOrder(comm, run, lane);
   return tuttiSuccess;
 }
 

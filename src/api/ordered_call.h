@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <utility>
 
 #include "comm_handle.h"
 #include "host_stream.h"
@@ -17,6 +18,11 @@ namespace tutti::api {
 // and those of every lane (CallOrder::kEveryLane, the default: all other calls).
 void runInOrder(tuttiComm_t comm, const char* fn, const std::shared_ptr<HostStream>& stream,
                 std::function<void()> run, int lane = CallOrder::kEveryLane);
+
+// runInOrder without a stream, for a call that runs now: no std::function around `run` (its
+// captures would be allocated on the heap, on every call).
+template <typename F>
+void runNowInOrder(tuttiComm_t comm, F&& run, int lane = CallOrder::kEveryLane);
 
 // A send or receive in the communicator's call order, now or on a host stream, as runInOrder
 // runs a call (one to or from this rank itself is a copy, run by runInOrder); once the
@@ -39,5 +45,12 @@ class BlockingTurn {
  private:
   std::shared_ptr<CallOrder::Ticket> ticket_;
 };
+
+template <typename F>
+void runNowInOrder(tuttiComm_t comm, F&& run, int lane) {
+  BlockingTurn turn(comm);  // as runInOrder's blocking path
+  if (lane == CallOrder::kEveryLane) comm->lastLane.store(0, std::memory_order_relaxed);
+  std::forward<F>(run)();
+}
 
 }  // namespace tutti::api
