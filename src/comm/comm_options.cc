@@ -1,5 +1,6 @@
 #include "comm/comm_options.h"
 
+#include "comm/trace_dump_signal.h"
 #include "common/clock.h"
 #include "common/env.h"
 #include "common/error.h"
@@ -22,6 +23,7 @@ CommOptions commOptionsFromEnv() {
   o.checkCalls = env::getBool("TUTTI_CHECK_CALLS");
   o.traceCalls = env::getInt("TUTTI_TRACE_CALLS");
   o.traceFile = env::getString("TUTTI_TRACE_FILE");
+  o.dumpSignal = env::getString("TUTTI_DUMP_SIGNAL");
   o.shmWindowBytes = env::getInt("TUTTI_SHM_WINDOW_BYTES");
   o.chunkBytes = env::getInt("TUTTI_CHUNK_BYTES");
   o.spinUs = env::getInt("TUTTI_SPIN_US");
@@ -52,7 +54,8 @@ void checkCommOptions(const CommOptions& o) {
                   " is more than the limit ", kMaxWindowBytes, " (1 GiB per rank)");
   TUTTI_CHECK_ARG(o.spinYield == "auto" || o.spinYield == "0" || o.spinYield == "1",
                   "TUTTI_SPIN_YIELD=", o.spinYield, ": use auto, 0 or 1");
-  topo::parseBindMode(o.bind);  // throws naming TUTTI_BIND
+  topo::parseBindMode(o.bind);           // throws naming TUTTI_BIND
+  TraceDumpSignal::parse(o.dumpSignal);  // throws naming TUTTI_DUMP_SIGNAL
   TUTTI_CHECK_ARG(o.cudaDirectBytes >= 4096 && o.cudaDirectBytes <= (int64_t{1} << 34),
                   "TUTTI_CUDA_DIRECT_BYTES=", o.cudaDirectBytes,
                   " is out of range: use 4096 to 17179869184");

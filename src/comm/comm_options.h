@@ -19,6 +19,7 @@ struct CommOptions {
   bool checkCalls = false;              // TUTTI_CHECK_CALLS: compare every call across ranks
   int64_t traceCalls = 64;              // TUTTI_TRACE_CALLS: the flight recorder's calls
   std::string traceFile;                // TUTTI_TRACE_FILE: where a failure appends the trace
+  std::string dumpSignal;               // TUTTI_DUMP_SIGNAL: the trace on a signal (off)
   int64_t shmWindowBytes = 4 << 20;     // TUTTI_SHM_WINDOW_BYTES: <= 0 = no shared window
   int64_t chunkBytes = 256 << 10;       // TUTTI_CHUNK_BYTES: direct algorithms' chunk
   int64_t spinUs = 50;                  // TUTTI_SPIN_US

@@ -110,6 +110,9 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
   meetMembers(std::move(seed), myPlace, deadline);
   logPlacement(*membership_, stores_.prefix());
   shareFailureRecords();
+  if (int signo = TraceDumpSignal::parse(options_.dumpSignal); signo != 0)
+    dumpOnSignal_ = TraceDumpSignal::add(
+        signo, [monitor = monitor_.get()](const std::string& cause) { monitor->dumpTrace(cause); });
   planner_ = std::make_unique<Planner>(topologyCostModel(*membership_), membership_->hosts);
   fused_ = std::make_unique<FusedPlans>();
   bindOnce(options_.bind, membership_->hostOf, rank_);

@@ -26,6 +26,7 @@
 #include "comm/shared_window.h"
 #include "comm/split_seed.h"
 #include "comm/test_die.h"
+#include "comm/trace_dump_signal.h"
 #include "exec/executor.h"
 #include "exec/schedule.h"
 #include "interfaces/algorithm.h"
@@ -295,6 +296,8 @@ class Communicator {
   // This communicator's failure records, readable by the process's other communicators
   // (ProcessFailures); after monitor_ and membership_, so it goes before them.
   ProcessFailures::Registration processRecords_;
+  // The flight recorder on TUTTI_DUMP_SIGNAL (none when off); before monitor_'s end too.
+  TraceDumpSignal::Registration dumpOnSignal_;
   // This rank's standby store, shrink's meeting and the agreement on failed ranks.
   std::unique_ptr<Recovery> recovery_;
   exec::ExecOptions execOptions_;  // made once; window and callTag set per call

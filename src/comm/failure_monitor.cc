@@ -59,7 +59,8 @@ bool FailureMonitor::record(tuttiResult_t code, const std::string& text, int fir
     text_ = text;
     code_ = code;
   }
-  writeTraceFile(text);
+  writeTraceFile("tutti flight recorder: communicator " + name_ + " rank " + std::to_string(rank_) +
+                 "/" + std::to_string(nranks_) + " failed: " + text);
   try {
     store_->setString(recordKey(rank_), std::to_string(firstFailed) + "\n" + text);
   } catch (const std::exception& e) {
@@ -128,9 +129,18 @@ std::string FailureMonitor::gatherCallStates(int* firstSilent, double waitSec) {
 
 std::string FailureMonitor::traceText() const { return trace_.text(describeShort); }
 
-void FailureMonitor::writeTraceFile(const std::string& cause) const {
+void FailureMonitor::dumpTrace(const std::string& cause) const {
+  const std::string header = "tutti flight recorder: communicator " + name_ + " rank " +
+                             std::to_string(rank_) + "/" + std::to_string(nranks_) + " (pid " +
+                             std::to_string(::getpid()) + "), on " + cause + ":";
+  if (writeTraceFile(header)) return;
+  const std::string text = header + "\n" + traceText();
+  std::fwrite(text.data(), 1, text.size(), stderr);
+}
+
+bool FailureMonitor::writeTraceFile(const std::string& header) const {
   const std::string& path = traceFile_;
-  if (path.empty()) return;
+  if (path.empty()) return false;
   bool hasRank = false;
   std::string expanded;
   for (size_t i = 0; i < path.size(); ++i) {
@@ -147,13 +157,12 @@ void FailureMonitor::writeTraceFile(const std::string& cause) const {
   if (f == nullptr) {
     TUTTI_WARN(kInit, "TUTTI_TRACE_FILE=" << path << ": cannot open " << expanded << ": "
                                           << std::strerror(errno));
-    return;
+    return true;
   }
-  std::string text = "tutti flight recorder: communicator " + name_ + " rank " +
-                     std::to_string(rank_) + "/" + std::to_string(nranks_) + " failed: " + cause +
-                     "\n" + traceText();
+  std::string text = header + "\n" + traceText();
   std::fwrite(text.data(), 1, text.size(), f);
   std::fclose(f);
+  return true;
 }
 
 }  // namespace tutti

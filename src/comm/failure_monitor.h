@@ -66,9 +66,13 @@ class FailureMonitor {
   CallTrace& trace() { return trace_; }
   const CallTrace& trace() const { return trace_; }
   std::string traceText() const;
+  // The flight recorder on demand (TraceDumpSignal): to the trace file, else stderr; the job
+  // goes on. Any thread.
+  void dumpTrace(const std::string& cause) const;
 
  private:
-  void writeTraceFile(const std::string& cause) const;
+  // Appends "<header>\n<the flight recorder>" to the trace file (false: none set).
+  bool writeTraceFile(const std::string& header) const;
 
   std::shared_ptr<bootstrap::Store> store_;
   int rank_, nranks_;

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "common/process_registry.h"
+
 namespace tutti {
 
 class ProcessFailures {
@@ -37,10 +39,10 @@ class ProcessFailures {
   // The lookups of every live communicator of this process share one instance.
   static ProcessFailures& instance();
 
-  class Registration;
+  using Registration = ProcessRegistry<RecordLookup>::Registration;
   // Registers a communicator's lookup until the registration is destroyed (which waits for a
   // lookup in progress; a lookup is bounded by its store's timeouts).
-  Registration add(RecordLookup lookup);
+  Registration add(RecordLookup lookup) { return lookups_.add(std::move(lookup)); }
 
   // The record of `peer` in another communicator than `asking`'s (any order; none found: no
   // Finding). Lookups read stores: call it only after a failure.
@@ -53,34 +55,10 @@ class ProcessFailures {
   static constexpr size_t kMaxVerdicts = 16;
 
  private:
-  struct Entry {
-    std::mutex mutex;  // held while the lookup runs, and to retire the entry
-    bool live = true;
-    RecordLookup lookup;
-    pid_t pid = 0;  // the registering process: a forked child skips its parent's entries
-  };
-  void remove(const std::shared_ptr<Entry>& entry);
-
-  mutable std::mutex mutex_;  // entries_, verdicts_
-  std::vector<std::shared_ptr<Entry>> entries_;
+  ProcessRegistry<RecordLookup> lookups_;
+  mutable std::mutex mutex_;  // verdicts_
   std::vector<Finding> verdicts_;
   pid_t verdictsPid_ = 0;  // whose verdicts_ (a forked child starts with none)
-};
-
-class ProcessFailures::Registration {
- public:
-  Registration() = default;
-  Registration(Registration&& other) noexcept = default;
-  Registration& operator=(Registration&& other) noexcept;
-  ~Registration();
-
- private:
-  friend class ProcessFailures;
-  Registration(ProcessFailures* owner, std::shared_ptr<Entry> entry)
-      : owner_(owner), entry_(std::move(entry)) {}
-  void release();
-  ProcessFailures* owner_ = nullptr;
-  std::shared_ptr<Entry> entry_;
 };
 
 }  // namespace tutti

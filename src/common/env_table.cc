@@ -189,6 +189,10 @@ constexpr Var kVars[] = {
      "When a call fails, append the communicator's last calls (the flight recorder: number, "
      "call, algorithm, state, times) to this file; %r becomes the rank, %p the pid (without "
      "%r, \".<rank>\" is appended). tuttiCommDumpTrace writes the same on demand."},
+    {"TUTTI_DUMP_SIGNAL", Type::kString, "off", "COLL",
+     "A signal that makes every communicator of the process write its flight recorder (as "
+     "TUTTI_TRACE_FILE describes; stderr without it) while the job goes on: USR1, USR2 or a "
+     "real-time signal's number; off by default (the process's own handler stays)."},
     {"TUTTI_TRACE_CALLS", Type::kInt, "64", "COLL",
      "How many recent calls each communicator's flight recorder keeps (0 to 65536; 0 turns "
      "recording off, and timeouts then report no calls)."},

@@ -1,7 +1,9 @@
 // The flight recorder (issue 19): tuttiCommDumpTrace lists a communicator's last calls in
 // order with their state; a timeout names the call every rank is in and the rank that never
-// reported; TUTTI_TRACE_FILE receives the record when a call fails.
+// reported; TUTTI_TRACE_FILE receives the record when a call fails; TUTTI_DUMP_SIGNAL writes
+// it on a signal while the job goes on, also from a rank stuck in a call.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -65,6 +67,68 @@ TEST(Trace, DumpListsTheCallsInOrder) {
 
 // Rank 2 stays away (busy elsewhere) while ranks 0 and 1 wait in call #2: their timeouts
 // report each other's call and name rank 2 as silent; the trace file has the record.
+// TUTTI_DUMP_SIGNAL=USR1: rank 1 stays out of the third all-reduce for a while and signals
+// rank 0, stuck in it: rank 0's trace file then lists the two done calls and the one in
+// progress, written by its dump thread while the call waits; the call then completes with the
+// right sum, and a second signal appends a second dump. Rank 1's file stays empty (not
+// signalled). A bad value is refused at init, naming the variable.
+TEST(Trace, ASignalDumpsTheFlightRecorderWhileTheJobGoesOn) {
+  TempDir dir;
+  tuttiUniqueId id = makeId();
+  const std::string pattern = dir.path() + "/trace.%r";
+  auto r = runRanks(2, [&](int rank) {
+    setenv("TUTTI_DUMP_SIGNAL", "USR1", 1);
+    setenv("TUTTI_TRACE_FILE", pattern.c_str(), 1);
+    tuttiComm_t comm = nullptr;
+    TUTTI_ASSERT_OK(tuttiCommInitRank(&comm, 2, id, rank), nullptr);
+    const std::string mine = dir.path() + "/trace." + std::to_string(rank);
+    std::vector<int32_t> a(300);
+    for (int call = 0; call < 3; ++call) {
+      for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<int32_t>(rank * 7 + i + call);
+      if (rank == 1 && call == 2) {
+        ::usleep(200000);  // rank 0 is inside call #3 by now
+        std::ifstream pid(dir.path() + "/pid0");
+        pid_t p0 = 0;
+        pid >> p0;
+        ASSERT_GT(p0, 0);
+        ::kill(p0, SIGUSR1);
+        ::usleep(500000);  // its dump thread writes while it waits for this rank
+      }
+      if (rank == 0 && call == 2) std::ofstream(dir.path() + "/pid0") << ::getpid();
+      TUTTI_ASSERT_OK(
+          tuttiAllReduce(a.data(), a.data(), a.size(), tuttiInt32, tuttiSum, comm, nullptr), comm);
+      for (size_t i = 0; i < a.size(); ++i)
+        ASSERT_EQ(a[i], static_cast<int32_t>(7 + 2 * (i + call))) << "call " << call;
+    }
+    if (rank == 0) {
+      const std::string text = readFile(mine);
+      EXPECT_NE(text.find("on signal SIGUSR1:"), std::string::npos) << text;
+      EXPECT_NE(text.find("#1 allreduce(count 300, int32, sum)"), std::string::npos) << text;
+      EXPECT_NE(text.find("#2 allreduce(count 300, int32, sum)"), std::string::npos) << text;
+      auto third = text.find("#3 allreduce(count 300, int32, sum)");
+      ASSERT_NE(third, std::string::npos) << text;
+      EXPECT_EQ(text.find(" done after ", third), std::string::npos)
+          << "call #3 was in progress when the signal came:\n"
+          << text;
+      ::raise(SIGUSR1);
+      for (int i = 0; i < 100 && readFile(mine).size() <= text.size(); ++i) ::usleep(10000);
+      EXPECT_GT(readFile(mine).size(), text.size()) << "no second dump";
+    } else {
+      EXPECT_EQ(readFile(mine), "") << "rank 1 was not signalled";
+    }
+    TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
+    setenv("TUTTI_DUMP_SIGNAL", "TERM", 1);
+    tuttiComm_t bad = nullptr;
+    EXPECT_EQ(tuttiCommInitRank(&bad, 2, makeId(), rank), tuttiInvalidArgument);
+    EXPECT_NE(std::string(tuttiGetLastError(nullptr)).find("TUTTI_DUMP_SIGNAL=TERM"),
+              std::string::npos)
+        << tuttiGetLastError(nullptr);
+    unsetenv("TUTTI_DUMP_SIGNAL");
+    unsetenv("TUTTI_TRACE_FILE");
+  });
+  EXPECT_TRUE(r.allOk()) << r.describe();
+}
+
 TEST(Trace, TimeoutNamesEveryRanksCall) {
   TempDir dir;
   setenv("TUTTI_TIMEOUT", "2", 1);
