@@ -93,13 +93,19 @@ std::string CallTrace::text(const std::function<std::string(const CallTag&)>& de
   double spt = CycleClock::secondsPerTick();
   uint64_t calls = calls_.load(std::memory_order_acquire);
   uint64_t now = CycleClock::now();
-  std::string out;
+  // The records first, then the words: formatting takes microseconds a record, in which a
+  // rank making small calls (a dump on a signal while the job goes on) would overwrite them.
+  // Newest first: the oldest are the next to go.
+  std::vector<Record> records;
+  records.reserve(std::min<uint64_t>(calls, capacity_));
   uint64_t first = calls > capacity_ ? calls - capacity_ : 0;
-  for (uint64_t i = first; i < calls; ++i) {
+  for (uint64_t i = calls; i-- > first;) {
     Record r = read(slots_[i % capacity_]);
-    if (r.number != i + 1) continue;  // overwritten meanwhile by a newer call
-    out += line(r, now, spt, describe) + "\n";
+    if (r.number == i + 1) records.push_back(r);  // else overwritten meanwhile by a newer call
   }
+  std::string out;
+  for (auto r = records.rbegin(); r != records.rend(); ++r)
+    out += line(*r, now, spt, describe) + "\n";
   return out;
 }
 

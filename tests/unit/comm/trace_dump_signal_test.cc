@@ -29,8 +29,11 @@ TEST(TraceDumpSignal, EveryRegisteredDumpRunsOnTheSignalWhileCallsAreRecorded) {
   CallTrace trace(64);
   std::atomic<bool> stop{false};
   std::thread caller([&] {
-    for (uint64_t i = 1; !stop; ++i) {
+    for (uint64_t i = 1; !stop; ++i) {  // a call every microsecond or so, as small calls
       trace.begin(CallTag{i, 1}, "ring");
+      auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(1);
+      while (std::chrono::steady_clock::now() < until) {
+      }
       trace.end(true);
     }
   });
@@ -56,7 +59,7 @@ TEST(TraceDumpSignal, EveryRegisteredDumpRunsOnTheSignalWhileCallsAreRecorded) {
   EXPECT_EQ(second.load(), 1) << "a retired registration was called";
   std::lock_guard<std::mutex> lock(m);
   EXPECT_EQ(cause, "signal SIGUSR2");
-  EXPECT_NE(printed.find(" done after "), std::string::npos) << printed;
+  EXPECT_NE(printed.find(" done after "), std::string::npos) << "[" << printed << "]";
 }
 
 TEST(TraceDumpSignal, ValuesAreParsedOrRefused) {
