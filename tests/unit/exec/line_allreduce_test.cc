@@ -24,15 +24,7 @@ constexpr std::byte kGuard{0xa5};
 constexpr size_t kGuardBytes = 64;
 
 ExecOptions optionsFor(test::WindowRank& r, int rank, const transport::Window::Tag& tag) {
-  ExecOptions o;
-  o.rank = rank;
-  o.timeoutSec = 30;
-  o.spinUs = 20;
-  o.window = r.window.get();
-  o.windowState = &r.windowState;
-  o.callTag = tag;
-  o.describeCall = [](const transport::Window::Tag& t) { return "call " + std::to_string(t[0]); };
-  return o;
+  return test::windowCallOptions(r, rank, tag);
 }
 
 // Distinct per rank, element and call; small enough that int32 sums are exact.

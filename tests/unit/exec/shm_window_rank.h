@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bootstrap/store.h"
+#include "exec/executor.h"
 #include "exec/window_state.h"
 #include "interfaces/transport.h"
 #include "transports/shm/shm_transport.h"
@@ -42,6 +43,21 @@ inline WindowRank makeWindowRank(int rank, int nranks, bootstrap::Store& store) 
   r.transport->setup(ctx);
   r.window = r.transport->createWindow(kWindowBytes, deadline);
   return r;
+}
+
+// The executor's options for a call of rank `rank` on r's window with tag `tag` (errors
+// describe a call as "call <tag word 0>").
+inline exec::ExecOptions windowCallOptions(WindowRank& r, int rank,
+                                           const transport::Window::Tag& tag) {
+  exec::ExecOptions o;
+  o.rank = rank;
+  o.timeoutSec = 30;
+  o.spinUs = 20;
+  o.window = r.window.get();
+  o.windowState = &r.windowState;
+  o.callTag = tag;
+  o.describeCall = [](const transport::Window::Tag& t) { return "call " + std::to_string(t[0]); };
+  return o;
 }
 
 }  // namespace tutti::test

@@ -68,14 +68,7 @@ void runColl(algo::Coll coll, int nranks, size_t count) {
       }
     }
     std::vector<std::byte> scratch(s.scratchBytes);
-    ExecOptions o;
-    o.rank = rank;
-    o.timeoutSec = 30;
-    o.spinUs = 20;
-    o.window = r.window.get();
-    o.windowState = &r.windowState;
-    o.callTag = {count, static_cast<uint64_t>(coll) + 1};
-    o.describeCall = [](const transport::Window::Tag& t) { return std::to_string(t[0]); };
+    ExecOptions o = test::windowCallOptions(r, rank, {count, static_cast<uint64_t>(coll) + 1});
     std::vector<transport::Connection*> none(nranks, nullptr);
     for (int iter = 0; iter < 12; ++iter) {
       std::fill(out.begin(), out.end(), -1);
