@@ -166,21 +166,6 @@ std::vector<size_t> Communicator::hostSendCounts(const algo::CollArgs& args) {
 
 void Communicator::allReduce(const void* send, void* recv, size_t count, tuttiDataType_t dtype,
                              tuttiRedOp_t op) {
-  if (lineAllReduceAuto_ && exec::lineAllReduceFits(window_.get(), count * dtypeSize(dtype))) {
-    // The line all-reduce needs none of the placement baseArgs copies (ring order, hosts).
-    algo::CollArgs a;
-    a.coll = algo::Coll::kAllReduce;
-    a.count = count;
-    a.dtype = dtype;
-    a.op = baseOp(op);
-    a.rank = rank_;
-    a.nranks = nranks_;
-    a.deterministic = options_.deterministic;
-    log::setThreadRank(rank_);
-    runLineCall(a, send, recv, op);
-    if (op == tuttiAvg && count > 0) reduce::divide(recv, count, dtype, nranks_);
-    return;
-  }
   algo::CollArgs a = baseArgs(algo::Coll::kAllReduce, count, dtype);
   a.op = baseOp(op);
   collective(std::move(a), send, recv, count, 0, op == tuttiAvg);

@@ -99,7 +99,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
   // TUTTI_TOPO_FILE / TUTTI_TOPO_DEVICE errors before any rendezvous.
   const RankPlace myPlace = describeLocalPlace();
   checkCommOptions(options_);
-  lineAllReduceAuto_ = tuning::forcedAlgorithm(options_.algo, algo::Coll::kAllReduce).name.empty();
+  lineAllReduceAuto_ = allReduceAutomatic(options_.algo);
   log::setThreadRank(rank_);
   monitor_ = std::make_unique<FailureMonitor>(stores_.own(), rank_, nranks_,
                                               static_cast<size_t>(options_.traceCalls),
@@ -211,6 +211,10 @@ void Communicator::setupLinks(const RankPlace& myPlace) {
 }
 
 Communicator::~Communicator() { links_.reset(); }
+
+bool Communicator::allReduceAutomatic(const std::string& spec) {
+  return tuning::forcedAlgorithm(spec, algo::Coll::kAllReduce).name.empty();
+}
 
 void Communicator::shareFailureRecords() {
   processRecords_ = ProcessFailures::instance().add(
@@ -372,7 +376,7 @@ void Communicator::setAlgorithm(const std::string& spec) {
                   "' (tutti-info lists them)");
   const std::string& next = spec.empty() ? initialAlgo_ : spec;
   options_.algo = next;  // the planner plans again when the spec differs
-  lineAllReduceAuto_ = tuning::forcedAlgorithm(options_.algo, algo::Coll::kAllReduce).name.empty();
+  lineAllReduceAuto_ = allReduceAutomatic(options_.algo);
 }
 
 void Communicator::setTimeout(double seconds) {

@@ -254,6 +254,8 @@ class Communicator {
   void failWith(tuttiResult_t code, const std::string& text, int firstFailed);
   // Registers this communicator's failure records with ProcessFailures (processRecords_).
   void shareFailureRecords();
+  // Whether an algorithm spec (TUTTI_ALGO syntax) leaves all-reduce to the automatic choice.
+  static bool allReduceAutomatic(const std::string& spec);
   // An all-reduce over the window's line slots (exec/line_allreduce.h): as a call of its own
   // (the automatic choice), or inside a planned call whose schedule asks for it.
   void runLineCall(const algo::CollArgs& args, const void* send, void* recv, tuttiRedOp_t userOp);
@@ -278,7 +280,8 @@ class Communicator {
   int nranks_;
   CommOptions options_;
   std::string initialAlgo_;  // options_.algo as made at init (setAlgorithm("") restores it)
-  // options_.algo leaves all-reduce automatic: small ones on one host run as line all-reduces.
+  // options_.algo leaves all-reduce automatic (allReduceAutomatic): small ones on one host
+  // run as line all-reduces.
   bool lineAllReduceAuto_ = true;
   std::set<size_t> lineLogged_;  // counts whose line all-reduce was logged (TUNING at INFO)
   std::unique_ptr<bootstrap::Bootstrap> bootstrap_;

@@ -59,8 +59,7 @@ bool FailureMonitor::record(tuttiResult_t code, const std::string& text, int fir
     text_ = text;
     code_ = code;
   }
-  writeTraceFile("tutti flight recorder: communicator " + name_ + " rank " + std::to_string(rank_) +
-                 "/" + std::to_string(nranks_) + " failed: " + text);
+  writeTraceFile(traceHeader() + " failed: " + text);
   try {
     store_->setString(recordKey(rank_), std::to_string(firstFailed) + "\n" + text);
   } catch (const std::exception& e) {
@@ -129,10 +128,14 @@ std::string FailureMonitor::gatherCallStates(int* firstSilent, double waitSec) {
 
 std::string FailureMonitor::traceText() const { return trace_.text(describeShort); }
 
+std::string FailureMonitor::traceHeader() const {
+  return "tutti flight recorder: communicator " + name_ + " rank " + std::to_string(rank_) + "/" +
+         std::to_string(nranks_);
+}
+
 void FailureMonitor::dumpTrace(const std::string& cause) const {
-  const std::string header = "tutti flight recorder: communicator " + name_ + " rank " +
-                             std::to_string(rank_) + "/" + std::to_string(nranks_) + " (pid " +
-                             std::to_string(::getpid()) + "), on " + cause + ":";
+  const std::string header =
+      traceHeader() + " (pid " + std::to_string(::getpid()) + "), on " + cause + ":";
   if (writeTraceFile(header)) return;
   const std::string text = header + "\n" + traceText();
   std::fwrite(text.data(), 1, text.size(), stderr);

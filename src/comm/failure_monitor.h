@@ -71,6 +71,8 @@ class FailureMonitor {
   void dumpTrace(const std::string& cause) const;
 
  private:
+  // "tutti flight recorder: communicator <name> rank <r>/<n>", a dump's first words.
+  std::string traceHeader() const;
   // Appends "<header>\n<the flight recorder>" to the trace file (false: none set).
   bool writeTraceFile(const std::string& header) const;
 

@@ -13,26 +13,6 @@ namespace tutti::exec {
 
 namespace {
 
-// Copies of at most a slot's payload in 8-byte words (a call to memcpy costs more than the
-// copy at these sizes).
-inline void copySmall(std::byte* dst, const std::byte* src, size_t bytes) {
-  size_t i = 0;
-  for (; i + 8 <= bytes; i += 8) {
-    uint64_t w;
-    __builtin_memcpy(&w, src + i, 8);
-    __builtin_memcpy(dst + i, &w, 8);
-  }
-  for (; i < bytes; ++i) dst[i] = src[i];
-}
-
-}  // namespace
-
-bool lineAllReduceFits(const transport::Window* window, size_t bytes) {
-  return window != nullptr && bytes <= kLineMaxBytes && window->linePayload(0, 0) != nullptr;
-}
-
-namespace {
-
 using Tag = transport::Window::Tag;
 
 // What a rank writes before its input: its window tag slots (options.windowTags: this call's
@@ -48,7 +28,7 @@ void tagsOf(const ExecOptions& options, Tag (&tags)[kLineTagSlots]) {
 void checkPeerTags(const Tag (&mine)[kLineTagSlots], const std::byte* line, int peer,
                    const ExecOptions& options) {
   Tag theirs[kLineTagSlots];
-  copySmall(reinterpret_cast<std::byte*>(theirs), line, sizeof(theirs));
+  std::memcpy(theirs, line, sizeof(theirs));
   for (int s = 0; s < kLineTagSlots; ++s) {
     const bool current = mine[s] == options.callTag;
     if (theirs[s] == mine[s]) continue;
@@ -63,6 +43,10 @@ void checkPeerTags(const Tag (&mine)[kLineTagSlots], const std::byte* line, int 
 
 }  // namespace
 
+bool lineAllReduceFits(const transport::Window* window, size_t bytes) {
+  return window != nullptr && bytes <= kLineMaxBytes && window->linePayload(0, 0) != nullptr;
+}
+
 void runLineAllReduce(const LineAllReduce& call, const ExecOptions& options) {
   transport::Window& window = *options.window;
   const CallsInFlight counted;
@@ -75,8 +59,8 @@ void runLineAllReduce(const LineAllReduce& call, const ExecOptions& options) {
   Tag tags[kLineTagSlots];
   tagsOf(options, tags);
   std::byte* mine = window.linePayload(me, slot);
-  copySmall(mine, reinterpret_cast<const std::byte*>(tags), kLineTagBytes);
-  copySmall(mine + kLineTagBytes, static_cast<const std::byte*>(call.send), bytes);
+  std::memcpy(mine, tags, kLineTagBytes);
+  std::memcpy(mine + kLineTagBytes, call.send, bytes);
   window.postLine(slot, seq);
 
   const transport::WaitPolicy policy{options.spinUs, options.spinYield, options.timeoutSec,
@@ -89,7 +73,7 @@ void runLineAllReduce(const LineAllReduce& call, const ExecOptions& options) {
   // Every input is in a slot (this rank's too: recv may be send), reduced in rank order.
   auto input = [&](int r) { return window.linePayload(r, slot) + kLineTagBytes; };
   if (call.nranks == 1) {
-    copySmall(static_cast<std::byte*>(call.recv), input(0), bytes);
+    std::memcpy(call.recv, input(0), bytes);
   } else {
     const reduce::Kernel kernel = reduce::kernelFor(call.dtype, call.op);
     kernel(call.recv, input(0), input(1), call.count);

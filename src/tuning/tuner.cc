@@ -63,6 +63,12 @@ void logForcedChoice(const std::string& spec, algo::Coll coll, const std::string
 
 }  // namespace
 
+const algo::AlgorithmInfo* ruleChoice(const algo::CollArgs& args) {
+  const algo::AlgorithmInfo* line =
+      args.coll == algo::Coll::kAllReduce ? algo::find(args.coll, "line") : nullptr;
+  return line != nullptr && line->applicable(args) ? line : nullptr;
+}
+
 std::vector<Candidate> rankCandidates(const algo::CollArgs& args, const CostModel& m) {
   std::vector<Candidate> out;
   for (const algo::AlgorithmInfo& info : algo::registry()) {
@@ -75,14 +81,11 @@ std::vector<Candidate> rankCandidates(const algo::CollArgs& args, const CostMode
   std::stable_sort(out.begin(), out.end(), [](const Candidate& a, const Candidate& b) {
     return a.predictedSec < b.predictedSec;
   });
-  // The line all-reduce is a protocol of the direct one-shot, whose schedule (what the model
-  // prices) it shares; its one-line exchange beat every algorithm wherever it applies
-  // (docs/perf/line-allreduce-2026-12-07.md): it is the choice, as NCCL's LL protocol is below
-  // its threshold.
-  auto line = std::find_if(out.begin(), out.end(), [](const Candidate& c) {
-    return std::string_view(c.info->name) == "line";
-  });
-  if (line != out.end()) std::rotate(out.begin(), line, line + 1);
+  if (const algo::AlgorithmInfo* rule = ruleChoice(args)) {
+    auto it =
+        std::find_if(out.begin(), out.end(), [&](const Candidate& c) { return c.info == rule; });
+    if (it != out.end()) std::rotate(out.begin(), it, it + 1);
+  }
   if (log::enabled(log::Level::kInfo, log::Subsys::kAlgo)) logTunedChoice(args, out);
   return out;
 }

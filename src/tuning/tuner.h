@@ -19,7 +19,14 @@ struct Candidate {
 
 // Every applicable algorithm for args, cheapest first, timed by timeCollective (exact up to
 // 16 ranks, symmetric beyond). Identical on every rank (does not depend on args.rank).
+// The line all-reduce comes first wherever it applies (ruleChoice).
 std::vector<Candidate> rankCandidates(const algo::CollArgs& args, const CostModel& m);
+
+// The algorithm chosen for args whatever the model predicts, or null: the line all-reduce,
+// a protocol of the direct one-shot whose schedule (what the model prices) it shares, and
+// measured faster than every algorithm wherever it applies
+// (docs/perf/line-allreduce-2026-12-07.md), as NCCL's LL protocol is below its threshold.
+const algo::AlgorithmInfo* ruleChoice(const algo::CollArgs& args);
 
 // The algorithm forced by spec for coll ("ring" or "allreduce:ring;broadcast:chain"):
 // name is "" when spec names none for that collective; perCollective tells that it came from

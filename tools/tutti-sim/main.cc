@@ -12,7 +12,6 @@
 #include <numeric>
 #include <sstream>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "algorithms/neighbor_graph.h"
@@ -26,6 +25,7 @@
 #include "tuning/cost_model.h"
 #include "tuning/timed_sim.h"
 #include "tuning/topology_model.h"
+#include "tuning/tuner.h"
 
 namespace algo = tutti::algo;
 namespace topo = tutti::topo;
@@ -320,10 +320,10 @@ int run(const Options& o) {
       }
       if (!best || r.seconds < bestT) best = info, bestT = r.seconds;
     }
-    // Where the line all-reduce applies it is the automatic choice (tuning::rankCandidates):
-    // the model prices its schedule as the direct one-shot's.
-    for (auto* info : algos)
-      if (std::string_view(info->name) == "line" && info->applicable(a)) best = info;
+    // The automatic choice whatever the model says (the line all-reduce), when listed.
+    if (const algo::AlgorithmInfo* rule = tuning::ruleChoice(a);
+        rule != nullptr && std::find(algos.begin(), algos.end(), rule) != algos.end())
+      best = rule;
     if (graph) {
       double nt = neighborTime(a);
       if (o.csv) {
