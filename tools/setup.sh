@@ -5,7 +5,7 @@
 #     differ: clang's libFuzzer runtime is version 14 on Debian 12 and 19 on Debian 13);
 #     packages only some releases carry (Gloo, for the comparison driver) are installed
 #     when available and skipped with a note otherwise.
-#   - Python: torch==2.13.0 (a CPU build), pytest and numpy with pip, for the `python3` on PATH
+#   - Python: torch==2.13.0 (a CPU build), pytest, numpy and expecttest with pip, for the `python3` on PATH
 #     (the PyTorch backend and its tests use that interpreter); never plain `torch`, which
 #     would fetch a CUDA build of several GB.
 # Usage: tools/setup.sh [extra cmake args...]     (env: TUTTI_SETUP_NO_PIP=1 skips pip)
@@ -60,8 +60,9 @@ fi
 # managed system Python) does not stop the build either.
 if [ "${TUTTI_SETUP_NO_PIP:-0}" != 1 ]; then
   if ! python3 -c 'import torch, sys; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' 2>/dev/null ||
-     ! python3 -c 'import pytest, numpy, scikit_build_core' 2>/dev/null; then
-    pkgs=(pytest numpy scikit-build-core)
+     ! python3 -c 'import pytest, numpy, scikit_build_core, expecttest' 2>/dev/null; then
+    # expecttest: torch's own test suite (tests/torch/suite) imports it.
+    pkgs=(pytest numpy scikit-build-core expecttest)
     if python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
       pkgs=(torch==2.13.0 "${pkgs[@]}")
     else

@@ -9,6 +9,8 @@
 #include <string>
 #include <utility>
 
+#include "monitored_barrier.h"
+#include "sparse_allreduce.h"
 #include "store_bridge.h"
 #include "types.h"
 
@@ -194,6 +196,7 @@ ProcessGroupTutti::ProcessGroupTutti(const c10::intrusive_ptr<c10d::Store>& stor
     throw std::runtime_error(std::string("tutti: communicator init failed: ") +
                              tuttiGetErrorString(r) + ": " + tuttiGetLastError(nullptr));
   commTimeout_ = std::chrono::milliseconds(config.timeoutMs > 0 ? config.timeoutMs : 0);
+  monitored_ = std::make_unique<MonitoredBarrier>(store_, "tutti_monitored_barrier", rank, size);
   startStream();
 }
 
@@ -222,6 +225,7 @@ ProcessGroupTutti::~ProcessGroupTutti() {
     pending_->submit = nullptr;
   }
   stream_.reset();  // runs (or fails) what was submitted
+  hooks_.reset();   // runs the hooks of what completed
   if (destroyed_) return;
   if (failed_) tuttiCommAbort(comm_);  // a failed group leaves without waiting for peers
   tuttiCommDestroy(comm_);
@@ -235,6 +239,7 @@ void ProcessGroupTutti::abort() {
 void ProcessGroupTutti::shutdown() {
   if (destroyed_) return;
   quiesce();
+  if (hooks_) hooks_->drain();
   if (failed_) tuttiCommAbort(comm_);
   tuttiCommDestroy(comm_);
   comm_ = nullptr;  // later operations fail at the C call
@@ -244,6 +249,23 @@ void ProcessGroupTutti::shutdown() {
 void ProcessGroupTutti::quiesce() {
   pending_->flush();
   stream_->synchronize();
+}
+
+void ProcessGroupTutti::observe(TuttiWork& work) {
+  if (timing_) work.enableTiming();
+  if (hooks_) work.reportTo(hooks_);
+}
+
+void ProcessGroupTutti::registerOnCompletionHook(
+    std::function<void(std::shared_ptr<c10d::WorkInfo>)>&& hook) {
+  if (hooks_) throw std::runtime_error("tutti: an on-completion hook is already registered");
+  onCompletionHook_ = hook;  // Backend::hasHooks()
+  hooks_ = std::make_shared<CompletionHooks>(std::move(hook));
+}
+
+void ProcessGroupTutti::waitForPendingWorks() {
+  quiesce();
+  if (hooks_) hooks_->drain();
 }
 
 std::chrono::milliseconds ProcessGroupTutti::childTimeout(
@@ -366,18 +388,23 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(const OpInfo& op,
           "(batch_isend_irecv)");
   }
   ++sequence_;
-  auto work = c10::make_intrusive<TuttiWork>(rank_, op.type, op.title, std::move(outputs));
+  auto work = c10::make_intrusive<TuttiWork>(rank_, op.type, op.internal ? nullptr : op.title,
+                                             std::move(outputs), op.inputs);
+  work->setSequenceNumber(sequence_);
+  if (!op.internal) observe(*work);
   work->defaultTimeout = timeout_;
   work->helpBound = commTimeout_;
   work->onTimeout = [comm = comm_, this] {
     failed_ = true;
     tuttiCommAbort(comm);
   };
-  if (call.timeout.count() > 0) {
+  if (call.timeout.count() > 0 || call.runNow) {
     // tuttiCommSetTimeout waits for the communicator's calls before it: such an operation
-    // runs now, once the earlier ones completed.
+    // runs now, once the earlier ones completed (as one whose calls depend on each other's
+    // results: runNow).
     stream_->synchronize();
-    steps.issue = withCallTimeout(std::move(steps.issue), call.timeout);
+    if (call.timeout.count() > 0)
+      steps.issue = withCallTimeout(std::move(steps.issue), call.timeout);
     stream_->runNow(work, op.what, std::move(steps), comm_);
     return work;
   }
@@ -417,6 +444,7 @@ void ProcessGroupTutti::drain() { barrier(c10d::BarrierOptions())->wait(); }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce(std::vector<at::Tensor>& tensors,
                                                             const c10d::AllreduceOptions& opts) {
+  if (tensors.size() == 1 && tensors[0].is_sparse()) return allreduce_sparse(tensors, opts);
   at::Tensor t = single(tensors, "allreduce");
   Reduction red = reductionOf(opts.reduceOp, t.scalar_type());
   auto dtype = dataTypeOf(t);
@@ -433,6 +461,35 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce(std::vector<at::Tens
   s.after = d.copyOut();
   return enqueue({OpType::ALLREDUCE, "tutti:all_reduce", "allreduce", bytesOf(t)}, {t},
                  std::move(s), callOpts(opts));
+}
+
+// Sparse COO tensors, summed as gloo does (sparse_allreduce.h). The entry counts decide the
+// later calls' sizes, so it runs on the caller's thread once the operations before it ran.
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce_sparse(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) {
+  if (tensors.size() != 1)
+    throw std::invalid_argument("tutti allreduce: expects one tensor per process, got " +
+                                std::to_string(tensors.size()));
+  at::Tensor t = tensors[0];
+  if (!t.is_sparse() || t.layout() != at::kSparse)
+    throw std::invalid_argument("tutti allreduce_sparse: the tensor is not a sparse COO tensor");
+  if (!t.device().is_cpu())
+    throw std::invalid_argument("tutti allreduce: the tensor is on " + t.device().str() +
+                                "; the torch backend serves CPU tensors");
+  if (opts.reduceOp != c10d::ReduceOp::SUM)
+    throw std::invalid_argument("tutti allreduce: sparse tensors are summed only (ReduceOp.SUM)");
+  dataTypeOf(t);
+  WorkSteps s;
+  s.issue = [this, t](tuttiStream_t) mutable {
+    at::Tensor sum;
+    const tuttiResult_t r = sparseAllReduceSum(t, comm_, size_, sum);
+    if (r == tuttiSuccess) t.copy_(sum);
+    return r;
+  };
+  CallOpts call = callOpts(opts);
+  call.runNow = true;
+  return enqueue({OpType::ALLREDUCE, "tutti:all_reduce", "allreduce (sparse)", kNeverNow}, {t},
+                 std::move(s), call);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allreduce_coalesced(
@@ -503,9 +560,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter(
     return tuttiReduceScatter(ptr(flat.buf), ptr(d.buf), d.buf.numel(), dtype, red.op, comm_, st);
   };
   s.after = d.copyOut();
-  return enqueue(
-      {OpType::REDUCE_SCATTER, "tutti:reduce_scatter", "reduce_scatter", bytesOf(out) * size_},
-      {out}, std::move(s), callOpts(opts));
+  return enqueue({OpType::REDUCE_SCATTER, "tutti:reduce_scatter", "reduce_scatter",
+                  bytesOf(out) * size_, inputs[0]},
+                 {out}, std::move(s), callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_reduce_scatter_base(
@@ -526,7 +583,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_reduce_scatter_base(
   };
   s.after = d.copyOut();
   return enqueue({OpType::_REDUCE_SCATTER_BASE, "tutti:reduce_scatter_base",
-                  "reduce_scatter_tensor", bytesOf(input)},
+                  "reduce_scatter_tensor", bytesOf(input), std::vector<at::Tensor>{input}},
                  {output}, std::move(s), callOpts(opts));
 }
 
@@ -584,8 +641,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather(
                            displs.data(), dtype, comm_, st);
   };
   s.after = [flat] { flat.out(); };
-  return enqueue({OpType::ALLGATHER, "tutti:all_gather", "allgather", total * in.element_size()},
-                 outputs[0], std::move(s), callOpts(opts));
+  return enqueue(
+      {OpType::ALLGATHER, "tutti:all_gather", "allgather", total * in.element_size(), inputs},
+      outputs[0], std::move(s), callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_allgather_base(
@@ -604,9 +662,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::_allgather_base(
     return tuttiAllGather(ptr(src.buf), ptr(d.buf), src.buf.numel(), dtype, comm_, st);
   };
   s.after = d.copyOut();
-  return enqueue(
-      {OpType::_ALLGATHER_BASE, "tutti:all_gather_base", "all_gather_into_tensor", bytesOf(output)},
-      {output}, std::move(s), callOpts(opts));
+  return enqueue({OpType::_ALLGATHER_BASE, "tutti:all_gather_base", "all_gather_into_tensor",
+                  bytesOf(output), std::vector<at::Tensor>{input}},
+                 {output}, std::move(s), callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_coalesced(
@@ -651,7 +709,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_coalesced(
   };
   s.after = [flat] { flat.out(); };
   return enqueue({OpType::ALLGATHER_COALESCED, "tutti:all_gather_coalesced", "allgather_coalesced",
-                  total * inputs[0].element_size()},
+                  total * inputs[0].element_size(), inputs},
                  all, std::move(s), callOpts(opts));
 }
 
@@ -696,7 +754,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::gather(
                        comm_, st);
   };
   s.after = when(isRoot, [flat] { flat.out(); });
-  return enqueue({OpType::GATHER, "tutti:gather", "gather", bytesOf(in) * size_}, outs,
+  return enqueue({OpType::GATHER, "tutti:gather", "gather", bytesOf(in) * size_, inputs}, outs,
                  std::move(s), callOpts(opts));
 }
 
@@ -784,7 +842,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall_base(at::Tensor& outp
                           dtype, comm_, st);
   };
   s.after = d.copyOut();
-  return enqueue({OpType::ALLTOALL_BASE, "tutti:all_to_all", "alltoall_base", bytesOf(input)},
+  return enqueue({OpType::ALLTOALL_BASE, "tutti:all_to_all", "alltoall_base", bytesOf(input),
+                  std::vector<at::Tensor>{input}},
                  {output}, std::move(s), callOpts(opts));
 }
 
@@ -815,9 +874,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::alltoall(std::vector<at::Tenso
                           dtype, comm_, st);
   };
   s.after = [flat] { flat.out(); };
-  return enqueue(
-      {OpType::ALLTOALL, "tutti:all_to_all_list", "alltoall", sOff * inputs[0].element_size()},
-      outputs, std::move(s), callOpts(opts));
+  return enqueue({OpType::ALLTOALL, "tutti:all_to_all_list", "alltoall",
+                  sOff * inputs[0].element_size(), inputs},
+                 outputs, std::move(s), callOpts(opts));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::barrier(const c10d::BarrierOptions& opts) {
@@ -849,7 +908,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::allgather_into_tensor_coalesce
     for (const auto& d : dst) d.out();
   };
   return enqueue({OpType::COALESCED, "tutti:all_gather_into_tensor_coalesced",
-                  "all_gather_into_tensor_coalesced", bytes},
+                  "all_gather_into_tensor_coalesced", bytes, inputs},
                  outputs, std::move(s), callOpts(opts));
 }
 
@@ -878,14 +937,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::reduce_scatter_tensor_coalesce
     for (const auto& d : dst) d.out();
   };
   return enqueue({OpType::COALESCED, "tutti:reduce_scatter_tensor_coalesced",
-                  "reduce_scatter_tensor_coalesced", bytes},
+                  "reduce_scatter_tensor_coalesced", bytes, inputs},
                  outputs, std::move(s), callOpts(opts));
 }
 
-void ProcessGroupTutti::monitoredBarrier(const c10d::BarrierOptions& opts, bool) {
-  // A timeout of 0 expires at once, as gloo's: the barrier runs with a per-call timeout of
-  // 1 ms, so a rank that has not reached it fails the call within the first wait's sleep
-  // slice (about 10 ms), named. Unset (negative): the group's timeout.
+void ProcessGroupTutti::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) {
+  if (monitored_) {
+    auto timeout = opts.timeout;
+    if (timeout.count() < 0) {  // unset: the communicator's
+      int ms = 0;
+      check(tuttiCommGetTimeout(comm_, &ms), "monitored_barrier");
+      timeout = std::chrono::milliseconds(ms);
+    }
+    quiesce();  // as a barrier: after this rank's operations before it
+    monitored_->run(timeout, waitAllRanks);
+    return;
+  }
+  // Without a store of the group's own (a split's or a shrink's group): a tutti barrier with
+  // the timeout, which names a rank that did not reach it. A timeout of 0 expires at once: the
+  // barrier runs with a per-call timeout of 1 ms.
   c10d::BarrierOptions o = opts;
   if (o.timeout.count() == 0) o.timeout = std::chrono::milliseconds(1);
   auto work = barrier(o);
@@ -910,6 +980,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::recv(std::vector<at::Tensor>& 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::postP2p(bool isSend, int peer, at::Tensor tensor,
                                                           OpType type, const char* title) {
   auto work = c10::make_intrusive<TuttiWork>(rank_, type, title, std::vector<at::Tensor>{tensor});
+  work->setSequenceNumber(sequence_);
+  observe(*work);
   {
     std::lock_guard lock(coalesceMu_);
     if (coalescing_) {  // batch_isend_irecv: runs at endCoalescing
@@ -989,7 +1061,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::submitBatch(std::vector<P2p> b
     stagedSend = stagedSend || (p.isSend && bufs.back().staged());
   }
   WorkSteps s;
-  s.before = when(stagedSend, [batch, bufs] {
+  bool timed = false;
+  for (const auto& w : works) timed = timed || w->wantsStart();
+  s.before = when(stagedSend || timed, [batch, bufs, works] {
+    for (const auto& w : works)
+      if (w->wantsStart()) w->markStarted();
     for (size_t i = 0; i < batch.size(); ++i)
       if (batch[i].isSend) bufs[i].in();
   });
@@ -1014,7 +1090,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::submitBatch(std::vector<P2p> b
       for (int peer : peers) reached->mark(peer);  // connected now (ReachedPeers)
     for (const auto& w : works) w->complete(error);
   };
-  return enqueue({OpType::COALESCED, title, "batch_isend_irecv", kNeverNow}, outputs, std::move(s));
+  // The batch's own work is internal: each operation's work carries the profiler's event and
+  // the hooks (one event per operation).
+  return enqueue({OpType::COALESCED, title, "batch_isend_irecv", kNeverNow, std::nullopt,
+                  /*internal=*/true},
+                 outputs, std::move(s));
 }
 
 // call(i) for i < n inside one tutti group (they progress together, and small collectives

@@ -13,6 +13,8 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
+#include "completion_hooks.h"
+#include "monitored_barrier.h"
 #include "reached_peers.h"
 #include "sync_use.h"
 #include "tutti/tutti.h"
@@ -58,6 +60,7 @@ struct PendingP2p {
 struct CallOpts {
   bool asyncOp = true;
   std::chrono::milliseconds timeout{0};
+  bool runNow = false;  // on the caller's thread, with blocking calls, after what is in flight
 };
 
 class ProcessGroupTutti : public c10d::Backend {
@@ -79,6 +82,10 @@ class ProcessGroupTutti : public c10d::Backend {
                                            const c10d::BroadcastOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                            const c10d::AllreduceOptions& opts) override;
+  // Sparse COO tensors (sum only): gathered and coalesced as gloo does (sparse_allreduce.h);
+  // allreduce passes them here.
+  c10::intrusive_ptr<c10d::Work> allreduce_sparse(std::vector<at::Tensor>& tensors,
+                                                  const c10d::AllreduceOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
       std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
@@ -119,14 +126,23 @@ class ProcessGroupTutti : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
       std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
       const c10d::ReduceScatterOptions& opts) override;
-  // monitored_barrier: a barrier waited for with the given timeout; a rank that does not
-  // arrive fails it naming the rank (tutti's barrier error).
+  // monitored_barrier: gloo's, over the group's store (monitored_barrier.h): rank 0 names the
+  // first rank that did not arrive within the timeout, or every one with waitAllRanks.
   void monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) override;
   // batch_isend_irecv / _coalescing_manager: the sends and receives between start and end
   // run as one tutti group; endCoalescing returns the work of the whole batch.
   bool supportsCoalescing() const override { return true; }
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+  // Timing of later operations: Work::getDuration (ms from the operation's start to its
+  // completion) and the hooks' activeDuration.
+  void enableCollectivesTiming() override { timing_ = true; }
+  // torch's on-completion hook: called once per later operation with its WorkInfo, on a
+  // thread of the group's own (completion_hooks.h). One per group.
+  void registerOnCompletionHook(
+      std::function<void(std::shared_ptr<c10d::WorkInfo>)>&& hook) override;
+  // Waits until every operation issued so far completed and its hook ran.
+  void waitForPendingWorks() override;
   void setSequenceNumberForGroup() override {}
   uint64_t getSequenceNumberForGroup() override { return sequence_; }
   // The default timeout of wait() for later operations (ms; 0: none).
@@ -183,6 +199,8 @@ class ProcessGroupTutti : public c10d::Backend {
     const char* title;
     const char* what;
     size_t bytes;
+    std::optional<std::vector<at::Tensor>> inputs = std::nullopt;  // profiler (none: outputs)
+    bool internal = false;  // a batch's own work: no profiler event, timing or hooks
   };
   // Point-to-point batches never run at submit: the caller may be the one who has to post the
   // matching operation first.
@@ -233,6 +251,11 @@ class ProcessGroupTutti : public c10d::Backend {
                                          c10d::OpType type, const char* title);
   // Waits until every operation issued so far has run (or failed).
   void quiesce();
+  // Applies the group's timing and hooks to a new user-visible work.
+  void observe(TuttiWork& work);
+  bool timing_ = false;
+  std::shared_ptr<CompletionHooks> hooks_;
+  std::unique_ptr<MonitoredBarrier> monitored_;  // with a store of the group's own
   // The communicator config for a child: opts' timeout when given, else this group's.
   std::chrono::milliseconds childTimeout(const c10::intrusive_ptr<Options>& opts) const;
   void startStream();

@@ -5,13 +5,47 @@
 namespace tutti::torch_backend {
 
 TuttiWork::TuttiWork(int rank, c10d::OpType type, const char* profilingTitle,
-                     std::vector<at::Tensor> outputs)
-    : c10d::Work(rank, type, profilingTitle), outputs_(std::move(outputs)) {}
+                     std::vector<at::Tensor> outputs,
+                     const std::optional<std::vector<at::Tensor>>& inputs)
+    : c10d::Work(rank, type, profilingTitle, inputs ? inputs : std::optional(outputs)),
+      outputs_(std::move(outputs)) {}
 
 TuttiWork::~TuttiWork() { tuttiEventDestroy(event_); }
 
+namespace {
+int64_t nsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+      .count();
+}
+}  // namespace
+
+void TuttiWork::markStarted() {
+  int64_t unset = -1;
+  startedNs_.compare_exchange_strong(unset, nsSince(created_), std::memory_order_relaxed);
+}
+
+float TuttiWork::getDuration() const {
+  if (!timing_)
+    throw std::runtime_error(
+        "tutti: getDuration needs timing: call the group's _enable_collectives_timing() before "
+        "the operation");
+  const int64_t end = finishedNs_.load(std::memory_order_acquire);
+  const int64_t start = startedNs_.load(std::memory_order_relaxed);
+  if (end < 0 || start < 0)
+    throw std::runtime_error("tutti: getDuration: the operation has not completed");
+  return static_cast<float>(end - start) / 1e6f;
+}
+
 void TuttiWork::complete(std::exception_ptr error) {
+  if (timing_ || hooks_) finishedNs_.store(nsSince(created_), std::memory_order_release);
   finish(error);
+  if (hooks_) {
+    const int64_t end = finishedNs_.load(std::memory_order_relaxed);
+    const int64_t start = startedNs_.load(std::memory_order_relaxed);
+    const auto active = std::chrono::duration<float>(start >= 0 ? (end - start) / 1e9f : 0.f);
+    hooks_->post(std::make_shared<c10d::WorkInfo>(
+        opType_, seq_, created_, created_ + std::chrono::nanoseconds(end), active));
+  }
   std::lock_guard lock(futureMu_);
   if (future_ && !futureMarked_) markFuture(error);
 }

@@ -4,13 +4,16 @@
 
 #include <ATen/core/ivalue.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <vector>
 
+#include "completion_hooks.h"
 #include "sync_use.h"
 #include "tutti/tutti.h"
 
@@ -18,12 +21,29 @@ namespace tutti::torch_backend {
 
 class TuttiWork : public c10d::Work {
  public:
+  // profilingTitle: the profiler's event (none when null), with inputs' shapes.
   TuttiWork(int rank, c10d::OpType type, const char* profilingTitle,
-            std::vector<at::Tensor> outputs);
+            std::vector<at::Tensor> outputs,
+            const std::optional<std::vector<at::Tensor>>& inputs = std::nullopt);
   ~TuttiWork() override;
 
-  // Completes the work with error (none: success); once.
+  // Completes the work with error (none: success); once. Posts its WorkInfo to hooks (if set).
   void complete(std::exception_ptr error);
+
+  // The group's sequence number of the operation (ProcessGroup's getSequencenumber).
+  void setSequenceNumber(uint64_t seq) { seq_ = seq; }
+  uint64_t getSequencenumber() const override { return seq_; }
+  // Timing (enableCollectivesTiming): markStarted() when the operation starts to run (its
+  // turn on the stream, or at once when it runs at submit); getDuration() is then the time
+  // from there to completion, in milliseconds.
+  void enableTiming() { timing_ = true; }
+  bool timingEnabled() const { return timing_; }
+  void markStarted();
+  float getDuration() const override;
+  // The group's on-completion hooks (completion_hooks.h), told of this work's completion.
+  void reportTo(std::shared_ptr<CompletionHooks> hooks) { hooks_ = std::move(hooks); }
+  // Whether the work wants markStarted() (timing or hooks).
+  bool wantsStart() const { return timing_ || hooks_ != nullptr; }
 
   // Waits for completion. Through the work's event (tuttiEventSynchronize: a thread that
   // waits while the stream's worker sleeps runs the operation itself) unless the wait is
@@ -52,6 +72,13 @@ class TuttiWork : public c10d::Work {
 
  private:
   std::vector<at::Tensor> outputs_;
+  uint64_t seq_ = 0;
+  bool timing_ = false;
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point created_ = Clock::now();
+  std::atomic<int64_t> startedNs_{-1};   // since created_; -1: not started
+  std::atomic<int64_t> finishedNs_{-1};  // since created_; -1: not completed
+  std::shared_ptr<CompletionHooks> hooks_;
   tuttiEvent_t event_ = nullptr;
   std::weak_ptr<SyncUse> syncUse_;
   SyncUse::Submit submit_;

@@ -87,6 +87,7 @@ void WorkStream::synchronize() { tuttiStreamSynchronize(stream_); }
 
 void WorkStream::runNow(const c10::intrusive_ptr<TuttiWork>& work, const char* what,
                         WorkSteps steps, tuttiComm_t comm) {
+  if (work->wantsStart()) work->markStarted();
   // The calls run even when the local work before them failed: the peers wait for them.
   std::exception_ptr error = guardedRun(steps.before), thrown;
   const tuttiResult_t r = issueCalls(steps, nullptr, thrown);
@@ -100,6 +101,7 @@ void WorkStream::runNow(const c10::intrusive_ptr<TuttiWork>& work, const char* w
 
 tuttiResult_t WorkStream::runBefore(void* arg) {
   auto* p = static_cast<Pending*>(arg);
+  if (p->work->wantsStart()) p->work->markStarted();
   p->beforeError = guardedRun(p->steps.before);
   return tuttiSuccess;
 }
@@ -142,7 +144,8 @@ void WorkStream::submit(const c10::intrusive_ptr<TuttiWork>& work, const char* w
     tuttiEventDestroy(event);
     throw std::runtime_error("tutti " + std::string(what) + ": the stream refused it: " + text);
   };
-  if (p->steps.before && tuttiStreamLaunchHostFunc(stream_, runBefore, p.get()) != tuttiSuccess)
+  if ((p->steps.before || work->wantsStart()) &&
+      tuttiStreamLaunchHostFunc(stream_, runBefore, p.get()) != tuttiSuccess)
     refused();
   const tuttiResult_t r = issueCalls(p->steps, stream_, p->issueError);
   if (r != tuttiSuccess) p->issueError = failure(what, r, lastError(comm));

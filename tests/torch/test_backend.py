@@ -51,8 +51,20 @@ def test_wait_timeout_on_work_in_flight_aborts():
     assert all(rc == 0 for rc, _, _ in results), describe(results)
 
 
-def test_monitored_barrier_timeout_zero_expires_at_once():
-    results = run_ranks(2, "monitored_barrier_worker.py", timeout=120)
+def test_monitored_barrier_names_late_ranks_as_gloo_does():
+    results = run_ranks(3, "monitored_barrier_worker.py", timeout=120)
+    assert all(rc == 0 for rc, _, _ in results), describe(results)
+
+
+def test_completion_hooks_timing_and_profiler_events():
+    """_register_on_completion_hook, _enable_collectives_timing + Work._get_duration,
+    _wait_for_pending_works, one profiler event per operation with input shapes."""
+    results = run_ranks(3, "work_info_worker.py", timeout=120)
+    assert all(rc == 0 for rc, _, _ in results), describe(results)
+
+
+def test_sparse_all_reduce_and_ddp_with_sparse_gradients():
+    results = run_ranks(3, "sparse_worker.py", timeout=120)
     assert all(rc == 0 for rc, _, _ in results), describe(results)
 
 
