@@ -8,6 +8,7 @@
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 
 #include "comm_hooks.h"
+#include "flight_recorder.h"
 #include "process_group.h"
 
 namespace py = pybind11;
@@ -48,6 +49,40 @@ PYBIND11_MODULE(_C, m) {
       .def(py::init<const c10::intrusive_ptr<c10d::Store>&, int, int, double>(), py::arg("store"),
            py::arg("rank"), py::arg("size"), py::arg("timeout_seconds"),
            py::call_guard<py::gil_scoped_release>());
+
+  // The flight recorder's operations (flight_recorder.h) as torch's dump writes its entries.
+  m.def("flight_recorder_entries", [] {
+    py::list out;
+    for (const auto& e : tutti::torch_backend::FlightRecorder::get().entries()) {
+      py::dict d;
+      d["record_id"] = e.id;
+      d["pg_id"] = e.pgId;
+      d["process_group"] = py::make_tuple(e.pgName, e.pgDesc);
+      d["thread_name"] = e.threadName;
+      d["thread_id"] = std::to_string(e.threadId);
+      d["collective_seq_id"] = e.collectiveSeq;
+      d["p2p_seq_id"] = e.p2pSeq;
+      d["op_id"] = e.opId;
+      d["profiling_name"] = e.profilingName;
+      d["time_created_ns"] = e.createdNs;
+      d["input_sizes"] = e.inputs.sizes;
+      d["input_dtypes"] = e.inputs.dtypes;
+      d["output_sizes"] = e.outputs.sizes;
+      d["output_dtypes"] = e.outputs.dtypes;
+      d["state"] = e.completedNs ? "completed" : e.startedNs ? "started" : "scheduled";
+      d["time_discovered_started_ns"] = e.startedNs ? py::cast(*e.startedNs) : py::none();
+      d["time_discovered_completed_ns"] = e.completedNs ? py::cast(*e.completedNs) : py::none();
+      d["retired"] = e.completedNs.has_value();
+      d["timeout_ms"] = e.timeoutMs;
+      d["is_p2p"] = e.isP2P;
+      if (e.durationMs) d["duration_ms"] = *e.durationMs;
+      out.append(d);
+    }
+    return out;
+  });
+  m.def("recorder_pg_id", [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
+    return tuttiGroup(pg).recorderId();
+  });
 
   m.def(
       "allreduce_compressed",

@@ -75,6 +75,8 @@ class ProcessGroupTutti : public c10d::Backend {
   ProcessGroupTutti(tuttiComm_t comm, std::chrono::milliseconds commTimeout,
                     c10::intrusive_ptr<c10d::Store> store = {});
   ~ProcessGroupTutti() override;
+  // The flight recorder's pg_id of this group (flight_recorder.h).
+  uint64_t recorderId() const { return recorderId_; }
 
   const std::string getBackendName() const override { return "tutti"; }
 
@@ -251,8 +253,16 @@ class ProcessGroupTutti : public c10d::Backend {
                                          c10d::OpType type, const char* title);
   // Waits until every operation issued so far has run (or failed).
   void quiesce();
-  // Applies the group's timing and hooks to a new user-visible work.
-  void observe(TuttiWork& work);
+  // Applies the group's timing and hooks to a new user-visible work and records it in the
+  // flight recorder.
+  // peer: a send's or receive's (-1: a collective).
+  void observe(TuttiWork& work, const char* title, const std::vector<at::Tensor>& inputs, int peer);
+  std::atomic<uint64_t> collectiveSeq_{0}, p2pSeq_{0}, opId_{0};  // the flight recorder's numbers
+  const uint64_t recorderId_ = nextRecorderId();  // the recorder's pg_id of the group
+  static uint64_t nextRecorderId() {
+    static std::atomic<uint64_t> next{0};
+    return next++;
+  }
   bool timing_ = false;
   std::shared_ptr<CompletionHooks> hooks_;
   std::unique_ptr<MonitoredBarrier> monitored_;  // with a store of the group's own

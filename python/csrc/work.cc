@@ -21,7 +21,8 @@ int64_t nsSince(std::chrono::steady_clock::time_point t0) {
 
 void TuttiWork::markStarted() {
   int64_t unset = -1;
-  startedNs_.compare_exchange_strong(unset, nsSince(created_), std::memory_order_relaxed);
+  if (startedNs_.compare_exchange_strong(unset, nsSince(created_), std::memory_order_relaxed))
+    FlightRecorder::get().started(record_);
 }
 
 float TuttiWork::getDuration() const {
@@ -37,7 +38,14 @@ float TuttiWork::getDuration() const {
 }
 
 void TuttiWork::complete(std::exception_ptr error) {
-  if (timing_ || hooks_) finishedNs_.store(nsSince(created_), std::memory_order_release);
+  if (wantsStart()) finishedNs_.store(nsSince(created_), std::memory_order_release);
+  if (record_ != FlightRecorder::kNone) {
+    const int64_t start = startedNs_.load(std::memory_order_relaxed);
+    const int64_t end = finishedNs_.load(std::memory_order_relaxed);
+    std::optional<double> ms;
+    if (timing_ && start >= 0) ms = (end - start) / 1e6;
+    FlightRecorder::get().completed(record_, ms);
+  }
   finish(error);
   if (hooks_) {
     const int64_t end = finishedNs_.load(std::memory_order_relaxed);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "completion_hooks.h"
+#include "flight_recorder.h"
 #include "sync_use.h"
 #include "tutti/tutti.h"
 
@@ -42,8 +43,12 @@ class TuttiWork : public c10d::Work {
   float getDuration() const override;
   // The group's on-completion hooks (completion_hooks.h), told of this work's completion.
   void reportTo(std::shared_ptr<CompletionHooks> hooks) { hooks_ = std::move(hooks); }
-  // Whether the work wants markStarted() (timing or hooks).
-  bool wantsStart() const { return timing_ || hooks_ != nullptr; }
+  // Its entry in the flight recorder (flight_recorder.h), told of its start and completion.
+  void setRecord(uint64_t id) { record_ = id; }
+  // Whether the work wants markStarted() (timing, hooks or the flight recorder).
+  bool wantsStart() const {
+    return timing_ || hooks_ != nullptr || record_ != FlightRecorder::kNone;
+  }
 
   // Waits for completion. Through the work's event (tuttiEventSynchronize: a thread that
   // waits while the stream's worker sleeps runs the operation itself) unless the wait is
@@ -79,6 +84,7 @@ class TuttiWork : public c10d::Work {
   std::atomic<int64_t> startedNs_{-1};   // since created_; -1: not started
   std::atomic<int64_t> finishedNs_{-1};  // since created_; -1: not completed
   std::shared_ptr<CompletionHooks> hooks_;
+  uint64_t record_ = FlightRecorder::kNone;
   tuttiEvent_t event_ = nullptr;
   std::weak_ptr<SyncUse> syncUse_;
   SyncUse::Submit submit_;

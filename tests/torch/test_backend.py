@@ -63,6 +63,19 @@ def test_completion_hooks_timing_and_profiler_events():
     assert all(rc == 0 for rc, _, _ in results), describe(results)
 
 
+def test_flight_recorder_dump_read_by_torchs_fr_trace(tmp_path):
+    """Rank 2 never joins the fourth collective: tutti's dumps in torch's format name it through
+    torch's own analyser."""
+    results = run_ranks(3, "fr_trace_worker.py", [str(tmp_path)], timeout=120)
+    assert all(rc == 0 for rc, _, _ in results), describe(results)
+    out = subprocess.run([sys.executable, "-m", "torch.distributed.flight_recorder.fr_trace",
+                          str(tmp_path)], capture_output=True, text=True, timeout=120)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text
+    assert "Not all ranks joining collective, sequence number: 4" in text, text
+    assert "missing ranks: {2}" in text, text
+
+
 def test_sparse_all_reduce_and_ddp_with_sparse_gradients():
     results = run_ranks(3, "sparse_worker.py", timeout=120)
     assert all(rc == 0 for rc, _, _ in results), describe(results)

@@ -13,7 +13,7 @@ import torch.distributed as dist
 from . import _C  # noqa: E402  (needs torch.distributed loaded)
 
 __all__ = ["allreduce_compressed", "set_algorithm", "last_algorithm", "transports",
-           "compression_stats", "dump_trace", "agree_failed_ranks", "ProcessGroupTutti", "Graph", "neighbor_allreduce"]
+           "compression_stats", "dump_trace", "dump_fr_trace", "agree_failed_ranks", "ProcessGroupTutti", "Graph", "neighbor_allreduce"]
 
 ProcessGroupTutti = _C.ProcessGroupTutti
 
@@ -101,6 +101,60 @@ def dump_trace(path=None, group=None):
     with tempfile.NamedTemporaryFile("r", prefix="tutti-trace-", suffix=".txt") as f:
         _C.dump_trace(pg, f.name)
         return f.read()
+
+
+# tutti's operation names as torch 2.13's fr_trace knows them (its COLLECTIVES and P2P sets).
+_FR_TRACE_NAMES = {"all_gather_base": "_all_gather_base",
+                   "reduce_scatter_base": "_reduce_scatter_base",
+                   "all_reduce_coalesced": "allreduce_coalesced",
+                   "all_gather_coalesced": "all_gather", "all_to_all_list": "all_to_all",
+                   "all_reduce_compressed": "all_reduce", "neighbor_allreduce": "all_reduce"}
+
+
+def dump_fr_trace(path=None, for_fr_trace=False):
+    """The process's tutti operations in torch's flight-recorder dump format (the pickle
+    torch._C._distributed_c10d._dump_fr_trace writes for gloo and nccl: version, pg_config,
+    pg_status, entries with sequence numbers, shapes, dtypes, state and times). Written to
+    ``path`` when given, else returned as bytes. Keeps the last TORCH_FR_BUFFER_SIZE operations
+    (torch's variable; default 2000, 0: none recorded).
+
+    for_fr_trace: name the operations as torch's analyser
+    (``python -m torch.distributed.flight_recorder.fr_trace DIR``) requires: torch 2.13's
+    accepts only the backends it lists (nccl, gloo, ...), so the names become "gloo:<op>" with
+    its operation names; ``comm_lib_version`` still says "tutti"."""
+    import pickle
+    import torch.distributed.distributed_c10d as c10d
+    dump = pickle.loads(torch._C._distributed_c10d._dump_fr_trace(True, False, False))
+    dump["comm_lib_version"] = "tutti"
+    entries = _C.flight_recorder_entries()
+    if for_fr_trace:
+        for e in entries:
+            op = e["profiling_name"].split(":", 1)[-1]
+            e["profiling_name"] = "gloo:" + _FR_TRACE_NAMES.get(op, op)
+    pg_config, pg_status = {}, {}
+    for pg in list(c10d._world.pg_names):
+        if not _C.is_tutti_group(pg):
+            continue
+        name = c10d._world.pg_names[pg]
+        pg_config[name] = {"name": name, "desc": pg.group_desc,
+                           "ranks": str(dist.get_process_group_ranks(pg))}
+        pg_id = _C.recorder_pg_id(pg)
+        mine = [e for e in entries if e["pg_id"] == pg_id and not e["is_p2p"]]
+
+        def last(state):
+            return max((e["collective_seq_id"] for e in mine if state(e)), default=-1)
+        pg_status[str(pg_id)] = {
+            "last_enqueued_collective": last(lambda e: True),
+            "last_started_collective": last(lambda e: e["state"] != "scheduled"),
+            "last_completed_collective": last(lambda e: e["state"] == "completed"),
+        }
+    dump.update(pg_config=pg_config, pg_status=pg_status, entries=entries)
+    data = pickle.dumps(dump)
+    if path is None:
+        return data
+    with open(path, "wb") as f:
+        f.write(data)
+    return None
 
 
 def agree_failed_ranks(group=None):
