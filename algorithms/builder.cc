@@ -24,6 +24,9 @@ void checkArgs(const CollArgs& a) {
                   ": invalid datatype ", static_cast<int>(a.dtype));
   TUTTI_CHECK_ARG(opValid(a.op) && a.op != tuttiAvg, collName(a.coll), ": invalid reduction op ",
                   static_cast<int>(a.op), " (avg must be lowered to sum before scheduling)");
+  TUTTI_CHECK_ARG(!reduces(a.coll) || opAppliesTo(a.dtype, a.op), collName(a.coll),
+                  ": reduction op ", opName(a.op), " is not defined on ", dtypeName(a.dtype),
+                  " (bitwise ops take integer types only)");
   TUTTI_CHECK_ARG(a.root >= 0 && a.root < a.nranks, collName(a.coll), ": root ", a.root,
                   " out of range for ", a.nranks, " ranks");
   TUTTI_CHECK_ARG(a.hostOf.empty() || static_cast<int>(a.hostOf.size()) == a.nranks,

@@ -15,6 +15,8 @@ constexpr size_t dataTypeSize(tuttiDataType_t t) {
     case tuttiInt8:
     case tuttiUint8:
       return 1;
+    case tuttiInt16:
+    case tuttiUint16:
     case tuttiFloat16:
     case tuttiBfloat16:
       return 2;
@@ -32,7 +34,7 @@ constexpr size_t dataTypeSize(tuttiDataType_t t) {
 }
 
 // The names nccl-tests prints ("int8", "uint8", "int32", "uint32", "int64", "uint64", "half",
-// "float", "double", "bfloat16"); "?" for a value outside the enum.
+// "float", "double", "bfloat16"), and "int16", "uint16"; "?" for a value outside the enum.
 constexpr const char* dataTypeName(tuttiDataType_t t) {
   switch (t) {
     case tuttiInt8:
@@ -55,12 +57,17 @@ constexpr const char* dataTypeName(tuttiDataType_t t) {
       return "double";
     case tuttiBfloat16:
       return "bfloat16";
+    case tuttiInt16:
+      return "int16";
+    case tuttiUint16:
+      return "uint16";
     default:
       return "?";
   }
 }
 
-// The reduction op's name ("sum", "prod", "max", "min", "avg"); "?" outside the enum.
+// The reduction op's name ("sum", "prod", "max", "min", "avg", "band", "bor", "bxor"); "?"
+// outside the enum.
 constexpr const char* redOpName(tuttiRedOp_t op) {
   switch (op) {
     case tuttiSum:
@@ -73,6 +80,12 @@ constexpr const char* redOpName(tuttiRedOp_t op) {
       return "min";
     case tuttiAvg:
       return "avg";
+    case tuttiBand:
+      return "band";
+    case tuttiBor:
+      return "bor";
+    case tuttiBxor:
+      return "bxor";
     default:
       return "?";
   }
@@ -80,6 +93,17 @@ constexpr const char* redOpName(tuttiRedOp_t op) {
 
 constexpr bool isFloatDataType(tuttiDataType_t t) {
   return t == tuttiFloat16 || t == tuttiBfloat16 || t == tuttiFloat32 || t == tuttiFloat64;
+}
+
+// band, bor, bxor: defined on the integer types only.
+constexpr bool isBitwiseRedOp(tuttiRedOp_t op) {
+  return op == tuttiBand || op == tuttiBor || op == tuttiBxor;
+}
+
+// Whether op is defined on t (every op on integers; no bitwise op on a floating type). Both
+// must be inside their enums.
+constexpr bool redOpAppliesTo(tuttiDataType_t t, tuttiRedOp_t op) {
+  return !(isBitwiseRedOp(op) && isFloatDataType(t));
 }
 
 }  // namespace tutti

@@ -50,16 +50,25 @@ typedef enum {
   tuttiFloat64 = 8,
   tuttiDouble = 8,
   tuttiBfloat16 = 9,
-  tuttiNumTypes = 10
+  tuttiInt16 = 10, /* int16 and uint16: tutti additions (as Gloo's), after NCCL's values */
+  tuttiUint16 = 11,
+  tuttiNumTypes = 12
 } tuttiDataType_t;
 
+/* Integer sum and prod wrap modulo 2^bits; avg divides the sum by the rank count (integers
+ * truncate). The bitwise ops (band, bor, bxor, as Gloo's) apply to the integer types only: a
+ * floating type (half, bfloat16, float, double) with a bitwise op is tuttiInvalidArgument, the
+ * message naming both. */
 typedef enum {
   tuttiSum = 0,
   tuttiProd = 1,
   tuttiMax = 2,
   tuttiMin = 3,
   tuttiAvg = 4,
-  tuttiNumOps = 5
+  tuttiBand = 5, /* bitwise and */
+  tuttiBor = 6,  /* bitwise or */
+  tuttiBxor = 7, /* bitwise exclusive or */
+  tuttiNumOps = 8
 } tuttiRedOp_t;
 
 /* Opaque communicator handle. */

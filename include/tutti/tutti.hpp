@@ -40,6 +40,10 @@ constexpr tuttiDataType_t dataTypeOf() {
     return tuttiInt8;
   else if constexpr (std::is_same_v<U, uint8_t>)
     return tuttiUint8;
+  else if constexpr (std::is_same_v<U, int16_t>)
+    return tuttiInt16;
+  else if constexpr (std::is_same_v<U, uint16_t>)
+    return tuttiUint16;
   else if constexpr (std::is_same_v<U, int32_t>)
     return tuttiInt32;
   else if constexpr (std::is_same_v<U, uint32_t>)

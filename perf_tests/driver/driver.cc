@@ -585,6 +585,7 @@ int perfMain(const Collective& coll, int argc, char** argv) {
   }
   for (tuttiDataType_t t : types) {
     for (tuttiRedOp_t op : ops) {
+      if (coll.hasOp && !opApplies(t, op)) continue;  // -d all / -o all: no bitwise op on floats
       for (int root : roots) timeTest(run, t, op, coll.hasOp ? opName(op) : "none", root);
     }
   }

@@ -60,7 +60,7 @@ void usage(const char* prog) {
       "[-N,--run_cycles <cycle count> run & print each cycle (default: 1; 0=infinite)] \n\t"
       "[-p,--parallel_init <0/1>] \n\t"
       "[-c,--check <check iteration count>] \n\t"
-      "[-o,--op <sum/prod/min/max/avg/all>] \n\t"
+      "[-o,--op <sum/prod/min/max/avg/band/bor/bxor/all>] \n\t"
       "[-d,--datatype <type/all>] \n\t"
       "[-r,--root <root/all>] \n\t"
       "[-z,--blocking <0/1>] \n\t"
@@ -307,6 +307,13 @@ int parseOptions(int argc, char** argv, Options* o, bool hasOp, bool hasRoot) {
   }
   if (!o->algoList.empty() && o->algo.empty()) o->algo = "all";
   if (!hasOp) o->op = tuttiSum;
+  if (o->op >= 0 && o->type >= 0 &&
+      !opApplies(static_cast<tuttiDataType_t>(o->type), static_cast<tuttiRedOp_t>(o->op))) {
+    fprintf(stderr, "%s: op %s is not defined on %s (bitwise ops take integer types only)\n", prog,
+            opName(static_cast<tuttiRedOp_t>(o->op)),
+            tutti::dataTypeName(static_cast<tuttiDataType_t>(o->type)));
+    return 1;
+  }
   (void)hasRoot;
   return -1;
 }

@@ -10,37 +10,40 @@ namespace tutti_perf {
 
 const std::vector<tuttiDataType_t>& allTypes() {
   static const std::vector<tuttiDataType_t> kTypes = {
-      tuttiInt8,   tuttiUint8,   tuttiInt32,   tuttiUint32,  tuttiInt64,
-      tuttiUint64, tuttiFloat16, tuttiFloat32, tuttiFloat64, tuttiBfloat16};
+      tuttiInt8,  tuttiUint8,  tuttiInt16,   tuttiUint16,  tuttiInt32,   tuttiUint32,
+      tuttiInt64, tuttiUint64, tuttiFloat16, tuttiFloat32, tuttiFloat64, tuttiBfloat16};
   return kTypes;
 }
 
 const std::vector<tuttiRedOp_t>& allOps() {
-  static const std::vector<tuttiRedOp_t> kOps = {tuttiSum, tuttiProd, tuttiMax, tuttiMin, tuttiAvg};
+  static const std::vector<tuttiRedOp_t> kOps = {tuttiSum, tuttiProd, tuttiMax, tuttiMin,
+                                                 tuttiAvg, tuttiBand, tuttiBor, tuttiBxor};
   return kOps;
 }
 
 const char* opName(tuttiRedOp_t op) { return tutti::redOpName(op); }
+
+bool opApplies(tuttiDataType_t t, tuttiRedOp_t op) { return tutti::redOpAppliesTo(t, op); }
 
 size_t typeSize(tuttiDataType_t t) { return tutti::dataTypeSize(t); }
 
 bool isFloat(tuttiDataType_t t) { return tutti::isFloatDataType(t); }
 
 bool isSigned(tuttiDataType_t t) {
-  return isFloat(t) || t == tuttiInt8 || t == tuttiInt32 || t == tuttiInt64;
+  return isFloat(t) || t == tuttiInt8 || t == tuttiInt16 || t == tuttiInt32 || t == tuttiInt64;
 }
 
 bool parseType(const std::string& s, tuttiDataType_t* out) {
   static const struct {
     const char* name;
     tuttiDataType_t t;
-  } kNames[] = {{"int8", tuttiInt8},       {"char", tuttiInt8},     {"uint8", tuttiUint8},
-                {"int32", tuttiInt32},     {"int", tuttiInt32},     {"uint32", tuttiUint32},
-                {"int64", tuttiInt64},     {"uint64", tuttiUint64}, {"half", tuttiFloat16},
-                {"float16", tuttiFloat16}, {"fp16", tuttiFloat16},  {"float", tuttiFloat32},
-                {"float32", tuttiFloat32}, {"fp32", tuttiFloat32},  {"double", tuttiFloat64},
-                {"float64", tuttiFloat64}, {"fp64", tuttiFloat64},  {"bfloat16", tuttiBfloat16},
-                {"bf16", tuttiBfloat16}};
+  } kNames[] = {{"int8", tuttiInt8},     {"char", tuttiInt8},         {"uint8", tuttiUint8},
+                {"int16", tuttiInt16},   {"uint16", tuttiUint16},     {"int32", tuttiInt32},
+                {"int", tuttiInt32},     {"uint32", tuttiUint32},     {"int64", tuttiInt64},
+                {"uint64", tuttiUint64}, {"half", tuttiFloat16},      {"float16", tuttiFloat16},
+                {"fp16", tuttiFloat16},  {"float", tuttiFloat32},     {"float32", tuttiFloat32},
+                {"fp32", tuttiFloat32},  {"double", tuttiFloat64},    {"float64", tuttiFloat64},
+                {"fp64", tuttiFloat64},  {"bfloat16", tuttiBfloat16}, {"bf16", tuttiBfloat16}};
   for (const auto& n : kNames) {
     if (strcasecmp(s.c_str(), n.name) == 0) {
       *out = n.t;
@@ -161,6 +164,10 @@ int64_t loadInt(tuttiDataType_t t, const void* base, size_t i) {
       return get<int8_t>(base, i);
     case tuttiUint8:
       return get<uint8_t>(base, i);
+    case tuttiInt16:
+      return get<int16_t>(base, i);
+    case tuttiUint16:
+      return get<uint16_t>(base, i);
     case tuttiInt32:
       return get<int32_t>(base, i);
     case tuttiUint32:
@@ -182,6 +189,12 @@ void storeValue(tuttiDataType_t t, void* base, size_t i, int64_t v) {
       break;
     case tuttiUint8:
       put<uint8_t>(base, i, static_cast<uint8_t>(u));
+      break;
+    case tuttiInt16:
+      put<int16_t>(base, i, static_cast<int16_t>(static_cast<uint16_t>(u)));
+      break;
+    case tuttiUint16:
+      put<uint16_t>(base, i, static_cast<uint16_t>(u));
       break;
     case tuttiInt32:
       put<int32_t>(base, i, static_cast<int32_t>(static_cast<uint32_t>(u)));

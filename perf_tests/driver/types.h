@@ -12,17 +12,20 @@
 
 namespace tutti_perf {
 
-// The types and ops in the order nccl-tests runs them with `-d all` / `-o all`.
+// The types and ops in the order nccl-tests runs them with `-d all` / `-o all`, with int16 and
+// uint16 after uint8 and the bitwise ops band, bor, bxor after avg (tutti additions, as Gloo's).
 const std::vector<tuttiDataType_t>& allTypes();
 const std::vector<tuttiRedOp_t>& allOps();
 
-const char* opName(tuttiRedOp_t op);  // "sum", "prod", "max", "min", "avg"
+const char* opName(tuttiRedOp_t op);  // "sum", "prod", "max", "min", "avg", "band", "bor", "bxor"
+// Whether op is defined on t (the bitwise ops on integer types only).
+bool opApplies(tuttiDataType_t t, tuttiRedOp_t op);
 size_t typeSize(tuttiDataType_t t);
 bool isFloat(tuttiDataType_t t);
 bool isSigned(tuttiDataType_t t);  // signed integer or floating point
 
 // Parses a name as nccl-tests does (also accepts "char", "int", "float16", "float32",
-// "float64", "bf16", "fp16"...). Returns false when unknown.
+// "float64", "bf16", "fp16"..., and "int16", "uint16"). Returns false when unknown.
 bool parseType(const std::string& s, tuttiDataType_t* out);
 bool parseOp(const std::string& s, tuttiRedOp_t* out);
 

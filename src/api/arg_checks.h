@@ -23,8 +23,12 @@ inline void checkDatatype(const tuttiDataType_t& datatype) {
   TUTTI_CHECK_ARG(dtypeValid(rawEnum(datatype)), "invalid datatype ", rawEnum(datatype));
 }
 
-inline void checkOp(const tuttiRedOp_t& op) {
+// After checkDatatype(datatype): a valid op, and one defined on datatype (the bitwise ops
+// take integer types only).
+inline void checkOp(const tuttiRedOp_t& op, const tuttiDataType_t& datatype) {
   TUTTI_CHECK_ARG(opValid(rawEnum(op)), "invalid reduction op ", rawEnum(op));
+  TUTTI_CHECK_ARG(opAppliesTo(datatype, op), "reduction op ", opName(op), " is not defined on ",
+                  dtypeName(datatype), " (bitwise ops take integer types only)");
 }
 
 // what: "root" or "peer".

@@ -39,7 +39,7 @@ TUTTI_API tuttiResult_t tuttiAllReduce(const void* sendbuff, void* recvbuff, siz
                                        tuttiStream_t stream) {
   return guarded(comm, "tuttiAllReduce", [&] {
     checkCommon(comm, sendbuff, recvbuff, count, count, datatype);
-    checkOp(op);
+    checkOp(op, datatype);
     ready(comm);  // initialised, not failed
     const size_t bytes = tutti::api::bufferBytes("count", count, datatype);
     const tutti::api::CallBuffers bufs{sendbuff, bytes, recvbuff, bytes};
@@ -79,7 +79,7 @@ TUTTI_API tuttiResult_t tuttiReduce(const void* sendbuff, void* recvbuff, size_t
                                     tuttiComm_t comm, tuttiStream_t stream) {
   return guarded(comm, "tuttiReduce", [&] {
     checkCommon(comm, sendbuff, nullptr, count, 0, datatype);
-    checkOp(op);
+    checkOp(op, datatype);
     auto& c = ready(comm);
     checkRoot(c, root);
     TUTTI_CHECK_ARG(c.rank() != root || count == 0 || recvbuff != nullptr,
@@ -116,7 +116,7 @@ TUTTI_API tuttiResult_t tuttiReduceScatter(const void* sendbuff, void* recvbuff,
                                            tuttiComm_t comm, tuttiStream_t stream) {
   return guarded(comm, "tuttiReduceScatter", [&] {
     checkCommon(comm, sendbuff, recvbuff, recvcount, recvcount, datatype);
-    checkOp(op);
+    checkOp(op, datatype);
     auto& c = ready(comm);
     const size_t bytes = recvcount * tutti::dtypeSize(datatype);
     const size_t all = tutti::api::bufferBytes("recvcount", recvcount, datatype, c.size());

@@ -4,7 +4,6 @@
 // reducescatterv.cc). The counts are copied: inside a group the call runs at tuttiGroupEnd.
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <span>
 #include <utility>
 #include <vector>
@@ -139,9 +138,7 @@ TUTTI_API tuttiResult_t tuttiReduceScatterV(const void* sendbuff, void* recvbuff
                                             tuttiComm_t comm, tuttiStream_t stream) {
   return guarded(comm, "tuttiReduceScatterV", [&] {
     checkDtype(comm, datatype);
-    int rawOp;
-    std::memcpy(&rawOp, &op, sizeof(rawOp));
-    TUTTI_CHECK_ARG(tutti::opValid(rawOp), "invalid reduction op ", rawOp);
+    tutti::api::checkOp(op, datatype);
     auto& c = ready(comm);
     const int me = c.rank();
     const size_t es = tutti::dtypeSize(datatype);

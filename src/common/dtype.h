@@ -15,6 +15,9 @@ constexpr size_t dtypeSize(tuttiDataType_t t) { return dataTypeSize(t); }
 constexpr bool dtypeValid(int t) { return t >= 0 && t < tuttiNumTypes; }
 constexpr bool opValid(int op) { return op >= 0 && op < tuttiNumOps; }
 constexpr bool dtypeIsFloat(tuttiDataType_t t) { return isFloatDataType(t); }
+constexpr bool opIsBitwise(tuttiRedOp_t op) { return isBitwiseRedOp(op); }
+// Whether op is defined on dtype (no bitwise op on a floating type); both already valid.
+constexpr bool opAppliesTo(tuttiDataType_t t, tuttiRedOp_t op) { return redOpAppliesTo(t, op); }
 
 constexpr const char* dtypeName(tuttiDataType_t t) { return dataTypeName(t); }
 const char* opName(tuttiRedOp_t op);

@@ -13,8 +13,11 @@ namespace tutti::reduce::detail {
 
 using Kernel = void (*)(void* dst, const void* a, const void* b, size_t count);
 
-// Sum, Prod, Max, Min (tuttiAvg is not a kernel).
-constexpr int kNumKernelOps = 4;
+// Indexed by tuttiRedOp_t: Sum, Prod, Max, Min, then Band, Bor, Bxor (integer types only).
+// tuttiAvg's slot stays null (avg is a sum, then divide()), as do the bitwise ops' slots of
+// the floating types.
+constexpr int kNumKernelOps = tuttiNumOps;
+static_assert(tuttiAvg < kNumKernelOps && tuttiBxor < kNumKernelOps);
 
 struct KernelTable {
   Kernel k[tuttiNumTypes][kNumKernelOps];

@@ -110,17 +110,28 @@ inline __m256i mul8(__m256i a, __m256i b) {
 template <int kOp, typename T>
 inline __m256i iop(__m256i a, __m256i b) {
   constexpr bool kSigned = static_cast<T>(-1) < static_cast<T>(0);
-  if constexpr (kOp == tuttiSum) {
+  if constexpr (kOp == tuttiBand) {
+    return _mm256_and_si256(a, b);
+  } else if constexpr (kOp == tuttiBor) {
+    return _mm256_or_si256(a, b);
+  } else if constexpr (kOp == tuttiBxor) {
+    return _mm256_xor_si256(a, b);
+  } else if constexpr (kOp == tuttiSum) {
     if constexpr (sizeof(T) == 1) return _mm256_add_epi8(a, b);
+    if constexpr (sizeof(T) == 2) return _mm256_add_epi16(a, b);
     if constexpr (sizeof(T) == 4) return _mm256_add_epi32(a, b);
     if constexpr (sizeof(T) == 8) return _mm256_add_epi64(a, b);
   } else if constexpr (kOp == tuttiProd) {
     if constexpr (sizeof(T) == 1) return mul8(a, b);
+    if constexpr (sizeof(T) == 2) return _mm256_mullo_epi16(a, b);
     if constexpr (sizeof(T) == 4) return _mm256_mullo_epi32(a, b);
     if constexpr (sizeof(T) == 8) return mul64(a, b);
   } else if constexpr (sizeof(T) == 1) {
     if constexpr (kOp == tuttiMax) return kSigned ? _mm256_max_epi8(a, b) : _mm256_max_epu8(a, b);
     if constexpr (kOp == tuttiMin) return kSigned ? _mm256_min_epi8(a, b) : _mm256_min_epu8(a, b);
+  } else if constexpr (sizeof(T) == 2) {
+    if constexpr (kOp == tuttiMax) return kSigned ? _mm256_max_epi16(a, b) : _mm256_max_epu16(a, b);
+    if constexpr (kOp == tuttiMin) return kSigned ? _mm256_min_epi16(a, b) : _mm256_min_epu16(a, b);
   } else if constexpr (sizeof(T) == 4) {
     if constexpr (kOp == tuttiMax) return kSigned ? _mm256_max_epi32(a, b) : _mm256_max_epu32(a, b);
     if constexpr (kOp == tuttiMin) return kSigned ? _mm256_min_epi32(a, b) : _mm256_min_epu32(a, b);
@@ -152,14 +163,18 @@ template <int kOp>
 constexpr void fillOp(KernelTable& t) {
   t.k[tuttiInt8][kOp] = runKernel<Int<kOp, int8_t>>;
   t.k[tuttiUint8][kOp] = runKernel<Int<kOp, uint8_t>>;
+  t.k[tuttiInt16][kOp] = runKernel<Int<kOp, int16_t>>;
+  t.k[tuttiUint16][kOp] = runKernel<Int<kOp, uint16_t>>;
   t.k[tuttiInt32][kOp] = runKernel<Int<kOp, int32_t>>;
   t.k[tuttiUint32][kOp] = runKernel<Int<kOp, uint32_t>>;
   t.k[tuttiInt64][kOp] = runKernel<Int<kOp, int64_t>>;
   t.k[tuttiUint64][kOp] = runKernel<Int<kOp, uint64_t>>;
-  t.k[tuttiFloat16][kOp] = runKernel<F16<kOp, false>>;
-  t.k[tuttiBfloat16][kOp] = runKernel<F16<kOp, true>>;
-  t.k[tuttiFloat32][kOp] = runKernel<F32<kOp>>;
-  t.k[tuttiFloat64][kOp] = runKernel<F64<kOp>>;
+  if constexpr (kOp != tuttiBand && kOp != tuttiBor && kOp != tuttiBxor) {  // integers only
+    t.k[tuttiFloat16][kOp] = runKernel<F16<kOp, false>>;
+    t.k[tuttiBfloat16][kOp] = runKernel<F16<kOp, true>>;
+    t.k[tuttiFloat32][kOp] = runKernel<F32<kOp>>;
+    t.k[tuttiFloat64][kOp] = runKernel<F64<kOp>>;
+  }
 }
 
 constexpr KernelTable makeTable() {
@@ -168,6 +183,9 @@ constexpr KernelTable makeTable() {
   fillOp<tuttiProd>(t);
   fillOp<tuttiMax>(t);
   fillOp<tuttiMin>(t);
+  fillOp<tuttiBand>(t);
+  fillOp<tuttiBor>(t);
+  fillOp<tuttiBxor>(t);
   return t;
 }
 

@@ -1,5 +1,7 @@
-// Scalar reference kernels for every dtype and op (also the fallback on any CPU).
+// Scalar reference kernels for every dtype and op (bitwise ops: integer types only); also the
+// fallback on any CPU.
 #include <cstdint>
+#include <type_traits>
 
 #include "reduce/kernels.h"
 #include "reduce/scalar_ops.h"
@@ -11,6 +13,13 @@ struct Sum {};
 struct Prod {};
 struct Max {};
 struct Min {};
+struct Band {};
+struct Bor {};
+struct Bxor {};
+
+template <typename Op>
+constexpr bool kBitwise =
+    std::is_same_v<Op, Band> || std::is_same_v<Op, Bor> || std::is_same_v<Op, Bxor>;
 
 template <typename Op, typename T>
 inline T applyInt(T a, T b) {
@@ -18,6 +27,9 @@ inline T applyInt(T a, T b) {
   if constexpr (std::is_same_v<Op, Prod>) return wrapMul(a, b);
   if constexpr (std::is_same_v<Op, Max>) return a > b ? a : b;
   if constexpr (std::is_same_v<Op, Min>) return a < b ? a : b;
+  if constexpr (std::is_same_v<Op, Band>) return static_cast<T>(a & b);
+  if constexpr (std::is_same_v<Op, Bor>) return static_cast<T>(a | b);
+  if constexpr (std::is_same_v<Op, Bxor>) return static_cast<T>(a ^ b);
 }
 
 template <typename Op, typename F>
@@ -62,14 +74,18 @@ template <typename Op>
 constexpr void fillOp(KernelTable& t, int op) {
   t.k[tuttiInt8][op] = intKernel<Op, int8_t>;
   t.k[tuttiUint8][op] = intKernel<Op, uint8_t>;
+  t.k[tuttiInt16][op] = intKernel<Op, int16_t>;
+  t.k[tuttiUint16][op] = intKernel<Op, uint16_t>;
   t.k[tuttiInt32][op] = intKernel<Op, int32_t>;
   t.k[tuttiUint32][op] = intKernel<Op, uint32_t>;
   t.k[tuttiInt64][op] = intKernel<Op, int64_t>;
   t.k[tuttiUint64][op] = intKernel<Op, uint64_t>;
-  t.k[tuttiFloat16][op] = f16Kernel<Op, false>;
-  t.k[tuttiBfloat16][op] = f16Kernel<Op, true>;
-  t.k[tuttiFloat32][op] = floatKernel<Op, float>;
-  t.k[tuttiFloat64][op] = floatKernel<Op, double>;
+  if constexpr (!kBitwise<Op>) {  // no bitwise op on a floating type: those slots stay null
+    t.k[tuttiFloat16][op] = f16Kernel<Op, false>;
+    t.k[tuttiBfloat16][op] = f16Kernel<Op, true>;
+    t.k[tuttiFloat32][op] = floatKernel<Op, float>;
+    t.k[tuttiFloat64][op] = floatKernel<Op, double>;
+  }
 }
 
 constexpr KernelTable makeTable() {
@@ -78,6 +94,9 @@ constexpr KernelTable makeTable() {
   fillOp<Prod>(t, tuttiProd);
   fillOp<Max>(t, tuttiMax);
   fillOp<Min>(t, tuttiMin);
+  fillOp<Band>(t, tuttiBand);
+  fillOp<Bor>(t, tuttiBor);
+  fillOp<Bxor>(t, tuttiBxor);
   return t;
 }
 

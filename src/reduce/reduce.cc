@@ -104,21 +104,31 @@ void setIsaForTesting(const char* isa) {
   gForced.store(i);
 }
 
+namespace {
+
+// The checks reduce() and kernelFor() share: a valid dtype, a valid op other than tuttiAvg,
+// and an op defined on the dtype (no bitwise op on a floating type).
+void checkKernelArgs(tuttiDataType_t dtype, tuttiRedOp_t op) {
+  TUTTI_CHECK_ARG(dtypeValid(dtype), "reduce: invalid datatype ", static_cast<int>(dtype));
+  TUTTI_CHECK_ARG(opValid(op) && op != tuttiAvg, "reduce: invalid op ", static_cast<int>(op),
+                  op == tuttiAvg ? " (tuttiAvg: reduce with tuttiSum, then divide())" : "");
+  TUTTI_CHECK_ARG(opAppliesTo(dtype, op), "reduce: op ", opName(op), " is not defined on ",
+                  dtypeName(dtype), " (bitwise ops take integer types only)");
+}
+
+}  // namespace
 }  // namespace detail
 
 void reduce(void* dst, const void* a, const void* b, size_t count, tuttiDataType_t dtype,
             tuttiRedOp_t op) {
-  TUTTI_CHECK_ARG(dtypeValid(dtype), "reduce: invalid datatype ", static_cast<int>(dtype));
-  TUTTI_CHECK_ARG(opValid(op) && op != tuttiAvg, "reduce: invalid op ", static_cast<int>(op),
-                  op == tuttiAvg ? " (tuttiAvg: reduce with tuttiSum, then divide())" : "");
+  detail::checkKernelArgs(dtype, op);
   if (count == 0) return;
   TUTTI_CHECK_ARG(dst && a && b, "reduce: null buffer with count ", count);
   detail::tables().t[detail::current()].k[dtype][op](dst, a, b, count);
 }
 
 Kernel kernelFor(tuttiDataType_t dtype, tuttiRedOp_t op) {
-  TUTTI_CHECK_ARG(dtypeValid(dtype), "reduce: invalid datatype ", static_cast<int>(dtype));
-  TUTTI_CHECK_ARG(opValid(op) && op != tuttiAvg, "reduce: invalid op ", static_cast<int>(op));
+  detail::checkKernelArgs(dtype, op);
   static_assert(std::is_same_v<Kernel, detail::Kernel>);
   return detail::tables().t[detail::current()].k[dtype][op];
 }
@@ -168,6 +178,10 @@ void divide(void* dst, size_t count, tuttiDataType_t dtype, int64_t divisor) {
       return divideInt<int8_t>(dst, count, divisor);
     case tuttiUint8:
       return divideInt<uint8_t>(dst, count, divisor);
+    case tuttiInt16:
+      return divideInt<int16_t>(dst, count, divisor);
+    case tuttiUint16:
+      return divideInt<uint16_t>(dst, count, divisor);
     case tuttiInt32:
       return divideInt<int32_t>(dst, count, divisor);
     case tuttiUint32:

@@ -31,10 +31,12 @@ namespace {
     ASSERT_EQ(e_, cudaSuccess) << #call << ": " << cudaGetErrorString(e_); \
   } while (0)
 
-constexpr tuttiDataType_t kTypes[] = {tuttiInt8,    tuttiUint8,  tuttiInt32,   tuttiUint32,
-                                      tuttiInt64,   tuttiUint64, tuttiFloat16, tuttiBfloat16,
-                                      tuttiFloat32, tuttiFloat64};
-constexpr tuttiRedOp_t kOps[] = {tuttiSum, tuttiProd, tuttiMax, tuttiMin};
+constexpr tuttiDataType_t kTypes[] = {tuttiInt8,    tuttiUint8,    tuttiInt16,   tuttiUint16,
+                                      tuttiInt32,   tuttiUint32,   tuttiInt64,   tuttiUint64,
+                                      tuttiFloat16, tuttiBfloat16, tuttiFloat32, tuttiFloat64};
+// The bitwise ops run on the integer types only (opAppliesTo).
+constexpr tuttiRedOp_t kOps[] = {tuttiSum,  tuttiProd, tuttiMax, tuttiMin,
+                                 tuttiBand, tuttiBor,  tuttiBxor};
 
 struct DevBuf {
   void* p = nullptr;
@@ -158,6 +160,18 @@ TEST(CudaProbeTest, ReportsWhyAndRejectsBadArguments) {
       reduceCuda(dummy, dummy, dummy, 1, static_cast<tuttiDataType_t>(42), tuttiSum, nullptr),
       Error);
   EXPECT_THROW(reduceCuda(nullptr, dummy, dummy, 1, tuttiInt8, tuttiSum, nullptr), Error);
+  for (tuttiRedOp_t op : {tuttiBand, tuttiBor, tuttiBxor}) {
+    try {
+      reduceCuda(dummy, dummy, dummy, 1, tuttiFloat32, op, nullptr);
+      ADD_FAILURE() << "float " << opName(op) << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), tuttiInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(opName(op)), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("float"), std::string::npos) << e.what();
+    }
+    const void* srcs[1] = {dummy};
+    EXPECT_THROW(reduceManyCuda(dummy, srcs, 1, tuttiBfloat16, op, 1, nullptr, nullptr), Error);
+  }
   EXPECT_THROW(divideCuda(dummy, 1, tuttiFloat32, 0, nullptr), Error);
   reduceCuda(nullptr, nullptr, nullptr, 0, tuttiInt8, tuttiSum, nullptr);  // count 0: no-op
 }
@@ -205,6 +219,7 @@ TEST_F(CudaReduceTest, MatchesHostKernels) {
       std::vector<char> a = randomData(t, n, rng);
       std::vector<char> b = randomData(t, n, rng);
       for (tuttiRedOp_t op : kOps) {
+        if (!opAppliesTo(t, op)) continue;
         std::vector<char> ref(n * es);
         reduce(ref.data(), a.data(), b.data(), n, t, op);
         for (size_t off : {size_t{0}, size_t{1}}) {
@@ -228,7 +243,11 @@ TEST_F(CudaReduceTest, MatchesHostKernels) {
       }
     }
   }
-  EXPECT_EQ(cases, 10u * 11u * 4u * 4u);
+  size_t pairs = 0;
+  for (tuttiDataType_t t : kTypes)
+    for (tuttiRedOp_t op : kOps) pairs += opAppliesTo(t, op);
+  EXPECT_EQ(pairs, 12u * 7u - 4u * 3u);
+  EXPECT_EQ(cases, pairs * 11u * 4u);
 }
 
 TEST_F(CudaReduceTest, DivideMatchesHost) {
@@ -267,6 +286,7 @@ TEST_F(CudaReduceTest, ReduceManyMatchesHostFold) {
     const size_t es = dtypeSize(t);
     for (tuttiRedOp_t op : kOps)
       for (size_t n : lengths) {
+        if (!opAppliesTo(t, op)) continue;
         const int k = sourceCounts[rotate++ % 6];
         const int64_t divisor = op == tuttiSum && rotate % 2 == 0 ? k : 1;
         std::vector<std::vector<char>> in;
@@ -296,7 +316,7 @@ TEST_F(CudaReduceTest, ReduceManyMatchesHostFold) {
           }
       }
   }
-  EXPECT_EQ(cases, 10u * 4u * 4u * 4u);
+  EXPECT_EQ(cases, (12u * 7u - 4u * 3u) * 4u * 4u);
   // A raised abort word (mapped host memory): the kernel returns before touching dst.
   uint32_t* word = nullptr;
   CUDA_OK(cudaHostAlloc(reinterpret_cast<void**>(&word), 64, cudaHostAllocMapped));

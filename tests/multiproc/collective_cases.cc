@@ -47,10 +47,17 @@ const std::vector<CollDesc>& colls() {
   return v;
 }
 
+// The core matrix's product (the full matrix adds kSixteenBitTypes and kBitwiseOps to it; the
+// core matrix runs those in rotation: addRotatedCases).
 static const tuttiDataType_t kAllTypes[] = {tuttiInt8,    tuttiUint8,  tuttiInt32,   tuttiUint32,
                                             tuttiInt64,   tuttiUint64, tuttiFloat16, tuttiBfloat16,
                                             tuttiFloat32, tuttiFloat64};
 static const tuttiRedOp_t kAllOps[] = {tuttiSum, tuttiProd, tuttiMin, tuttiMax, tuttiAvg};
+static const tuttiDataType_t kSixteenBitTypes[] = {tuttiInt16, tuttiUint16};
+static const tuttiRedOp_t kBitwiseOps[] = {tuttiBand, tuttiBor, tuttiBxor};
+// The integer types the bitwise ops rotate through.
+static const tuttiDataType_t kIntTypes[] = {tuttiUint16, tuttiInt32,  tuttiInt16, tuttiInt64,
+                                            tuttiUint8,  tuttiUint32, tuttiInt8,  tuttiUint64};
 
 std::string describe(const Case& c, int n) {
   return std::string(c.coll->name) + ":" + c.algo + " n=" + std::to_string(n) + " " +
@@ -367,6 +374,55 @@ size_t largeCount(const CollDesc& cd, int n, Matrix matrix) {
   return 2 * kLarge / static_cast<size_t>(n) + 3;
 }
 
+bool rootedColl(const CollDesc& cd) {
+  const C plain = plainOf(cd.coll);
+  return plain == C::kBroadcast || plain == C::kReduce || plain == C::kGather ||
+         plain == C::kScatter;
+}
+
+// The full matrix's types and ops: the core product's plus the 16-bit types and bitwise ops.
+std::vector<tuttiDataType_t> matrixTypes(Matrix matrix) {
+  std::vector<tuttiDataType_t> v(std::begin(kAllTypes), std::end(kAllTypes));
+  if (matrix == Matrix::kFull)
+    v.insert(v.end(), std::begin(kSixteenBitTypes), std::end(kSixteenBitTypes));
+  return v;
+}
+std::vector<tuttiRedOp_t> matrixOps(Matrix matrix) {
+  std::vector<tuttiRedOp_t> v(std::begin(kAllOps), std::end(kAllOps));
+  if (matrix == Matrix::kFull) v.insert(v.end(), std::begin(kBitwiseOps), std::end(kBitwiseOps));
+  return v;
+}
+
+// The core matrix's share of the 16-bit types and the bitwise ops, rotated rather than a
+// product: for each collective with an op and each of its algorithms, every bitwise op on an
+// integer type rotated with the algorithm, the op and the rank count, and one arithmetic op
+// (sum, prod, min, max, avg, rotated) on int16 or uint16; for each collective without an op,
+// int16 or uint16 with every algorithm. Counts rotate through 1, 7, 1023 and 65539 (vector
+// bodies and tails, several pipeline chunks), in place or not and the root likewise.
+void addRotatedCases(const CollDesc& cd, int n, const char* only, std::vector<Case>& cases) {
+  constexpr size_t kCounts[] = {7, 1023, 1, 65539};
+  const int root = n - 1;
+  for (size_t a = 0; a < cd.algos.size(); ++a) {
+    const char* algo = cd.algos[a];
+    if (only && std::string(only) != algo) continue;
+    auto add = [&](tuttiDataType_t t, tuttiRedOp_t op, size_t k) {
+      const size_t r = a + k + static_cast<size_t>(n);
+      const bool inPlace = (r / std::size(kCounts)) % 2 == 1;  // both, for each count
+      cases.push_back({&cd, algo, t, op, kCounts[r % std::size(kCounts)], inPlace,
+                       rootedColl(cd) && (a + k) % 2 == 1 ? root : 0});
+    };
+    const tuttiDataType_t sixteen = kSixteenBitTypes[(a + static_cast<size_t>(n)) % 2];
+    if (!cd.hasOp) {
+      add(sixteen, tuttiSum, 0);
+      continue;
+    }
+    for (size_t k = 0; k < std::size(kBitwiseOps); ++k)
+      add(kIntTypes[(a + 3 * k + static_cast<size_t>(n)) % std::size(kIntTypes)], kBitwiseOps[k],
+          k);
+    add(sixteen, kAllOps[(a + static_cast<size_t>(n)) % std::size(kAllOps)], 3);
+  }
+}
+
 }  // namespace
 
 std::vector<Case> buildCases(int n, Matrix matrix) {
@@ -374,18 +430,19 @@ std::vector<Case> buildCases(int n, Matrix matrix) {
   // TUTTI_TEST_ONLY_ALGO=direct restricts the matrix to one algorithm name (used to rerun
   // the direct algorithms with a tiny shared window, i.e. many chunks).
   const char* only = std::getenv("TUTTI_TEST_ONLY_ALGO");
+  const std::vector<tuttiDataType_t> types = matrixTypes(matrix);
+  const std::vector<tuttiRedOp_t> ops = matrixOps(matrix);
   // The algorithm is the innermost loop: consecutive cases share input and expected output.
   for (const CollDesc& cd : colls()) {
     const size_t big = largeCount(cd, n, matrix);
-    for (tuttiDataType_t t : kAllTypes) {
-      for (tuttiRedOp_t op : kAllOps) {
+    if (matrix == Matrix::kCore) addRotatedCases(cd, n, only, cases);
+    for (tuttiDataType_t t : types) {
+      for (tuttiRedOp_t op : ops) {
         if (!cd.hasOp && op != tuttiSum) continue;
+        if (cd.hasOp && !redOpAppliesTo(t, op)) continue;
         for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}, big}) {
           std::vector<int> roots = {0};
-          const C plain = plainOf(cd.coll);
-          const bool rooted = plain == C::kBroadcast || plain == C::kReduce ||
-                              plain == C::kGather || plain == C::kScatter;
-          if (rooted && n > 1) roots.push_back(n - 1);
+          if (rootedColl(cd) && n > 1) roots.push_back(n - 1);
           for (int root : roots) {
             for (bool inPlace : {false, true}) {
               if (count == big && matrix == Matrix::kCore &&

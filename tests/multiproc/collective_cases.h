@@ -70,11 +70,16 @@ std::string runCase(tuttiComm_t comm, const Case& c, int rank, int n,
 // place too). The large count is 1 Mi+3; in kCore, at n > 2 ranks, 2 Mi / n + 3 for the
 // collectives whose buffers hold n counts (all-gather, reduce-scatter, all-to-all, gather,
 // scatter).
-// kFull runs the whole product. kCore runs the whole product at the small counts and, at the
-// large count, float32 sum plus one type per element width (int8/uint8, float16/bfloat16,
-// 32-bit, 64-bit) with the op and in-place rotated by the rank count: the rank counts of the
-// default run (1, 2, 3, 4, 5, 8) together cover every type and op at the large count, and 7
-// (label extended) adds its own rotation.
+// kFull runs the whole product (every dtype, int16 and uint16 included, and every op, the
+// bitwise ones on the integer types). kCore runs the product of the other types and the ops
+// sum, prod, min, max, avg at the small counts and, at the large count, float32 sum plus one
+// type per element width (int8/uint8, float16/bfloat16, 32-bit, 64-bit) with the op and
+// in-place rotated by the rank count: the rank counts of the default run (1, 2, 3, 4, 5, 8)
+// together cover every type and op at the large count, and 7 (label extended) adds its own
+// rotation. kCore adds, rotated rather than multiplied out, int16 / uint16 and the bitwise
+// ops: per collective with an op and algorithm band, bor and bxor on rotated integer types and
+// one arithmetic op on a 16-bit type; per collective without one and algorithm a 16-bit type;
+// counts 1, 7, 1023 and 65539.
 enum class Matrix { kCore, kFull };
 std::vector<Case> buildCases(int n, Matrix matrix);
 

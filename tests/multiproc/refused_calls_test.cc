@@ -9,6 +9,9 @@
 // - F3: a V-collective whose counts disagree, caught by one receiver (tuttiInvalidUsage), fails
 //   its communicator: a rank waiting on it fails at once naming it instead of waiting for the
 //   timeout, and so does every later call.
+// - A bitwise op (band, bor, bxor) on a floating type is tuttiInvalidArgument at every entry
+//   point that takes an op, naming the op and the type; the output stays untouched and the
+//   communicator works on (bxor on int32, exact).
 // Real processes over shm and tcp (rotated by case).
 #include <gtest/gtest.h>
 
@@ -191,6 +194,37 @@ void runVMismatch(const char* transport) {
         << next;
     EXPECT_NE(next.find("rank 1"), std::string::npos) << next;
     tuttiCommDestroy(comm);
+  });
+  EXPECT_RANKS_OK(result);
+}
+
+// The entry points that take an op refuse a floating type with a bitwise op before anything
+// moves (on every rank alike: no peer waits), then bxor on int32 runs.
+TEST(RefusedCalls, BitwiseOpOnAFloatingTypeShm) {
+  tuttiUniqueId id = makeId();
+  auto result = runRanks(kRanks, [&](int rank) {
+    tuttiComm_t comm = initComm(kRanks, id, rank, "shm", 10000);
+    ASSERT_NE(comm, nullptr);
+    std::vector<int32_t> in(2 * 16), out(2 * 16, kSentinel);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = input(rank, 3, i);
+    expectRefused(tuttiAllReduce(in.data(), out.data(), 16, tuttiFloat32, tuttiBxor, comm, nullptr),
+                  comm, "bxor is not defined on float");
+    expectRefused(tuttiAllReduce(in.data(), out.data(), 16, tuttiFloat16, tuttiBand, comm, nullptr),
+                  comm, "band is not defined on half");
+    expectRefused(tuttiReduce(in.data(), out.data(), 16, tuttiFloat64, tuttiBor, 0, comm, nullptr),
+                  comm, "bor is not defined on double");
+    expectRefused(
+        tuttiReduceScatter(in.data(), out.data(), 8, tuttiBfloat16, tuttiBxor, comm, nullptr), comm,
+        "bxor is not defined on bfloat16");
+    const size_t counts[kRanks] = {8, 8}, displs[kRanks] = {0, 8};
+    expectRefused(tuttiReduceScatterV(in.data(), out.data(), counts, displs, tuttiFloat32,
+                                      tuttiBand, comm, nullptr),
+                  comm, "band is not defined on float");
+    EXPECT_TRUE(untouched(out));
+    TUTTI_ASSERT_OK(tuttiAllReduce(in.data(), out.data(), 16, tuttiInt32, tuttiBxor, comm, nullptr),
+                    comm);
+    for (size_t i = 0; i < 16; ++i) ASSERT_EQ(out[i], input(0, 3, i) ^ input(1, 3, i));
+    TUTTI_ASSERT_OK(tuttiCommDestroy(comm), nullptr);
   });
   EXPECT_RANKS_OK(result);
 }

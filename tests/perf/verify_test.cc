@@ -33,9 +33,17 @@ double apply(tuttiRedOp_t op, double a, double b) {
       return a * b;
     case tuttiMax:
       return std::max(a, b);
-    default:
+    case tuttiMin:
       return std::min(a, b);
+    default:  // the bitwise ops have no floating-point meaning
+      ADD_FAILURE() << "no floating " << opName(op);
+      return 0;
   }
+}
+
+// The bitwise op of two integers (two's complement).
+int64_t bitwise(tuttiRedOp_t op, int64_t a, int64_t b) {
+  return op == tuttiBand ? (a & b) : op == tuttiBor ? (a | b) : (a ^ b);
 }
 
 // Reduces element i over ranks in `order`, rounding to the type after every step (floating
@@ -55,9 +63,11 @@ void reduceInType(const Pattern& p, const std::vector<int>& order, size_t i, voi
   for (size_t k = 1; k < order.size(); ++k) {
     const int64_t a = loadInt(p.type, acc.data(), 0);
     const auto b = static_cast<int64_t>(inputValue(p, order[k], i));
+    const bool isBitwise = p.op == tuttiBand || p.op == tuttiBor || p.op == tuttiBxor;
     int64_t r = p.op == tuttiProd  ? a * b
                 : p.op == tuttiMax ? std::max(a, b)
                 : p.op == tuttiMin ? std::min(a, b)
+                : isBitwise        ? bitwise(p.op, a, b)
                                    : a + b;
     storeValue(p.type, acc.data(), 0, r);
   }
@@ -74,6 +84,7 @@ TEST(PerfVerify, ReductionsAreExactInEveryTypeOrderAndRankCount) {
     for (int k = 0; k < n; ++k) mid[k] = (k + n / 2) % n;  // a rotation
     for (tuttiDataType_t t : allTypes()) {
       for (tuttiRedOp_t op : allOps()) {
+        if (!opApplies(t, op)) continue;
         Pattern p{true, op, t, n, 7};
         const size_t count = 97;
         std::vector<char> expected(count * 8), got(8);
@@ -174,6 +185,48 @@ TEST(PerfOptions, NcclTestsDefaultsAndSizes) {
   const char* bad[] = {"all_reduce_perf", "-b", "1M", "-e", "8"};
   Options q;
   EXPECT_EQ(parseOptions(5, const_cast<char**>(bad), &q, true, false), 1);
+}
+
+TEST(PerfOptions, SixteenBitTypesAndBitwiseOps) {
+  tuttiDataType_t t;
+  ASSERT_TRUE(parseType("int16", &t));
+  EXPECT_EQ(t, tuttiInt16);
+  ASSERT_TRUE(parseType("uint16", &t));
+  EXPECT_EQ(t, tuttiUint16);
+  for (tuttiRedOp_t op : {tuttiBand, tuttiBor, tuttiBxor}) {
+    tuttiRedOp_t parsed;
+    ASSERT_TRUE(parseOp(opName(op), &parsed)) << opName(op);
+    EXPECT_EQ(parsed, op);
+  }
+  EXPECT_TRUE(isSigned(tuttiInt16));
+  EXPECT_FALSE(isSigned(tuttiUint16));
+  EXPECT_EQ(typeSize(tuttiUint16), 2u);
+  // -o all / -d all: 12 types, 8 ops; the drivers skip the 4 floating types' bitwise ops.
+  EXPECT_EQ(allTypes().size(), 12u);
+  EXPECT_EQ(allOps().size(), 8u);
+  EXPECT_TRUE(opApplies(tuttiUint16, tuttiBxor));
+  EXPECT_FALSE(opApplies(tuttiFloat32, tuttiBxor));
+  std::vector<char> buf(2);
+  storeValue(tuttiInt16, buf.data(), 0, -32768);
+  EXPECT_EQ(loadInt(tuttiInt16, buf.data(), 0), -32768);
+  storeValue(tuttiUint16, buf.data(), 0, 65536 + 5);  // wraps
+  EXPECT_EQ(loadInt(tuttiUint16, buf.data(), 0), 5);
+
+  const char* ok[] = {"all_reduce_perf", "-d", "uint16", "-o", "bxor"};
+  Options a;
+  ASSERT_EQ(parseOptions(5, const_cast<char**>(ok), &a, true, false), -1);
+  EXPECT_EQ(a.type, tuttiUint16);
+  EXPECT_EQ(a.op, tuttiBxor);
+  // An explicit floating type with an explicit bitwise op is refused; with -d all it is not.
+  const char* bad[] = {"all_reduce_perf", "-d", "float", "-o", "band"};
+  Options b;
+  EXPECT_EQ(parseOptions(5, const_cast<char**>(bad), &b, true, false), 1);
+  const char* all[] = {"all_reduce_perf", "-d", "all", "-o", "bor"};
+  Options c;
+  EXPECT_EQ(parseOptions(5, const_cast<char**>(all), &c, true, false), -1);
+  // Collectives without an op ignore -o.
+  Options d;
+  EXPECT_EQ(parseOptions(5, const_cast<char**>(bad), &d, false, false), -1);
 }
 
 TEST(PerfOutput, FormatFloatMatchesNcclTests) {

@@ -26,7 +26,7 @@ uint64_t hash(uint64_t seed, int64_t rank, size_t i, uint64_t purpose) {
 }
 
 bool isUnsigned(tuttiDataType_t t) {
-  return t == tuttiUint8 || t == tuttiUint32 || t == tuttiUint64;
+  return t == tuttiUint8 || t == tuttiUint16 || t == tuttiUint32 || t == tuttiUint64;
 }
 
 // Largest magnitude B such that every integer in [-B, B] is exact in t (and in a double).
@@ -36,6 +36,10 @@ int64_t bound(tuttiDataType_t t) {
       return 127;
     case tuttiUint8:
       return 255;
+    case tuttiInt16:
+      return 32767;
+    case tuttiUint16:
+      return 65535;
     case tuttiInt32:
       return 2147483647;
     case tuttiUint32:
@@ -99,6 +103,10 @@ int prodWindow(tuttiDataType_t t) {
       return 5;
     case tuttiUint8:
       return 6;
+    case tuttiInt16:
+      return 13;
+    case tuttiUint16:
+      return 14;
     case tuttiInt32:
       return 29;
     case tuttiUint32:
@@ -177,6 +185,12 @@ Kind kindOf(bool reduces, tuttiRedOp_t op) {
       return Kind::kMax;
     case tuttiAvg:
       return Kind::kAvg;
+    case tuttiBand:
+      return Kind::kBand;
+    case tuttiBor:
+      return Kind::kBor;
+    case tuttiBxor:
+      return Kind::kBxor;
     default:
       return Kind::kSum;
   }
@@ -192,6 +206,15 @@ namespace {
 
 int digitsOf(tuttiDataType_t t) {
   return t == tuttiFloat16 ? 11 : t == tuttiBfloat16 ? 8 : t == tuttiFloat32 ? 24 : 53;
+}
+
+// The bits of the patterns the bitwise kinds draw: the type's width, 53 (int64: sign-extended,
+// so within +-2^52) or 52 (uint64) for the 64-bit types, and digits - 1 on floating types.
+int bitsOf(tuttiDataType_t t) {
+  if (isFloat(t)) return digitsOf(t) - 1;
+  if (t == tuttiInt64) return 53;
+  if (t == tuttiUint64) return 52;
+  return static_cast<int>(dataTypeSize(t)) * 8;
 }
 
 // value() and reduced() for one Spec, with its ranges and divisors worked out once (only
@@ -216,17 +239,36 @@ class Generator {
   // rank chosen per element; every other rank a value between m(i) and the far end.
   int64_t extreme(size_t i) const { return extreme_(hash(s_.seed, -1, i, 5)); }
   int extremeRank(size_t i) const { return static_cast<int>(ranks_(hash(s_.seed, -1, i, 6))); }
+  // Bitwise kinds: patterns of bits_ bits, read as the type's value (sign-extended from bit
+  // bits_ - 1 on signed integer types: the ops commute with that extension).
+  uint64_t bits(uint64_t h) const { return h & bitMask_; }
+  double asValue(uint64_t pattern) const {
+    if (!signedBits_) return static_cast<double>(pattern);
+    const uint64_t sign = uint64_t{1} << (bits_ - 1);
+    return static_cast<double>(static_cast<int64_t>(pattern ^ sign) - static_cast<int64_t>(sign));
+  }
+  uint64_t target(size_t i) const { return bits(hash(s_.seed, -1, i, 7)); }
+  uint64_t bitwiseValue(int rank, size_t i, uint64_t h) const;
 
   Spec s_;
   int n_;
   bool uns_;
   int64_t b_;
+  int bits_;
+  bool signedBits_;
+  uint64_t bitMask_;
   Range copy_, common_, offset_, extreme_, inOrder_;
   FastMod ranks_;
 };
 
 Generator::Generator(const Spec& s)
-    : s_(s), n_(std::max(s.nranks, 1)), uns_(isUnsigned(s.dtype)), b_(bound(s.dtype)) {
+    : s_(s),
+      n_(std::max(s.nranks, 1)),
+      uns_(isUnsigned(s.dtype)),
+      b_(bound(s.dtype)),
+      bits_(bitsOf(s.dtype)),
+      signedBits_(!uns_ && !isFloat(s.dtype)),
+      bitMask_((uint64_t{1} << bits_) - 1) {
   ranks_ = FastMod(static_cast<uint64_t>(n_));
   switch (s.kind) {
     case Kind::kCopy:
@@ -251,8 +293,27 @@ Generator::Generator(const Spec& s)
       break;
     }
     case Kind::kProd:
+    case Kind::kBand:
+    case Kind::kBor:
+    case Kind::kBxor:
       break;
   }
+}
+
+// Band (bor): ranks A and B = A + 1 hold t | c and t | ~c (t & c and t & ~c), the others t |
+// random (t & random); a single rank holds t. Bxor: e(r) ^ e(r - 1), the chain of random e
+// from e(-1) = 0 to e(n - 1) = t.
+uint64_t Generator::bitwiseValue(int rank, size_t i, uint64_t h) const {
+  const uint64_t t = target(i);
+  if (s_.kind == Kind::kBxor) {
+    auto e = [&](int q) { return q < 0 ? 0 : q == n_ - 1 ? t : bits(hash(s_.seed, q, i, 9)); };
+    return e(rank) ^ e(rank - 1);
+  }
+  if (n_ == 1) return t;
+  const int a = extremeRank(i), b = (a + 1) % n_;
+  const uint64_t c = bits(hash(s_.seed, -1, i, 8));
+  const uint64_t part = rank == a ? c : rank == b ? ~c & bitMask_ : bits(h);
+  return s_.kind == Kind::kBand ? t | part : t & part;
 }
 
 [[gnu::always_inline]] inline double Generator::value(int rank, size_t i) const {
@@ -285,6 +346,10 @@ Generator::Generator(const Spec& s)
       if (isFloat(s_.dtype)) return sign * std::ldexp(1.0, static_cast<int>((h >> 1) % 3) - 1);
       return sign * (((h >> 1) & 1) ? 2.0 : 1.0);
     }
+    case Kind::kBand:
+    case Kind::kBor:
+    case Kind::kBxor:
+      return asValue(bitwiseValue(rank, i, h));
   }
   return 0;
 }
@@ -313,6 +378,10 @@ Generator::Generator(const Spec& s)
       }
       return acc;
     }
+    case Kind::kBand:
+    case Kind::kBor:
+    case Kind::kBxor:
+      return asValue(target(i));
     case Kind::kProd:
       break;
   }
@@ -335,6 +404,10 @@ void storeAll(tuttiDataType_t t, void* buf, size_t count, const Values& v) {
       return storeEach<int8_t>(buf, count, same, v);
     case tuttiUint8:
       return storeEach<uint8_t>(buf, count, same, v);
+    case tuttiInt16:
+      return storeEach<int16_t>(buf, count, same, v);
+    case tuttiUint16:
+      return storeEach<uint16_t>(buf, count, same, v);
     case tuttiInt32:
       return storeEach<int32_t>(buf, count, same, v);
     case tuttiUint32:
@@ -382,6 +455,12 @@ const char* kindName(Kind k) {
       return "avg";
     case Kind::kSumInOrder:
       return "sum-in-order";
+    case Kind::kBand:
+      return "band";
+    case Kind::kBor:
+      return "bor";
+    case Kind::kBxor:
+      return "bxor";
   }
   return "?";
 }
@@ -393,6 +472,12 @@ void store(tuttiDataType_t t, void* base, size_t i, double v) {
       break;
     case tuttiUint8:
       put(base, i, static_cast<uint8_t>(v));
+      break;
+    case tuttiInt16:
+      put(base, i, static_cast<int16_t>(v));
+      break;
+    case tuttiUint16:
+      put(base, i, static_cast<uint16_t>(v));
       break;
     case tuttiInt32:
       put(base, i, static_cast<int32_t>(v));
@@ -429,6 +514,10 @@ double load(tuttiDataType_t t, const void* base, size_t i) {
       return get<int8_t>(base, i);
     case tuttiUint8:
       return get<uint8_t>(base, i);
+    case tuttiInt16:
+      return get<int16_t>(base, i);
+    case tuttiUint16:
+      return get<uint16_t>(base, i);
     case tuttiInt32:
       return get<int32_t>(base, i);
     case tuttiUint32:

@@ -23,7 +23,15 @@
 //   prod:      +-1 outside a rotating per-element window of ranks; inside it +-2^e, e in
 //              {-1, 0, 1}, on floats (a product of powers of two is exact while its exponent
 //              stays in range: a window of 14 ranks for half) and +-1 or +-2 on integers (a
-//              window of floor(log2(max)) - 1 ranks: 5 for int8); expected by a loop.
+//              window of floor(log2(max)) - 1 ranks: 5 for int8); expected by a loop;
+//   band, bor: bit patterns of the type's width w (8, 16, 32 bits; 53 bits sign-extended for
+//              int64, 52 for uint64): a target t(i); two ranks per element (chosen by the
+//              hash) hold t | c and t | ~c (band) or t & c and t & ~c (bor) for a random c,
+//              the others t | random (band) or t & random (bor): the result is t, which no
+//              rank holds and which is not the ranks' minimum or maximum in general;
+//   bxor:      e(r, i) ^ e(r-1, i), e random for ranks 0..n-2, e(-1) = 0 and e(n-1) = w(i):
+//              the chain telescopes to w(i). The bitwise kinds are for integer types (on a
+//              floating type they give non-negative integers below 2^(digits-1)).
 // Only avg on floating types is compared with a tolerance (two units in the last place),
 // because a library may multiply by 1/n instead of dividing.
 #pragma once
@@ -42,7 +50,7 @@ namespace tutti::verifiable {
 // rank order 0..n-1): values with the type's full precision and magnitudes 2^-10 .. 2^10, so
 // that sums round and a different order gives different bits; the expected value rounds to
 // the type after every addition, in rank order.
-enum class Kind { kCopy, kSum, kProd, kMin, kMax, kAvg, kSumInOrder };
+enum class Kind { kCopy, kSum, kProd, kMin, kMax, kAvg, kSumInOrder, kBand, kBor, kBxor };
 
 // kCopy for collectives that move data only, else the kind of op.
 Kind kindOf(bool reduces, tuttiRedOp_t op);

@@ -15,10 +15,13 @@
 namespace tutti::verifiable {
 namespace {
 
-const tuttiDataType_t kTypes[] = {tuttiInt8,    tuttiUint8,  tuttiInt32,   tuttiUint32,
-                                  tuttiInt64,   tuttiUint64, tuttiFloat16, tuttiBfloat16,
-                                  tuttiFloat32, tuttiFloat64};
-const Kind kKinds[] = {Kind::kCopy, Kind::kSum, Kind::kProd, Kind::kMin, Kind::kMax, Kind::kAvg};
+const tuttiDataType_t kTypes[] = {tuttiInt8,    tuttiUint8,    tuttiInt16,   tuttiUint16,
+                                  tuttiInt32,   tuttiUint32,   tuttiInt64,   tuttiUint64,
+                                  tuttiFloat16, tuttiBfloat16, tuttiFloat32, tuttiFloat64};
+const tuttiDataType_t kIntTypes[] = {tuttiInt8,  tuttiUint8,  tuttiInt16, tuttiUint16,
+                                     tuttiInt32, tuttiUint32, tuttiInt64, tuttiUint64};
+const Kind kKinds[] = {Kind::kCopy, Kind::kSum,  Kind::kProd, Kind::kMin, Kind::kMax,
+                       Kind::kAvg,  Kind::kBand, Kind::kBor,  Kind::kBxor};
 // (kSumInOrder is checked on its own: its reductions round by design.)
 
 // Rounds v to t (through its bytes), as a kernel working in t does after every operation.
@@ -28,12 +31,23 @@ double inType(tuttiDataType_t t, double v) {
   return load(t, b, 0);
 }
 
+// The bitwise op of two of the bitwise kinds' values, in 64-bit two's complement.
+double bitwise(Kind k, double a, double b) {
+  const int64_t x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
+  return static_cast<double>(k == Kind::kBand ? x & y : k == Kind::kBor ? x | y : x ^ y);
+}
+
 // Reduces element i over the ranks in `order`, rounding to the type after every step.
 double reduceInType(const Spec& s, const std::vector<int>& order, size_t i) {
   double acc = value(s, order[0], i);
   for (size_t k = 1; k < order.size(); ++k) {
     const double v = value(s, order[k], i);
     switch (s.kind) {
+      case Kind::kBand:
+      case Kind::kBor:
+      case Kind::kBxor:
+        acc = inType(s.dtype, bitwise(s.kind, acc, v));
+        break;
       case Kind::kProd:
         acc = inType(s.dtype, acc * v);
         break;
@@ -156,6 +170,68 @@ TEST(Verifiable, MinAndMaxMoveBetweenRanks) {
         EXPECT_LT(same, held / 4) << dataTypeName(t) << " " << kindName(k) << " rank " << drop;
       }
     }
+}
+
+TEST(Verifiable, BitwiseResultsAreHeldByNoRankAndAreNotMinOrMax) {
+  // band (bor) gives a pattern no rank holds, below (above) every rank's bits: a kernel that
+  // computed min (max) instead, or took one rank's value, gets most elements wrong. 8-bit
+  // patterns have few free bits, so some elements do coincide there.
+  for (tuttiDataType_t t : kIntTypes)
+    for (Kind k : {Kind::kBand, Kind::kBor})
+      for (int n : {2, 3, 4, 8}) {
+        Spec s{t, k, n, seedOf({10, static_cast<uint64_t>(t)})};
+        const size_t count = 1024;
+        size_t held = 0, extreme = 0;
+        for (size_t i = 0; i < count; ++i) {
+          const double want = reduced(s, i);
+          double lo = value(s, 0, i), hi = lo;
+          bool anyHolds = false;
+          for (int r = 0; r < n; ++r) {
+            const double v = value(s, r, i);
+            lo = std::min(lo, v);
+            hi = std::max(hi, v);
+            anyHolds |= v == want;
+          }
+          held += anyHolds;
+          extreme += (k == Kind::kBand ? lo : hi) == want;
+        }
+        const size_t limit = elementSize(t) == 1 ? count / 2 : count / 8;
+        EXPECT_LT(held, limit) << dataTypeName(t) << " " << kindName(k) << " n=" << n;
+        EXPECT_LT(extreme, limit) << dataTypeName(t) << " " << kindName(k) << " n=" << n;
+      }
+}
+
+TEST(Verifiable, BxorSeesEveryRank) {
+  // Dropping any one rank's pattern changes most reduced elements.
+  for (tuttiDataType_t t : kIntTypes) {
+    const int n = 8;
+    Spec s{t, Kind::kBxor, n, seedOf({11, static_cast<uint64_t>(t)})};
+    for (int drop = 0; drop < n; ++drop) {
+      size_t same = 0;
+      for (size_t i = 0; i < 512; ++i) {
+        double acc = 0;
+        for (int r = 0; r < n; ++r)
+          if (r != drop) acc = bitwise(Kind::kBxor, acc, value(s, r, i));
+        same += acc == reduced(s, i);
+      }
+      EXPECT_LT(same, 512u / 8) << dataTypeName(t) << " without rank " << drop;
+    }
+  }
+}
+
+TEST(Verifiable, SixteenBitTypesAndBitwiseOpsHaveTheirKinds) {
+  EXPECT_EQ(kindOf(true, tuttiBand), Kind::kBand);
+  EXPECT_EQ(kindOf(true, tuttiBor), Kind::kBor);
+  EXPECT_EQ(kindOf(true, tuttiBxor), Kind::kBxor);
+  EXPECT_EQ(kindOf(false, tuttiBxor), Kind::kCopy);
+  EXPECT_STREQ(kindName(Kind::kBxor), "bxor");
+  EXPECT_EQ(elementSize(tuttiInt16), 2u);
+  EXPECT_EQ(elementSize(tuttiUint16), 2u);
+  std::byte b[2];
+  store(tuttiInt16, b, 0, -32768);
+  EXPECT_EQ(load(tuttiInt16, b, 0), -32768);
+  store(tuttiUint16, b, 0, 65535);
+  EXPECT_EQ(load(tuttiUint16, b, 0), 65535);
 }
 
 TEST(Verifiable, SumInOrderDependsOnTheOrder) {

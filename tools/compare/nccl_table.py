@@ -8,9 +8,10 @@ import re
 COLUMNS = ["size", "count", "type", "redop", "root",
            "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"]
 UNITS = ["(B)", "(elements)", "(us)", "(GB/s)", "(GB/s)", "(us)", "(GB/s)", "(GB/s)"]
-TYPES = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double",
-         "bfloat16"}
-OPS = {"sum", "prod", "max", "min", "avg", "none"}
+# nccl-tests' names, and int16, uint16, band, bor, bxor (tutti additions, as in Gloo).
+TYPES = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "half",
+         "float", "double", "bfloat16"}
+OPS = {"sum", "prod", "max", "min", "avg", "band", "bor", "bxor", "none"}
 _NUM = re.compile(r"^-?[0-9.]+(e[+-]?[0-9]+)?$")
 
 

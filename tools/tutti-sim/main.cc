@@ -63,7 +63,7 @@ void usage(std::ostream& os) {
         "                       alltoall gather scatter (root 0); allgatherv reducescatterv\n"
         "                       gatherv scatterv alltoallv (even split)\n"
         "  -b, -e, -f           min size, max size, factor (nccl-tests sizes; default 1M 1G 4)\n"
-        "  -d, --dtype T        float (default) double half bfloat16 int32 int8 ...\n"
+        "  -d, --dtype T        float (default) double half bfloat16 int32 int16 int8 ...\n"
         "  --algos a,b          only these algorithms (default: every applicable one)\n"
         "  --neighbor G         (allreduce) add the neighbour all-reduce over graph G: ring,\n"
         "                       torus, grid, hypercube, exponential, one_peer_exponential\n"
@@ -99,16 +99,17 @@ bool parseColl(const std::string& s, algo::Coll* c) {
   return false;
 }
 
+// The names of datatype.hpp's dataTypeName: int8 uint8 int16 uint16 int32 uint32 int64 uint64
+// half float double bfloat16.
 bool parseDtype(const std::string& s, tuttiDataType_t* t) {
-  static const std::map<std::string, tuttiDataType_t> kTypes = {
-      {"int8", tuttiInt8},        {"uint8", tuttiUint8},   {"int32", tuttiInt32},
-      {"uint32", tuttiUint32},    {"int64", tuttiInt64},   {"uint64", tuttiUint64},
-      {"half", tuttiFloat16},     {"float", tuttiFloat32}, {"double", tuttiFloat64},
-      {"bfloat16", tuttiBfloat16}};
-  auto it = kTypes.find(s);
-  if (it == kTypes.end()) return false;
-  *t = it->second;
-  return true;
+  for (int i = 0; i < tuttiNumTypes; ++i) {
+    const auto d = static_cast<tuttiDataType_t>(i);
+    if (s == tutti::dtypeName(d)) {
+      *t = d;
+      return true;
+    }
+  }
+  return false;
 }
 
 // nccl-tests conventions: the count argument for a size column S, and the busbw factor.

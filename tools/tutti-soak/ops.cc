@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "tutti/datatype.hpp"
 #include "values.h"
 
 namespace tutti::soak {
@@ -239,6 +240,14 @@ void prepare(Op& op, const std::vector<Comm>& comms) {
   }
 }
 
+// A drawn op that applies to dtype: avg on an integer type (whose inputs are not exact there)
+// and a bitwise op on a floating type become sum.
+tuttiRedOp_t usableOp(tuttiDataType_t dtype, tuttiRedOp_t op) {
+  if (op == tuttiAvg && !isFloat(dtype)) return tuttiSum;
+  if (!redOpAppliesTo(dtype, op)) return tuttiSum;
+  return op;
+}
+
 }  // namespace
 
 Op drawOp(std::mt19937_64& rng, uint64_t call, const std::vector<Comm>& comms, size_t maxBytes,
@@ -252,8 +261,7 @@ Op drawOp(std::mt19937_64& rng, uint64_t call, const std::vector<Comm>& comms, s
   op.kind = static_cast<Kind>(d[0] % static_cast<uint64_t>(Kind::kCount));
   op.comm = static_cast<int>(d[1] % comms.size());
   op.dtype = static_cast<tuttiDataType_t>(d[2] % tuttiNumTypes);
-  op.op = static_cast<tuttiRedOp_t>(d[3] % tuttiNumOps);
-  if (op.op == tuttiAvg && !isFloat(op.dtype)) op.op = tuttiSum;
+  op.op = usableOp(op.dtype, static_cast<tuttiRedOp_t>(d[3] % tuttiNumOps));
   const Comm& c = comms[op.comm];
   const int n = c.size, r = c.rank;
   if (op.kind == Kind::kSendRecv && (n == 1 || !allowP2p)) op.kind = Kind::kAllReduce;
@@ -298,8 +306,7 @@ std::vector<Op> drawFusedGroup(std::mt19937_64& rng, uint64_t& call,
     op.fusedSize = members;
     const uint64_t h = hash3(op.call, -3, static_cast<uint64_t>(k));
     op.dtype = mixed ? static_cast<tuttiDataType_t>(h % tuttiNumTypes) : dtype;
-    op.op = mixed ? static_cast<tuttiRedOp_t>((h >> 8) % tuttiNumOps) : redOp;
-    if (op.op == tuttiAvg && !isFloat(op.dtype)) op.op = tuttiSum;
+    op.op = usableOp(op.dtype, mixed ? static_cast<tuttiRedOp_t>((h >> 8) % tuttiNumOps) : redOp);
     const size_t es = dtypeBytes(op.dtype);
     // Most within what fuses (an all-reduce's 8 KiB, an all-gather's 16 KiB of output), a few
     // beyond it (up to 4096 elements), which then run on their own.

@@ -11,12 +11,13 @@ size_t dtypeBytes(tuttiDataType_t t) { return dataTypeSize(t); }
 bool isFloat(tuttiDataType_t t) { return isFloatDataType(t); }
 
 bool isUnsigned(tuttiDataType_t t) {
-  return t == tuttiUint8 || t == tuttiUint32 || t == tuttiUint64;
+  return t == tuttiUint8 || t == tuttiUint16 || t == tuttiUint32 || t == tuttiUint64;
 }
 
 const char* dtypeText(tuttiDataType_t t) {
-  static const char* names[] = {"int8",   "uint8",   "int32",   "uint32",  "int64",
-                                "uint64", "float16", "float32", "float64", "bfloat16"};
+  static const char* names[] = {"int8",    "uint8",   "int32",   "uint32",   "int64", "uint64",
+                                "float16", "float32", "float64", "bfloat16", "int16", "uint16"};
+  static_assert(sizeof(names) / sizeof(names[0]) == tuttiNumTypes);
   return names[t];
 }
 
@@ -58,6 +59,16 @@ double load(tuttiDataType_t t, const std::byte* p, size_t i) {
     case tuttiUint8: {
       uint8_t v;
       std::memcpy(&v, e, 1);
+      return v;
+    }
+    case tuttiInt16: {
+      int16_t v;
+      std::memcpy(&v, e, 2);
+      return v;
+    }
+    case tuttiUint16: {
+      uint16_t v;
+      std::memcpy(&v, e, 2);
       return v;
     }
     case tuttiInt32: {
@@ -116,6 +127,12 @@ void store(tuttiDataType_t t, std::byte* p, size_t i, double v) {
     case tuttiUint8:
       put(static_cast<uint8_t>(v));
       break;
+    case tuttiInt16:
+      put(static_cast<int16_t>(v));
+      break;
+    case tuttiUint16:
+      put(static_cast<uint16_t>(v));
+      break;
     case tuttiInt32:
       put(static_cast<int32_t>(v));
       break;
@@ -161,9 +178,25 @@ double inputValue(tuttiDataType_t t, tuttiRedOp_t op, uint64_t call, int rank, i
     double s = static_cast<double>(hash3(call, -2, elem) & 1);
     return a + (rank - (n - 1) / 2.0) * s;
   }
+  if (isBitwiseRedOp(op)) {
+    // 4-bit values (0..15, or -8..7 in two's complement): and, or, xor stay in that range.
+    uint64_t h = hash3(call, rank, elem) % 16;
+    return isUnsigned(t) ? static_cast<double>(h) : static_cast<double>(h) - 8;
+  }
   uint64_t h = hash3(call, rank, elem) % 13;
   return isUnsigned(t) ? static_cast<double>(h) : static_cast<double>(h) - 6;
 }
+
+namespace {
+
+// The bitwise op on two of inputValue's small integers (two's complement in 64 bits).
+double bitwise(tuttiRedOp_t op, double a, double b) {
+  const int64_t x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
+  const int64_t r = op == tuttiBand ? (x & y) : op == tuttiBor ? (x | y) : (x ^ y);
+  return static_cast<double>(r);
+}
+
+}  // namespace
 
 double reducedValue(tuttiDataType_t t, tuttiRedOp_t op, uint64_t call, int n, uint64_t elem) {
   if (op == tuttiAvg) return static_cast<double>(hash3(call, -1, elem) % 13) - 6;
@@ -179,6 +212,11 @@ double reducedValue(tuttiDataType_t t, tuttiRedOp_t op, uint64_t call, int n, ui
         break;
       case tuttiMax:
         acc = std::max(acc, v);
+        break;
+      case tuttiBand:
+      case tuttiBor:
+      case tuttiBxor:
+        acc = bitwise(op, acc, v);
         break;
       default:
         acc = std::min(acc, v);

@@ -2,7 +2,8 @@
 // definition (not by tutti's reduction code). Every value depends on the call, the rank and
 // the element, and is a small integer (or, for avg, an integer plus a multiple of one half):
 // sums, products, maxima and averages of them are exact in every datatype, float16 and
-// bfloat16 included, so results are compared bit for bit.
+// bfloat16 included, so results are compared bit for bit. The bitwise ops (integer types only)
+// get 4-bit values.
 #pragma once
 
 #include <cstddef>

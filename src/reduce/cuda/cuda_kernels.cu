@@ -1,9 +1,10 @@
-// Device reduction and divide kernels for every datatype and op: one grid-stride kernel per
-// (type, op) template instance. When dst, a and b are all 16-byte aligned the body moves
-// 16 bytes per load/store (uint4) and a short scalar tail finishes the last count % (16/size)
-// elements; otherwise every element goes through the scalar loop. The n-source kernel folds
-// its sources in order (src[0] op src[1] op ...), one binary step at a time as the host does,
-// and may divide (average); the flag kernels wait for and write 32-bit counters.
+// Device reduction and divide kernels for every datatype and op (the bitwise ops for the
+// integer types only): one grid-stride kernel per (type, op) template instance. When dst, a and b
+// are all 16-byte aligned the body moves 16 bytes per load/store (uint4) and a short scalar tail
+// finishes the last count % (16/size) elements; otherwise every element goes through the scalar
+// loop. The n-source kernel folds its sources in order (src[0] op src[1] op ...), one binary step
+// at a time as the host does, and may divide (average); the flag kernels wait for and write 32-bit
+// counters.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -21,6 +22,9 @@ constexpr int kSum = 0;
 constexpr int kProd = 1;
 constexpr int kMax = 2;
 constexpr int kMin = 3;
+constexpr int kBand = 5;
+constexpr int kBor = 6;
+constexpr int kBxor = 7;
 
 constexpr int kThreads = 256;
 constexpr size_t kMaxBlocks = 8192;
@@ -35,6 +39,9 @@ __device__ __forceinline__ T applyOp(T a, T b) {
     if constexpr (kOp == kProd) return static_cast<T>(static_cast<U>(W(U(a)) * W(U(b))));
     if constexpr (kOp == kMax) return a > b ? a : b;
     if constexpr (kOp == kMin) return a < b ? a : b;
+    if constexpr (kOp == kBand) return static_cast<T>(a & b);
+    if constexpr (kOp == kBor) return static_cast<T>(a | b);
+    if constexpr (kOp == kBxor) return static_cast<T>(a ^ b);
   } else {
     // Floating: min/max propagate a NaN (a's first), else the x86 vmaxps/vminps choice.
     if constexpr (kOp == kSum) return a + b;
@@ -180,39 +187,63 @@ int launchOp(void* dst, const void* a, const void* b, size_t count, int op, cuda
     case kMin:
       return launchTyped<T, kMin>(dst, a, b, count, s);
     default:
-      return static_cast<int>(cudaErrorInvalidValue);
+      break;
   }
+  if constexpr (std::is_integral_v<T>) {  // bitwise ops: integer types only
+    switch (op) {
+      case kBand:
+        return launchTyped<T, kBand>(dst, a, b, count, s);
+      case kBor:
+        return launchTyped<T, kBor>(dst, a, b, count, s);
+      case kBxor:
+        return launchTyped<T, kBxor>(dst, a, b, count, s);
+      default:
+        break;
+    }
+  }
+  return static_cast<int>(cudaErrorInvalidValue);
+}
+
+// The n-source launch of one (type, op), its grid sized for the vector or the scalar loop.
+template <typename T, int kOp>
+int launchManyTyped(void* dst, const ManySources& src, int n, size_t count, int64_t divisor,
+                    const uint32_t* abortFlag, cudaStream_t s) {
+  uintptr_t bits = reinterpret_cast<uintptr_t>(dst);
+  for (int k = 0; k < n; ++k) bits |= reinterpret_cast<uintptr_t>(src.p[k]);
+  const size_t nvec = (bits & 15u) == 0 ? count / (16 / sizeof(T)) : 0;
+  reduceManyKernel<T, kOp><<<blocksFor(nvec > 0 ? nvec : count), kThreads, 0, s>>>(
+      static_cast<T*>(dst), src, n, nvec, count, divisor, abortFlag);
+  return static_cast<int>(cudaGetLastError());
 }
 
 template <typename T>
 int launchMany(void* dst, const ManySources& src, int n, size_t count, int op, int64_t divisor,
                const uint32_t* abortFlag, cudaStream_t s) {
-  uintptr_t bits = reinterpret_cast<uintptr_t>(dst);
-  for (int k = 0; k < n; ++k) bits |= reinterpret_cast<uintptr_t>(src.p[k]);
-  const size_t nvec = (bits & 15u) == 0 ? count / (16 / sizeof(T)) : 0;
-  const unsigned blocks = blocksFor(nvec > 0 ? nvec : count);
-  T* d = static_cast<T*>(dst);
   switch (op) {
     case kSum:
-      reduceManyKernel<T, kSum>
-          <<<blocks, kThreads, 0, s>>>(d, src, n, nvec, count, divisor, abortFlag);
-      break;
+      return launchManyTyped<T, kSum>(dst, src, n, count, divisor, abortFlag, s);
     case kProd:
-      reduceManyKernel<T, kProd>
-          <<<blocks, kThreads, 0, s>>>(d, src, n, nvec, count, divisor, abortFlag);
-      break;
+      return launchManyTyped<T, kProd>(dst, src, n, count, divisor, abortFlag, s);
     case kMax:
-      reduceManyKernel<T, kMax>
-          <<<blocks, kThreads, 0, s>>>(d, src, n, nvec, count, divisor, abortFlag);
-      break;
+      return launchManyTyped<T, kMax>(dst, src, n, count, divisor, abortFlag, s);
     case kMin:
-      reduceManyKernel<T, kMin>
-          <<<blocks, kThreads, 0, s>>>(d, src, n, nvec, count, divisor, abortFlag);
-      break;
+      return launchManyTyped<T, kMin>(dst, src, n, count, divisor, abortFlag, s);
     default:
-      return static_cast<int>(cudaErrorInvalidValue);
+      break;
   }
-  return static_cast<int>(cudaGetLastError());
+  if constexpr (std::is_integral_v<T>) {  // bitwise ops: integer types only
+    switch (op) {
+      case kBand:
+        return launchManyTyped<T, kBand>(dst, src, n, count, divisor, abortFlag, s);
+      case kBor:
+        return launchManyTyped<T, kBor>(dst, src, n, count, divisor, abortFlag, s);
+      case kBxor:
+        return launchManyTyped<T, kBxor>(dst, src, n, count, divisor, abortFlag, s);
+      default:
+        break;
+    }
+  }
+  return static_cast<int>(cudaErrorInvalidValue);
 }
 
 template <typename T>
@@ -245,6 +276,10 @@ int withType(int dtype, const F& f) {
       return f.template run<double>();
     case 9:
       return f.template run<__nv_bfloat16>();
+    case 10:
+      return f.template run<int16_t>();
+    case 11:
+      return f.template run<uint16_t>();
     default:
       return static_cast<int>(cudaErrorInvalidValue);
   }

@@ -9,6 +9,12 @@
 namespace tutti::reduce {
 namespace {
 
+// No bitwise op on a floating type (the kernels have none).
+void checkApplies(const char* call, tuttiDataType_t dtype, tuttiRedOp_t op) {
+  TUTTI_CHECK_ARG(opAppliesTo(dtype, op), call, ": op ", opName(op), " is not defined on ",
+                  dtypeName(dtype), " (bitwise ops take integer types only)");
+}
+
 void check(int err, const char* call, size_t count, tuttiDataType_t dtype) {
   if (err == 0) return;
   fail(tuttiSystemError, call, ": kernel launch failed for ", count, " x ", dtypeName(dtype), ": ",
@@ -22,6 +28,7 @@ void reduceCuda(void* dst, const void* a, const void* b, size_t count, tuttiData
   TUTTI_CHECK_ARG(dtypeValid(dtype), "reduceCuda: invalid datatype ", static_cast<int>(dtype));
   TUTTI_CHECK_ARG(opValid(op) && op != tuttiAvg, "reduceCuda: invalid op ", static_cast<int>(op),
                   op == tuttiAvg ? " (tuttiAvg: reduce with tuttiSum, then divideCuda())" : "");
+  checkApplies("reduceCuda", dtype, op);
   if (count == 0) return;
   TUTTI_CHECK_ARG(dst && a && b, "reduceCuda: null buffer with count ", count);
   check(cudadetail::launchReduce(dst, a, b, count, dtype, op, stream), "reduceCuda", count, dtype);
@@ -34,6 +41,7 @@ void reduceManyCuda(void* dst, std::span<const void* const> srcs, size_t count,
   TUTTI_CHECK_ARG(dtypeValid(dtype), "reduceManyCuda: invalid datatype ", static_cast<int>(dtype));
   TUTTI_CHECK_ARG(opValid(op) && op != tuttiAvg, "reduceManyCuda: invalid op ",
                   static_cast<int>(op));
+  checkApplies("reduceManyCuda", dtype, op);
   TUTTI_CHECK_ARG(!srcs.empty() && srcs.size() <= cudadetail::kMaxSources,
                   "reduceManyCuda: ", srcs.size(), " sources (1..", cudadetail::kMaxSources, ")");
   TUTTI_CHECK_ARG(divisor >= 1, "reduceManyCuda: divisor must be positive, got ", divisor);

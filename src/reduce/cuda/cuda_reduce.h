@@ -14,7 +14,8 @@ namespace tutti::reduce {
 // Enqueues dst[i] = a[i] (op) b[i] for i < count on `stream`; returns without synchronising.
 // dst, a, b are device (or managed) pointers; dst may alias a or b exactly. Results match
 // reduce() bit for bit (integer sum/prod wrap; float16/bfloat16 go through float32 with
-// round-to-nearest-even; min/max propagate NaN). op must not be tuttiAvg.
+// round-to-nearest-even; min/max propagate NaN). op must not be tuttiAvg, nor a bitwise op
+// (band, bor, bxor) on a floating type.
 // Throws tutti::Error (tuttiInvalidArgument, or tuttiSystemError naming the CUDA error).
 void reduceCuda(void* dst, const void* a, const void* b, size_t count, tuttiDataType_t dtype,
                 tuttiRedOp_t op, void* stream);

@@ -27,6 +27,12 @@ using tutti::test::runRanks;
 static_assert(tutti::dataTypeOf<float>() == tuttiFloat32);
 static_assert(tutti::dataTypeOf<const int64_t>() == tuttiInt64);
 static_assert(tutti::dataTypeOf<uint8_t>() == tuttiUint8);
+static_assert(tutti::dataTypeOf<int16_t>() == tuttiInt16);
+static_assert(tutti::dataTypeOf<const uint16_t>() == tuttiUint16);
+static_assert(tutti::dataTypeSize(tuttiInt16) == 2 && tutti::dataTypeSize(tuttiUint16) == 2);
+static_assert(tutti::redOpAppliesTo(tuttiInt16, tuttiBxor));
+static_assert(!tutti::redOpAppliesTo(tuttiFloat32, tuttiBand));
+static_assert(tutti::redOpAppliesTo(tuttiFloat32, tuttiAvg));
 
 constexpr int kRanks = 3;
 

@@ -1,6 +1,7 @@
 // Reduction kernels: every dtype x op x length (0..67, 1000003) x aliasing, for every ISA
 // variant this CPU can run, against an independent scalar reference (exact for integers and
-// min/max; float results bitwise equal to the library's scalar path).
+// min/max; float results bitwise equal to the library's scalar path). The bitwise ops run on
+// the integer types; a floating type with a bitwise op is refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,10 +18,19 @@
 namespace tutti::reduce {
 namespace {
 
-constexpr tuttiDataType_t kTypes[] = {tuttiInt8,    tuttiUint8,  tuttiInt32,   tuttiUint32,
-                                      tuttiInt64,   tuttiUint64, tuttiFloat16, tuttiBfloat16,
-                                      tuttiFloat32, tuttiFloat64};
-constexpr tuttiRedOp_t kOps[] = {tuttiSum, tuttiProd, tuttiMax, tuttiMin};
+constexpr tuttiDataType_t kTypes[] = {tuttiInt8,    tuttiUint8,    tuttiInt16,   tuttiUint16,
+                                      tuttiInt32,   tuttiUint32,   tuttiInt64,   tuttiUint64,
+                                      tuttiFloat16, tuttiBfloat16, tuttiFloat32, tuttiFloat64};
+constexpr tuttiRedOp_t kOps[] = {tuttiSum,  tuttiProd, tuttiMax, tuttiMin,
+                                 tuttiBand, tuttiBor,  tuttiBxor};
+constexpr tuttiRedOp_t kBitwiseOps[] = {tuttiBand, tuttiBor, tuttiBxor};
+constexpr tuttiDataType_t kFloatTypes[] = {tuttiFloat16, tuttiBfloat16, tuttiFloat32, tuttiFloat64};
+
+// The (dtype, op) pairs that have a kernel: every op on integers, no bitwise op on floats.
+bool hasKernel(tuttiDataType_t t, tuttiRedOp_t op) {
+  const bool bitwise = op == tuttiBand || op == tuttiBor || op == tuttiBxor;
+  return !(bitwise && dtypeIsFloat(t));
+}
 
 // ---- inputs: random bits for integers and half types; floats mix values with specials ----
 template <typename F>
@@ -77,8 +87,17 @@ T refInt(tuttiRedOp_t op, T a, T b) {
       return static_cast<T>(static_cast<U>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)));
     case tuttiMax:
       return std::max(a, b);
-    default:
+    case tuttiMin:
       return std::min(a, b);
+    case tuttiBand:
+      return static_cast<T>(static_cast<uint64_t>(a) & static_cast<uint64_t>(b));
+    case tuttiBor:
+      return static_cast<T>(static_cast<uint64_t>(a) | static_cast<uint64_t>(b));
+    case tuttiBxor:
+      return static_cast<T>(static_cast<uint64_t>(a) ^ static_cast<uint64_t>(b));
+    default:
+      ADD_FAILURE() << "no reference for op " << op;
+      return 0;
   }
 }
 
@@ -143,6 +162,10 @@ long firstRefMismatch(tuttiDataType_t t, tuttiRedOp_t op, const uint8_t* a, cons
       return ints(static_cast<int8_t*>(nullptr));
     case tuttiUint8:
       return ints(static_cast<uint8_t*>(nullptr));
+    case tuttiInt16:
+      return ints(static_cast<int16_t*>(nullptr));
+    case tuttiUint16:
+      return ints(static_cast<uint16_t*>(nullptr));
     case tuttiInt32:
       return ints(static_cast<int32_t*>(nullptr));
     case tuttiUint32:
@@ -240,6 +263,7 @@ class ReduceIsaTest : public testing::TestWithParam<const char*> {
   void check(size_t n, std::initializer_list<Alias> aliases) {
     for (tuttiDataType_t t : kTypes) {
       for (tuttiRedOp_t op : kOps) {
+        if (!hasKernel(t, op)) continue;
         const auto a = makeInput(t, n, 1000 * n + 10 * t + op);
         const auto b = makeInput(t, n, 7 + 1000 * n + 10 * t + op);
         detail::setIsaForTesting("scalar");
@@ -278,6 +302,7 @@ TEST(Reduce, LongOddLengthAllIsas) {
     const auto a = makeInput(t, n, 11 + t);
     const auto b = makeInput(t, n, 23 + t);
     for (tuttiRedOp_t op : kOps) {
+      if (!hasKernel(t, op)) continue;
       detail::setIsaForTesting("scalar");
       const auto ref = runCase(t, op, a, b, n, kNone);
       ASSERT_EQ(firstRefMismatch(t, op, a.data(), b.data(), ref.data(), n), -1)
@@ -341,6 +366,96 @@ TEST(Reduce, RejectsBadArguments) {
   }
 }
 
+// A floating type with a bitwise op has no kernel: reduce() and kernelFor() refuse it,
+// naming the op and the type, instead of calling a null kernel; on every ISA.
+TEST(Reduce, RefusesBitwiseOpsOnFloatingTypes) {
+  double x[2] = {1, 2};
+  for (const char* isa : {"scalar", "avx2", "avx512"}) {
+    if (!detail::isaSupported(isa)) continue;
+    detail::setIsaForTesting(isa);
+    for (tuttiDataType_t t : kFloatTypes) {
+      for (tuttiRedOp_t op : kBitwiseOps) {
+        for (size_t n : {size_t{0}, size_t{1}}) {
+          try {
+            reduce(x, x, x, n, t, op);
+            ADD_FAILURE() << isa << " " << dtypeName(t) << " " << opName(op) << " accepted";
+          } catch (const Error& e) {
+            EXPECT_EQ(e.code(), tuttiInvalidArgument);
+            const std::string what = e.what();
+            EXPECT_NE(what.find(opName(op)), std::string::npos) << what;
+            EXPECT_NE(what.find(dtypeName(t)), std::string::npos) << what;
+          }
+        }
+        EXPECT_THROW(kernelFor(t, op), Error) << dtypeName(t) << " " << opName(op);
+      }
+    }
+    for (tuttiDataType_t t : kTypes) {
+      for (tuttiRedOp_t op : kOps) {
+        if (hasKernel(t, op)) {
+          EXPECT_NE(kernelFor(t, op), nullptr) << dtypeName(t) << " " << opName(op);
+        }
+      }
+    }
+  }
+  detail::setIsaForTesting("auto");
+}
+
+// Hand-picked elements, each its own value, for the 16-bit types and the bitwise ops.
+TEST(Reduce, SixteenBitAndBitwiseKnownValues) {
+  int16_t a[4] = {32767, -32768, -3, 0x1234}, b[4] = {1, -1, 5, -0x0f0f}, d[4];
+  reduce(d, a, b, 4, tuttiInt16, tuttiSum);
+  EXPECT_EQ(d[0], -32768);  // wraps
+  EXPECT_EQ(d[1], 32767);
+  EXPECT_EQ(d[2], 2);
+  EXPECT_EQ(d[3], 0x1234 - 0x0f0f);
+  reduce(d, a, b, 4, tuttiInt16, tuttiProd);
+  EXPECT_EQ(d[0], 32767);
+  EXPECT_EQ(d[1], -32768);  // -32768 * -1 wraps to itself
+  EXPECT_EQ(d[2], -15);
+  reduce(d, a, b, 4, tuttiInt16, tuttiMin);
+  EXPECT_EQ(d[0], 1);
+  EXPECT_EQ(d[1], -32768);
+  EXPECT_EQ(d[3], -0x0f0f);
+  reduce(d, a, b, 4, tuttiInt16, tuttiBand);
+  EXPECT_EQ(d[1], -32768);
+  EXPECT_EQ(d[2], 5);                                      // ...11111101 & 00000101
+  EXPECT_EQ(d[3], static_cast<int16_t>(0x1234 & 0xf0f1));  // -0x0f0f is 0xf0f1
+  reduce(d, a, b, 4, tuttiInt16, tuttiBor);
+  EXPECT_EQ(d[0], 32767);
+  EXPECT_EQ(d[1], -1);
+  EXPECT_EQ(d[2], -3);
+  reduce(d, a, b, 4, tuttiInt16, tuttiBxor);
+  EXPECT_EQ(d[0], 32766);
+  EXPECT_EQ(d[1], 32767);  // 0x8000 ^ 0xffff
+  EXPECT_EQ(d[2], -8);     // 0xfffd ^ 0x0005 = 0xfff8
+  uint16_t u[3] = {65535, 0xf0f0, 300}, v[3] = {2, 0x0ff0, 301}, w[3];
+  reduce(w, u, v, 3, tuttiUint16, tuttiSum);
+  EXPECT_EQ(w[0], 1);
+  EXPECT_EQ(w[2], 601);
+  reduce(w, u, v, 3, tuttiUint16, tuttiProd);
+  EXPECT_EQ(w[0], 65534);  // 65535 * 2 mod 2^16
+  EXPECT_EQ(w[2], static_cast<uint16_t>(300 * 301));
+  reduce(w, u, v, 3, tuttiUint16, tuttiMax);
+  EXPECT_EQ(w[0], 65535);
+  EXPECT_EQ(w[1], 0xf0f0);
+  reduce(w, u, v, 3, tuttiUint16, tuttiBand);
+  EXPECT_EQ(w[1], 0x00f0);
+  reduce(w, u, v, 3, tuttiUint16, tuttiBor);
+  EXPECT_EQ(w[1], 0xfff0);
+  reduce(w, u, v, 3, tuttiUint16, tuttiBxor);
+  EXPECT_EQ(w[0], 65533);
+  EXPECT_EQ(w[1], 0xff00);
+  EXPECT_EQ(w[2], 300 ^ 301);
+  uint64_t x[2] = {0xff00ff00ff00ff00ull, 1}, y[2] = {0x0ff00ff00ff00ff0ull, 3}, z[2];
+  reduce(z, x, y, 2, tuttiUint64, tuttiBxor);
+  EXPECT_EQ(z[0], 0xf0f0f0f0f0f0f0f0ull);
+  EXPECT_EQ(z[1], 2u);
+  int8_t c[2] = {-128, 0x55}, e[2] = {127, 0x0f}, f[2];
+  reduce(f, c, e, 2, tuttiInt8, tuttiBor);
+  EXPECT_EQ(f[0], -1);
+  EXPECT_EQ(f[1], 0x5f);
+}
+
 TEST(Reduce, KnownValues) {
   int8_t a8[3] = {127, -128, -3}, b8[3] = {1, -1, 5};
   reduce(a8, a8, b8, 3, tuttiInt8, tuttiSum);
@@ -378,6 +493,15 @@ TEST(Reduce, DivideTruncatesAndRounds) {
   divide(u, 2, tuttiUint8, 4);
   EXPECT_EQ(u[0], 63);
   EXPECT_EQ(u[1], 4);
+  int16_t s[3] = {-32768, 32767, -7};
+  divide(s, 3, tuttiInt16, 2);
+  EXPECT_EQ(s[0], -16384);
+  EXPECT_EQ(s[1], 16383);
+  EXPECT_EQ(s[2], -3);
+  uint16_t us[2] = {65535, 9};
+  divide(us, 2, tuttiUint16, 4);
+  EXPECT_EQ(us[0], 16383);
+  EXPECT_EQ(us[1], 2);
   uint64_t big = ~0ull;
   divide(&big, 1, tuttiUint64, 2);
   EXPECT_EQ(big, ~0ull / 2);
