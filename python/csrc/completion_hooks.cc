@@ -3,6 +3,8 @@
 #include <Python.h>
 #include <c10/util/Logging.h>
 
+#include "python_state.h"
+
 namespace tutti::torch_backend {
 
 namespace {
@@ -16,14 +18,6 @@ void withoutPythonLock(Wait wait) {
   } else {
     wait();
   }
-}
-// Python is shutting down: a hook that takes its lock would end this thread.
-bool interpreterFinalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing() != 0;
-#else
-  return _Py_IsFinalizing() != 0;
-#endif
 }
 }  // namespace
 

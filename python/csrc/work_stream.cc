@@ -7,6 +7,8 @@
 #include <thread>
 #include <utility>
 
+#include "python_state.h"
+
 namespace tutti::torch_backend {
 
 namespace {
@@ -23,17 +25,6 @@ std::exception_ptr guardedRun(const std::function<void()>& fn) {
 }
 
 std::string lastError(tuttiComm_t comm) { return tuttiGetLastError(comm); }
-
-// Whether the Python interpreter is shutting down: a thread that takes its lock then is ended
-// (pthread_exit), which aborts the process when it unwinds through a destructor (a torch
-// future's Python callback takes it when completed or destroyed).
-bool interpreterFinalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing() != 0;
-#else
-  return _Py_IsFinalizing() != 0;
-#endif
-}
 
 // steps.issue(stream); an exception it throws is kept in `thrown` (the calls it issued before
 // stand: the peers wait for them).
