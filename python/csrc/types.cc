@@ -20,14 +20,23 @@ tuttiDataType_t dataTypeOf(const at::Tensor& t) {
     case at::kByte:
     case at::kBool:
       return tuttiUint8;
+    case at::kShort:
+      return tuttiInt16;
+    case at::kUInt16:
+      return tuttiUint16;
     case at::kInt:
       return tuttiInt32;
+    case at::kUInt32:
+      return tuttiUint32;
     case at::kLong:
       return tuttiInt64;
+    case at::kUInt64:
+      return tuttiUint64;
     default:
       throw std::invalid_argument(std::string("tutti: dtype ") + c10::toString(t.scalar_type()) +
                                   " is not supported (float16, bfloat16, float32, float64, int8, "
-                                  "uint8, int32, int64 and bool are)");
+                                  "uint8, int16, uint16, int32, uint32, int64, uint64 and bool "
+                                  "are)");
   }
 }
 
@@ -53,15 +62,16 @@ Reduction reductionOf(const c10d::ReduceOp& op, at::ScalarType type) {
       return r;
     case c10d::ReduceOp::BAND:
     case c10d::ReduceOp::BOR:
-      if (isBool) {
-        r.op = op.op_ == c10d::ReduceOp::BAND ? tuttiMin : tuttiMax;
-        return r;
-      }
-      throw std::invalid_argument(
-          "tutti: bitwise reductions (BAND, BOR, BXOR) are supported on bool tensors only "
-          "(BAND, BOR); tutti has no bitwise kernels for integers");
     case c10d::ReduceOp::BXOR:
-      throw std::invalid_argument("tutti: BXOR is not supported (tutti has no bitwise kernels)");
+      // Integer and bool tensors (bool as uint8 0/1, which the bitwise kernels keep 0/1).
+      if (at::isFloatingType(type) || at::isComplexType(type))
+        throw std::invalid_argument(std::string("tutti: bitwise reductions (BAND, BOR, BXOR) "
+                                                "need an integer or bool tensor, not ") +
+                                    c10::toString(type));
+      r.op = op.op_ == c10d::ReduceOp::BAND  ? tuttiBand
+             : op.op_ == c10d::ReduceOp::BOR ? tuttiBor
+                                             : tuttiBxor;
+      return r;
     case c10d::ReduceOp::PREMUL_SUM: {
       if (!at::isFloatingType(type))
         throw std::invalid_argument("tutti: PREMUL_SUM needs a floating-point tensor");

@@ -9,8 +9,8 @@
 
 namespace tutti::torch_backend {
 
-// float16, bfloat16, float32, float64, int8, uint8, int32, int64 and bool (as uint8); any
-// other dtype throws naming it.
+// float16, bfloat16, float32, float64, int8, uint8, int16, uint16, int32, uint32, int64,
+// uint64 and bool (as uint8); any other dtype throws naming it.
 tuttiDataType_t dataTypeOf(const at::Tensor& t);
 
 struct Reduction {
@@ -19,9 +19,9 @@ struct Reduction {
   double factor = 1.0;
 };
 
-// SUM, PRODUCT, MIN, MAX, AVG; on bool SUM/BOR are MAX and PRODUCT/BAND are MIN (logical
-// or / and, as ProcessGroupNCCL maps them); PREMUL_SUM on floating types with a scalar
-// factor. Everything else throws with the reason.
+// SUM, PRODUCT, MIN, MAX, AVG; on bool SUM is MAX and PRODUCT is MIN (logical or / and, as
+// ProcessGroupNCCL maps them); BAND, BOR, BXOR on integer and bool tensors; PREMUL_SUM on
+// floating types with a scalar factor. Everything else throws with the reason.
 Reduction reductionOf(const c10d::ReduceOp& op, at::ScalarType type);
 
 // Throws unless t is a CPU tensor (tutti's torch backend serves host memory).

@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 
 import tutti.torch  # noqa: F401  registers the backend
-from verifiable import exact_equal, reduced, values
+from verifiable import bit_values, bits_reduced, exact_equal, reduced, values
 
 warnings.filterwarnings("ignore", message=".*will be deprecated")
 warnings.filterwarnings("ignore", message=".*is deprecated. Please use", category=FutureWarning)
@@ -96,18 +96,39 @@ def checks():
     run(dist.all_reduce, t, op=dist._make_nccl_premul_sum(0.5))
     expect(exact_equal(t, reduced(n, c, 100, torch.float64, "sum") * 0.5), "premul_sum")
 
+    # int16 and the unsigned dtypes; bitwise ops (BAND, BOR, BXOR) on every integer dtype and
+    # bool, every bit in play; sizes rotated.
+    bit_ops = {"band": dist.ReduceOp.BAND, "bor": dist.ReduceOp.BOR, "bxor": dist.ReduceOp.BXOR,
+               "max": dist.ReduceOp.MAX}
+    int_dtypes = (torch.int16, torch.uint16, torch.uint32, torch.uint64, torch.int8,
+                  torch.uint8, torch.int32, torch.int64, torch.bool)
+    for k, dtype in enumerate(int_dtypes):
+        for j, (opname, op) in enumerate(bit_ops.items()):
+            size = SIZES[(k + j) % len(SIZES)]
+            c = next_call()
+            t = bit_values(rank, c, size, dtype).to(dtype)
+            run(dist.all_reduce, t, op=op)
+            want = bits_reduced(n, c, size, dtype, opname)
+            expect(torch.equal(t.to(torch.int64), want.to(dtype).to(torch.int64)),
+                   f"all_reduce {dtype} {opname} {size}")
+    for dtype in (torch.int16, torch.uint16, torch.uint32, torch.uint64):
+        c = next_call()
+        t = values(rank, c, 1003, torch.int64).abs().to(dtype)
+        run(dist.all_reduce, t)
+        want = sum(values(r, c, 1003, torch.int64).abs() for r in range(n))
+        expect(torch.equal(t.to(torch.int64), want), f"all_reduce {dtype} sum")
+
     # Refusals with a clear message.
-    for bad, word in ((dist.ReduceOp.BXOR, "BXOR"), (dist.ReduceOp.BAND, "bitwise")):
-        try:
-            dist.all_reduce(torch.ones(4, dtype=torch.int32), op=bad)
-            expect(False, f"{word} refused")
-        except ValueError as e:
-            expect(word in str(e), f"{word} message: {e}")
     try:
-        dist.all_reduce(torch.ones(4, dtype=torch.int16))
-        expect(False, "int16 refused")
+        dist.all_reduce(torch.ones(4), op=dist.ReduceOp.BXOR)
+        expect(False, "BXOR on float refused")
     except ValueError as e:
-        expect("not supported" in str(e) and "Short" in str(e), f"int16 message: {e}")
+        expect("bitwise" in str(e) and "Float" in str(e), f"BXOR on float message: {e}")
+    try:
+        dist.all_reduce(torch.ones(4, dtype=torch.float8_e4m3fn))
+        expect(False, "float8 refused")
+    except (ValueError, RuntimeError) as e:
+        expect("not supported" in str(e), f"float8 message: {e}")
     # complex SUM: torch views it as float pairs
     c = next_call()
     z = torch.complex(values(rank, c, 50, torch.float32), values(rank, c + 1, 50, torch.float32))

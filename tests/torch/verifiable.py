@@ -84,3 +84,29 @@ def exact_equal(got, expected_f64):
     """Bitwise comparison after converting the float64 expectation to got's dtype."""
     want = expected_f64.to(got.dtype) if got.dtype != torch.bool else expected_f64.bool()
     return torch.equal(got.reshape(-1), want.reshape(-1))
+
+
+_WIDTH = {torch.int16: 16, torch.uint16: 16, torch.int32: 32, torch.uint32: 32,
+          torch.int64: 63, torch.uint64: 63, torch.int8: 8, torch.uint8: 8, torch.bool: 1}
+
+
+def bit_values(rank, call, n, dtype):
+    """int64 values for bitwise reductions: every bit of dtype's width in play (63 bits for the
+    64-bit types), distinct per (rank, call, element); signed types get negative values."""
+    width = _WIDTH[dtype]
+    h = _lsr(_mix_tensor(torch.arange(n, dtype=torch.int64) * 0x5851F42D4C957F2D ^
+                         _signed(_mix((rank + 7) * 2_654_435_761 + call * 40_503))), 1)
+    v = h & ((1 << width) - 1) if width < 63 else h
+    if dtype in (torch.int8, torch.int16, torch.int32):  # the top bit as the sign
+        v = v - ((v >> (width - 1)) & 1) * (1 << width)
+    return v
+
+
+def bits_reduced(nranks, call, n, dtype, op):
+    """Expected band/bor/bxor/sum/max of bit_values over the ranks, as int64."""
+    out = bit_values(0, call, n, dtype)
+    for r in range(1, nranks):
+        x = bit_values(r, call, n, dtype)
+        out = {"band": out & x, "bor": out | x, "bxor": out ^ x,
+               "max": torch.maximum(out, x)}[op]
+    return out
