@@ -48,49 +48,35 @@ double fromHalf(uint16_t h) {
 
 }  // namespace
 
+namespace {
+// The element at e as a T, widened to double.
+template <typename T>
+double loadAs(const std::byte* e) {
+  T v;
+  std::memcpy(&v, e, sizeof v);
+  return static_cast<double>(v);
+}
+}  // namespace
+
 double load(tuttiDataType_t t, const std::byte* p, size_t i) {
   const std::byte* e = p + i * dtypeBytes(t);
   switch (t) {
-    case tuttiInt8: {
-      int8_t v;
-      std::memcpy(&v, e, 1);
-      return v;
-    }
-    case tuttiUint8: {
-      uint8_t v;
-      std::memcpy(&v, e, 1);
-      return v;
-    }
-    case tuttiInt16: {
-      int16_t v;
-      std::memcpy(&v, e, 2);
-      return v;
-    }
-    case tuttiUint16: {
-      uint16_t v;
-      std::memcpy(&v, e, 2);
-      return v;
-    }
-    case tuttiInt32: {
-      int32_t v;
-      std::memcpy(&v, e, 4);
-      return v;
-    }
-    case tuttiUint32: {
-      uint32_t v;
-      std::memcpy(&v, e, 4);
-      return v;
-    }
-    case tuttiInt64: {
-      int64_t v;
-      std::memcpy(&v, e, 8);
-      return static_cast<double>(v);
-    }
-    case tuttiUint64: {
-      uint64_t v;
-      std::memcpy(&v, e, 8);
-      return static_cast<double>(v);
-    }
+    case tuttiInt8:
+      return loadAs<int8_t>(e);
+    case tuttiUint8:
+      return loadAs<uint8_t>(e);
+    case tuttiInt16:
+      return loadAs<int16_t>(e);
+    case tuttiUint16:
+      return loadAs<uint16_t>(e);
+    case tuttiInt32:
+      return loadAs<int32_t>(e);
+    case tuttiUint32:
+      return loadAs<uint32_t>(e);
+    case tuttiInt64:
+      return loadAs<int64_t>(e);
+    case tuttiUint64:
+      return loadAs<uint64_t>(e);
     case tuttiFloat16: {
       uint16_t v;
       std::memcpy(&v, e, 2);
@@ -104,16 +90,10 @@ double load(tuttiDataType_t t, const std::byte* p, size_t i) {
       std::memcpy(&f, &b, 4);
       return f;
     }
-    case tuttiFloat32: {
-      float v;
-      std::memcpy(&v, e, 4);
-      return v;
-    }
-    default: {
-      double v;
-      std::memcpy(&v, e, 8);
-      return v;
-    }
+    case tuttiFloat32:
+      return loadAs<float>(e);
+    default:
+      return loadAs<double>(e);
   }
 }
 
