@@ -21,52 +21,59 @@ void withoutPythonLock(Wait wait) {
 }
 }  // namespace
 
-CompletionHooks::CompletionHooks(Hook hook) : hook_(std::move(hook)) {
-  thread_ = std::thread([this] { loop(); });
+CompletionHooks::CompletionHooks(Hook hook) : state_(std::make_shared<State>()) {
+  state_->hook = std::move(hook);
+  thread_ = std::thread([state = state_] { loop(state); });
 }
 
 CompletionHooks::~CompletionHooks() {
   {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
+    std::lock_guard lock(state_->mu);
+    state_->stopping = true;
   }
-  cv_.notify_all();
+  state_->cv.notify_all();
+  if (thread_.get_id() == std::this_thread::get_id()) {  // a hook dropped the last owner
+    thread_.detach();
+    return;
+  }
   withoutPythonLock([this] { thread_.join(); });
 }
 
 void CompletionHooks::post(std::shared_ptr<c10d::WorkInfo> info) {
   {
-    std::lock_guard lock(mu_);
-    queue_.push_back(std::move(info));
-    ++posted_;
+    std::lock_guard lock(state_->mu);
+    state_->queue.push_back(std::move(info));
+    ++state_->posted;
   }
-  cv_.notify_all();
+  state_->cv.notify_all();
 }
 
 void CompletionHooks::drain() {
   withoutPythonLock([this] {
-    std::unique_lock lock(mu_);
-    const uint64_t target = posted_;
-    cv_.wait(lock, [&] { return ran_ >= target; });
+    State& s = *state_;
+    std::unique_lock lock(s.mu);
+    const uint64_t target = s.posted;
+    s.cv.wait(lock, [&] { return s.ran >= target; });
   });
 }
 
-void CompletionHooks::loop() {
-  std::unique_lock lock(mu_);
+void CompletionHooks::loop(const std::shared_ptr<State>& state) {
+  State& s = *state;
+  std::unique_lock lock(s.mu);
   for (;;) {
-    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stopping, nothing left
-    auto info = std::move(queue_.front());
-    queue_.pop_front();
+    s.cv.wait(lock, [&] { return s.stopping || !s.queue.empty(); });
+    if (s.queue.empty()) return;  // stopping, nothing left
+    auto info = std::move(s.queue.front());
+    s.queue.pop_front();
     lock.unlock();
     try {
-      if (!interpreterFinalizing()) hook_(std::move(info));
+      if (!interpreterFinalizing()) s.hook(std::move(info));
     } catch (const std::exception& e) {
       LOG(ERROR) << "tutti: an on-completion hook threw: " << e.what();  // as NCCL's: logged
     }
     lock.lock();
-    ++ran_;
-    cv_.notify_all();
+    ++s.ran;
+    s.cv.notify_all();
   }
 }
 

@@ -19,7 +19,8 @@ class CompletionHooks {
  public:
   using Hook = std::function<void(std::shared_ptr<c10d::WorkInfo>)>;
   explicit CompletionHooks(Hook hook);
-  // Runs the hooks of what was posted, then ends the thread.
+  // Runs the hooks of what was posted, then ends the thread (which finishes them by itself
+  // when a hook dropped the last owner of this object).
   ~CompletionHooks();
   CompletionHooks(const CompletionHooks&) = delete;
   CompletionHooks& operator=(const CompletionHooks&) = delete;
@@ -30,14 +31,18 @@ class CompletionHooks {
   void drain();
 
  private:
-  void loop();
-  Hook hook_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::shared_ptr<c10d::WorkInfo>> queue_;
-  uint64_t posted_ = 0;
-  uint64_t ran_ = 0;
-  bool stopping_ = false;
+  // What the thread uses: shared with it, so it outlives this object if it must.
+  struct State {
+    Hook hook;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::shared_ptr<c10d::WorkInfo>> queue;
+    uint64_t posted = 0;
+    uint64_t ran = 0;
+    bool stopping = false;
+  };
+  static void loop(const std::shared_ptr<State>& state);
+  std::shared_ptr<State> state_;
   std::thread thread_;
 };
 

@@ -38,9 +38,13 @@ FlightRecorder::Shapes shapesOf(const std::vector<at::Tensor>* tensors) {
   return s;
 }
 
-std::string threadName() {
-  char name[32] = {0};
-  pthread_getname_np(pthread_self(), name, sizeof name);
+// The calling thread's name, read once per thread (reading it is a system call).
+const std::string& threadName() {
+  thread_local const std::string name = [] {
+    char buf[32] = {0};
+    pthread_getname_np(pthread_self(), buf, sizeof buf);
+    return std::string(buf);
+  }();
   return name;
 }
 
