@@ -252,18 +252,18 @@ void ProcessGroupTutti::quiesce() {
 }
 
 void ProcessGroupTutti::observe(TuttiWork& work, const char* title,
-                                const std::vector<at::Tensor>& inputs, int peer) {
+                                const std::optional<std::vector<at::Tensor>>& inputs, int peer) {
   const bool isP2P = peer >= 0;
   if (timing_) work.enableTiming();
   if (hooks_) work.reportTo(hooks_);
   auto& recorder = FlightRecorder::get();
   if (!recorder.enabled()) return;
-  const auto outputs = work.result();
+  const auto outputs = work.result();  // also the inputs when none are given
   const uint64_t collective = isP2P ? 0 : ++collectiveSeq_;
   const uint64_t p2p = isP2P ? ++p2pSeq_ : 0;
-  work.setRecord(
-      recorder.record({recorderId_, getGroupUid(), getGroupDesc(), collective, p2p, ++opId_, title,
-                       &inputs, &outputs, commTimeout_.count(), isP2P, rank_, peer}));
+  work.setRecord(recorder.record({recorderId_, getGroupUid(), getGroupDesc(), collective, p2p,
+                                  ++opId_, title, inputs ? &*inputs : &outputs, &outputs,
+                                  commTimeout_.count(), isP2P, rank_, peer}));
 }
 
 void ProcessGroupTutti::registerOnCompletionHook(
@@ -401,7 +401,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(const OpInfo& op,
   auto work = c10::make_intrusive<TuttiWork>(rank_, op.type, op.internal ? nullptr : op.title,
                                              std::move(outputs), op.inputs);
   work->setSequenceNumber(sequence_);
-  if (!op.internal) observe(*work, op.title, op.inputs ? *op.inputs : work->result(), -1);
+  if (!op.internal) observe(*work, op.title, op.inputs, -1);
   work->defaultTimeout = timeout_;
   work->helpBound = commTimeout_;
   work->onTimeout = [comm = comm_, this] {
@@ -991,7 +991,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::postP2p(bool isSend, int peer,
                                                           OpType type, const char* title) {
   auto work = c10::make_intrusive<TuttiWork>(rank_, type, title, std::vector<at::Tensor>{tensor});
   work->setSequenceNumber(sequence_);
-  observe(*work, title, {tensor}, peer);
+  observe(*work, title, std::nullopt, peer);  // its tensor is its output
   {
     std::lock_guard lock(coalesceMu_);
     if (coalescing_) {  // batch_isend_irecv: runs at endCoalescing

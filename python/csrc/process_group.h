@@ -255,8 +255,10 @@ class ProcessGroupTutti : public c10d::Backend {
   void quiesce();
   // Applies the group's timing and hooks to a new user-visible work and records it in the
   // flight recorder.
-  // peer: a send's or receive's (-1: a collective).
-  void observe(TuttiWork& work, const char* title, const std::vector<at::Tensor>& inputs, int peer);
+  // inputs: none when they are the work's outputs; peer: a send's or receive's (-1: a
+  // collective).
+  void observe(TuttiWork& work, const char* title,
+               const std::optional<std::vector<at::Tensor>>& inputs, int peer);
   std::atomic<uint64_t> collectiveSeq_{0}, p2pSeq_{0}, opId_{0};  // the flight recorder's numbers
   const uint64_t recorderId_ = nextRecorderId();  // the recorder's pg_id of the group
   static uint64_t nextRecorderId() {
