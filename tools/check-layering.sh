@@ -17,6 +17,7 @@ cd "$root"
 declare -A allowed=(
   [src/common]="common tutti"
   [src/bootstrap]="bootstrap common tutti"
+  [src/inspect]="inspect bootstrap common tutti"
   [src/reduce]="reduce common tutti"
   [src/topology]="topology common tutti"
   [src/interfaces]="interfaces bootstrap exec common tutti"
@@ -25,8 +26,8 @@ declare -A allowed=(
   [transports]="transports interfaces bootstrap reduce common tutti"
   [src/compress]="compress reduce common tutti"
   [src/tuning]="tuning interfaces algorithms exec topology reduce common tutti"
-  [src/comm]="comm tuning algorithms exec interfaces transports bootstrap reduce compress topology common tutti"
-  [src/api]="api comm tuning algorithms exec interfaces transports bootstrap reduce compress topology common tutti"
+  [src/comm]="comm inspect tuning algorithms exec interfaces transports bootstrap reduce compress topology common tutti"
+  [src/api]="api comm inspect tuning algorithms exec interfaces transports bootstrap reduce compress topology common tutti"
 )
 bad=0
 for dir in "${!allowed[@]}"; do

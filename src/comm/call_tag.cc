@@ -49,6 +49,24 @@ uint64_t collectiveCallNumber(const CallTag& t) {
   return t[0] >> kCountBits;
 }
 
+uint64_t callBytes(const CallTag& t) {
+  const uint64_t code = t[1] & 0xff;
+  if (t[1] == 0 || code >= kPackedCode) return 0;
+  return countOf(t) * dtypeSize(static_cast<tuttiDataType_t>((t[1] >> 8) & 0xff));
+}
+
+std::string callKind(const CallTag& t) {
+  const uint64_t code = t[1] & 0xff;
+  if (t[1] == 0) return "internal";
+  if (code == kP2pCode) return "point-to-point";
+  if (code == kBarrierCode) return "barrier";
+  if (code == kFusedCode) return "fused group";
+  if (code == kPackedCode) return "packed all-reduce";
+  const int coll = static_cast<int>(code) - 1;
+  const bool known = coll >= 0 && coll <= static_cast<int>(algo::Coll::kNeighborAllReduce);
+  return known ? algo::collName(static_cast<algo::Coll>(coll)) : "?";
+}
+
 std::string describeCallTag(const CallTag& t, bool withNumber) {
   if (t[1] == 0) return "no collective (a point-to-point or internal exchange)";
   if ((t[1] & 0xff) == kP2pCode)

@@ -61,6 +61,12 @@ class ShapeDigest {
 };
 // The collective call number a tag carries (0 for point-to-point batches and {0, 0}).
 uint64_t collectiveCallNumber(const CallTag& tag);
+// The bytes a rank contributes to a plain collective call (count x its type's size); 0 for
+// barriers, point-to-point batches, fused and packed groups.
+uint64_t callBytes(const CallTag& tag);
+// What kind of call: "allreduce", "barrier", "point-to-point", "fused group", "packed
+// all-reduce".
+std::string callKind(const CallTag& tag);
 // "allreduce(count 1023, float32, sum)", with withNumber " as its collective call #7".
 std::string describeCallTag(const CallTag& tag, bool withNumber = true);
 

@@ -28,7 +28,9 @@ class SlotWrite {
 }  // namespace
 
 CallTrace::CallTrace(size_t capacity)
-    : capacity_(capacity), slots_(capacity ? std::make_unique<Slot[]>(capacity) : nullptr) {}
+    : capacity_(capacity),
+      slots_(capacity ? std::make_unique<Slot[]>(capacity) : nullptr),
+      nsPerTick_(CycleClock::secondsPerTick() * 1e9) {}
 
 void CallTrace::begin(const CallTag& tag, const char* algorithm) {
   if (capacity_ == 0) return;
@@ -51,9 +53,23 @@ void CallTrace::end(bool ok) {
   uint64_t n = calls_.load(kRelaxed);
   if (capacity_ == 0 || n == 0) return;
   Slot& s = slots_[(n - 1) % capacity_];
-  SlotWrite write(s.seq);
-  s.state.store(static_cast<uint8_t>(ok ? State::kDone : State::kFailed), kRelaxed);
-  s.end.store(CycleClock::now(), kRelaxed);
+  const uint64_t now = CycleClock::now();
+  {
+    SlotWrite write(s.seq);
+    s.state.store(static_cast<uint8_t>(ok ? State::kDone : State::kFailed), kRelaxed);
+    s.end.store(now, kRelaxed);
+  }
+  // This thread wrote the slot: its own relaxed reads see what it wrote.
+  const uint64_t ticks = now - std::min(now, s.start.load(kRelaxed));
+  stats_.add({s.tag0.load(kRelaxed), s.tag1.load(kRelaxed)}, s.algorithm.load(kRelaxed),
+             static_cast<uint64_t>(static_cast<double>(ticks) * nsPerTick_));
+}
+
+bool CallTrace::latest(Record* out) const {
+  const uint64_t n = calls();
+  if (capacity_ == 0 || n == 0) return false;
+  *out = read(slots_[(n - 1) % capacity_]);
+  return out->number == n || out->number > n;
 }
 
 CallTrace::Record CallTrace::read(const Slot& s) const {

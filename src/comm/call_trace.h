@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 
+#include "comm/call_stats.h"
 #include "comm/call_tag.h"
 
 namespace tutti {
@@ -28,12 +29,19 @@ class CallTrace {
     uint64_t start = 0, end = 0;  // CycleClock ticks
   };
 
-  // capacity 0: nothing is recorded (TUTTI_TRACE_CALLS=0).
+  // capacity 0: nothing is recorded (TUTTI_TRACE_CALLS=0), not even the counts.
   explicit CallTrace(size_t capacity);
 
-  // A call starts / ends (the last begun one). Only the calling thread writes.
+  // A call starts / ends (the last begun one; its duration goes to stats()). Only the calling
+  // thread writes.
   void begin(const CallTag& tag, const char* algorithm);
   void end(bool ok);
+
+  // The calls begun so far; the last begun one (false: none, or recording is off).
+  uint64_t calls() const { return calls_.load(std::memory_order_acquire); }
+  bool latest(Record* out) const;
+  // Counts and latency histograms of the ended calls.
+  const CallStats& stats() const { return stats_; }
 
   // One line per recorded call, oldest first: "#12 allreduce(...) [ring] done after 35.2 us,
   // 0.004 s ago". describe turns a tag into words.
@@ -58,7 +66,9 @@ class CallTrace {
                    const std::function<std::string(const CallTag&)>& describe) const;
   size_t capacity_;
   std::unique_ptr<Slot[]> slots_;
+  double nsPerTick_;
   std::atomic<uint64_t> calls_{0};  // records begun
+  CallStats stats_;
 };
 
 }  // namespace tutti

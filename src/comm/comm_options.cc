@@ -24,6 +24,8 @@ CommOptions commOptionsFromEnv() {
   o.traceCalls = env::getInt("TUTTI_TRACE_CALLS");
   o.traceFile = env::getString("TUTTI_TRACE_FILE");
   o.dumpSignal = env::getString("TUTTI_DUMP_SIGNAL");
+  o.inspect = env::getBool("TUTTI_INSPECT");
+  o.inspectDir = env::getString("TUTTI_INSPECT_DIR");
   o.shmWindowBytes = env::getInt("TUTTI_SHM_WINDOW_BYTES");
   o.chunkBytes = env::getInt("TUTTI_CHUNK_BYTES");
   o.spinUs = env::getInt("TUTTI_SPIN_US");

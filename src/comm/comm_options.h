@@ -20,6 +20,8 @@ struct CommOptions {
   int64_t traceCalls = 64;              // TUTTI_TRACE_CALLS: the flight recorder's calls
   std::string traceFile;                // TUTTI_TRACE_FILE: where a failure appends the trace
   std::string dumpSignal;               // TUTTI_DUMP_SIGNAL: the trace on a signal (off)
+  bool inspect = true;                  // TUTTI_INSPECT: answer tutti-inspect
+  std::string inspectDir;               // TUTTI_INSPECT_DIR: the job file's ("": default)
   int64_t shmWindowBytes = 4 << 20;     // TUTTI_SHM_WINDOW_BYTES: <= 0 = no shared window
   int64_t chunkBytes = 256 << 10;       // TUTTI_CHUNK_BYTES: direct algorithms' chunk
   int64_t spinUs = 50;                  // TUTTI_SPIN_US

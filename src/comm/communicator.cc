@@ -9,6 +9,7 @@
 #include <mutex>
 #include <utility>
 
+#include "bootstrap/unique_id.h"
 #include "comm/connecting_records.h"
 #include "comm/connection_set.h"
 #include "comm/device_allreduce.h"
@@ -106,6 +107,7 @@ Communicator::Communicator(std::shared_ptr<bootstrap::Store> store, std::string 
                                               options_.traceFile, options_.name);
   bootstrap_ = std::make_unique<bootstrap::Bootstrap>(stores_.own(), rank_, nranks_, "bs",
                                                       seed ? (seed->ring != nullptr) : -1);
+  startInspectPoint();
   Deadline deadline(options_.timeoutSec);
   meetMembers(std::move(seed), myPlace, deadline);
   logPlacement(*membership_, stores_.prefix());
@@ -141,12 +143,14 @@ void Communicator::meetMembers(std::unique_ptr<SplitSeed> seed, const RankPlace&
     testDieAt("split", rank_);
   } else {
     transport::PeerInfo me = localPeerInfo(rank_);
+    if (inspect_) me.inspect = inspect_->address();
     // A rank claimed twice or a disagreement on nranks fails here, naming them.
     bootstrap_->join("host " + me.hostname + ", pid " + std::to_string(me.pid), deadline);
     standby = openStandby(*stores_.own());
     std::string myStandby = standby ? standby->address().encode() : std::string();
     membership_ = std::make_shared<const Membership>(
         exchangeMembership(*bootstrap_, me, myStandby, myPlace, reorder, deadline));
+    if (inspect_ && rank_ == 0) inspect_->writeJobFile(options_.inspectDir, membership_->peers);
   }
   probe_ = std::make_unique<PeerProbe>(membership_);
   recovery_ = std::make_unique<Recovery>(rank_, membership_, *probe_, std::move(standby));
@@ -155,6 +159,17 @@ void Communicator::meetMembers(std::unique_ptr<SplitSeed> seed, const RankPlace&
   bootstrap_->setWatch(
       [p = probe_.get()] { return p->sweepLocal(); },
       [p = probe_.get()](int r, const std::string& how) { throw p->diedError(r, how.c_str()); });
+}
+
+void Communicator::startInspectPoint() {
+  if (!options_.inspect) return;
+  try {
+    std::string host = stores_.own()->localHost();
+    if (host.empty()) host = bootstrap::advertisedAddress().host();
+    inspect_ = std::make_unique<InspectPoint>(options_.name, rank_, nranks_, monitor_.get(), host);
+  } catch (const Error& e) {
+    TUTTI_WARN(kInit, "tutti-inspect cannot reach this rank: " << e.what());
+  }
 }
 
 void Communicator::makeExecOptions() {
@@ -181,7 +196,10 @@ void Communicator::makeExecOptions() {
   execOptions_.abortFd = monitor_->abortFd();
   execOptions_.describePeer = [m = membership_](int p) { return m->describeRank(p); };
   calls_.startWatch(stores_.own().get(), rank_, &monitor_->trace(), execOptions_.describePeer);
-  execOptions_.onStall = [watch = calls_.watch()](int p) { watch->stalledOn(p); };
+  execOptions_.onStall = [watch = calls_.watch(), inspect = inspect_.get()](int p) {
+    if (inspect) inspect->stalledOn(p);
+    watch->stalledOn(p);
+  };
 }
 
 void Communicator::setupLinks(const RankPlace& myPlace) {

@@ -17,6 +17,7 @@
 #include "comm/comm_options.h"
 #include "comm/comm_stores.h"
 #include "comm/failure_monitor.h"
+#include "comm/inspect_point.h"
 #include "comm/membership.h"
 #include "comm/p2p_batch.h"
 #include "comm/peer_probe.h"
@@ -200,6 +201,8 @@ class Communicator {
   // setup (their waits watch the peers being connected).
   void meetMembers(std::unique_ptr<SplitSeed> seed, const RankPlace& myPlace,
                    const Deadline& deadline);
+  // Registers with the process's tutti-inspect responder (TUTTI_INSPECT; inspect_).
+  void startInspectPoint();
   void makeExecOptions();
   void setupLinks(const RankPlace& myPlace);
   void collective(algo::CollArgs args, const void* send, void* recv, size_t outputAvgElems,
@@ -301,6 +304,9 @@ class Communicator {
   ProcessFailures::Registration processRecords_;
   // The flight recorder on TUTTI_DUMP_SIGNAL (none when off); before monitor_'s end too.
   TraceDumpSignal::Registration dumpOnSignal_;
+  // What tutti-inspect hears of this communicator (null with TUTTI_INSPECT=0); before
+  // monitor_'s end, which it reads.
+  std::unique_ptr<InspectPoint> inspect_;
   // This rank's standby store, shrink's meeting and the agreement on failed ranks.
   std::unique_ptr<Recovery> recovery_;
   exec::ExecOptions execOptions_;  // made once; window and callTag set per call

@@ -128,6 +128,14 @@ std::string FailureMonitor::gatherCallStates(int* firstSilent, double waitSec) {
 
 std::string FailureMonitor::traceText() const { return trace_.text(describeShort); }
 
+std::string FailureMonitor::dumpText() const {
+  std::string text = traceText();
+  const std::vector<std::string> latency = trace_.stats().lines();
+  if (!latency.empty()) text += "calls by collective, size and algorithm:\n";
+  for (const std::string& line : latency) text += "  " + line + "\n";
+  return text;
+}
+
 std::string FailureMonitor::traceHeader() const {
   return "tutti flight recorder: communicator " + name_ + " rank " + std::to_string(rank_) + "/" +
          std::to_string(nranks_);
@@ -137,7 +145,7 @@ void FailureMonitor::dumpTrace(const std::string& cause) const {
   const std::string header =
       traceHeader() + " (pid " + std::to_string(::getpid()) + "), on " + cause + ":";
   if (writeTraceFile(header)) return;
-  const std::string text = header + "\n" + traceText();
+  const std::string text = header + "\n" + dumpText();
   std::fwrite(text.data(), 1, text.size(), stderr);
 }
 
@@ -162,7 +170,7 @@ bool FailureMonitor::writeTraceFile(const std::string& header) const {
                                           << std::strerror(errno));
     return true;
   }
-  std::string text = header + "\n" + traceText();
+  std::string text = header + "\n" + dumpText();
   std::fwrite(text.data(), 1, text.size(), f);
   std::fclose(f);
   return true;

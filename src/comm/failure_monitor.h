@@ -66,6 +66,9 @@ class FailureMonitor {
   CallTrace& trace() { return trace_; }
   const CallTrace& trace() const { return trace_; }
   std::string traceText() const;
+  // What a dump writes: the flight recorder, then the counts and latency histograms by
+  // collective, size and algorithm (CallStats).
+  std::string dumpText() const;
   // The flight recorder on demand (TraceDumpSignal): to the trace file, else stderr; the job
   // goes on. Any thread.
   void dumpTrace(const std::string& cause) const;

@@ -15,12 +15,14 @@
 namespace tutti {
 namespace {
 
-// A rank's record: host id, host name, pid, pid namespace, its standby store's address
-// (bootstrap/standby.h; empty when it has none) and its place (rank_place.h), one per line.
+// A rank's record: host id, host name, pid, pid namespace, its process's tutti-inspect
+// responder (empty: none), its standby store's address (bootstrap/standby.h; empty when it has
+// none) and its place (rank_place.h), one per line.
 std::vector<std::byte> encodePeer(const transport::PeerInfo& p, const std::string& standby,
                                   const RankPlace& place) {
   std::string s = p.hostId + '\n' + p.hostname + '\n' + std::to_string(p.pid) + '\n' +
-                  std::to_string(p.pidNs) + '\n' + standby + '\n' + encodePlace(place);
+                  std::to_string(p.pidNs) + '\n' + p.inspect + '\n' + standby + '\n' +
+                  encodePlace(place);
   auto bytes = std::as_bytes(std::span<const char>(s.data(), s.size()));
   return {bytes.begin(), bytes.end()};
 }
@@ -34,13 +36,15 @@ transport::PeerInfo decodePeer(int rank, const std::vector<std::byte>& v, std::s
   size_t b = a == std::string::npos ? a : s.find('\n', a + 1);
   size_t c = b == std::string::npos ? b : s.find('\n', b + 1);
   size_t d = c == std::string::npos ? c : s.find('\n', c + 1);
-  size_t e = d == std::string::npos ? d : s.find('\n', d + 1);
+  size_t i = d == std::string::npos ? d : s.find('\n', d + 1);
+  size_t e = i == std::string::npos ? i : s.find('\n', i + 1);
   if (e == std::string::npos) fail(tuttiInternalError, "malformed peer record from rank ", rank);
   p.hostId = s.substr(0, a);
   p.hostname = s.substr(a + 1, b - a - 1);
   p.pid = static_cast<pid_t>(std::stol(s.substr(b + 1, c - b - 1)));
   p.pidNs = std::stoull(s.substr(c + 1, d - c - 1));
-  *standby = s.substr(d + 1, e - d - 1);
+  p.inspect = s.substr(d + 1, i - d - 1);
+  *standby = s.substr(i + 1, e - i - 1);
   *place = decodePlace(s.substr(e + 1), rank);
   return p;
 }

@@ -193,6 +193,13 @@ constexpr Var kVars[] = {
      "A signal that makes every communicator of the process write its flight recorder (as "
      "TUTTI_TRACE_FILE describes; stderr without it) while the job goes on: USR1, USR2 or a "
      "real-time signal's number; off by default (the process's own handler stays)."},
+    {"TUTTI_INSPECT", Type::kBool, "1", "COLL",
+     "Let tutti-inspect ask this process what its communicators are doing: one listening "
+     "socket and one idle thread per process while a communicator lives, and on rank 0 a job "
+     "file naming every rank's address. 0 turns it off."},
+    {"TUTTI_INSPECT_DIR", Type::kString, "", "COLL",
+     "Where rank 0 writes the job file for tutti-inspect (a directory only its user can read); "
+     "default $TMPDIR/tutti-inspect-<uid> (/tmp without TMPDIR)."},
     {"TUTTI_TRACE_CALLS", Type::kInt, "64", "COLL",
      "How many recent calls each communicator's flight recorder keeps (0 to 65536; 0 turns "
      "recording off, and timeouts then report no calls)."},

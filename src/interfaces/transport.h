@@ -88,6 +88,7 @@ struct PeerInfo {
   std::string hostname;  // for messages
   pid_t pid = 0;
   uint64_t pidNs = 0;  // inode of its pid namespace: pids compare only within one
+  std::string inspect{};  // its process's tutti-inspect responder, "host:port|token" ("": none)
 };
 
 // Where received bytes go. If `direct` is non-null the transport may write the message

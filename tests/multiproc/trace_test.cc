@@ -166,9 +166,13 @@ TEST(Trace, TimeoutNamesEveryRanksCall) {
     std::string trace = readFile(dir.path() + "/trace." + std::to_string(rank) + ".txt");
     EXPECT_NE(trace.find("failed:"), std::string::npos) << trace;
     auto l = lines(trace);
-    ASSERT_EQ(l.size(), 3u) << trace;
+    // The header, the two calls, then their counts and latencies (both calls: the failed one
+    // too).
+    ASSERT_EQ(l.size(), 5u) << trace;
     EXPECT_EQ(l[1].rfind("#1 allreduce(count 1000, float, sum) [ring] done", 0), 0u) << l[1];
     EXPECT_EQ(l[2].rfind("#2 allreduce(count 1000, float, sum) [ring] FAILED", 0), 0u) << l[2];
+    EXPECT_EQ(l[3], "calls by collective, size and algorithm:");
+    EXPECT_EQ(l[4].rfind("  allreduce 2 KiB-4 KiB [ring]: 2 calls, mean ", 0), 0u) << l[4];
     tuttiCommAbort(comm);
   });
   unsetenv("TUTTI_TIMEOUT");
