@@ -76,6 +76,14 @@ def test_flight_recorder_dump_read_by_torchs_fr_trace(tmp_path):
     assert "missing ranks: {2}" in text, text
 
 
+def test_tutti_inspect_names_a_late_rank_of_a_torch_job(tmp_path):
+    """tutti-inspect reads the job file of a torch job's group and names the late rank."""
+    binary = os.path.join(os.environ["TUTTI_BUILD_DIR"], "tools", "tutti-inspect", "tutti-inspect")
+    results = run_ranks(3, "inspect_worker.py", [str(tmp_path), binary],
+                        env={"TUTTI_INSPECT_DIR": str(tmp_path)}, timeout=120)
+    assert all(rc == 0 for rc, _, _ in results), describe(results)
+
+
 def test_sparse_all_reduce_and_ddp_with_sparse_gradients():
     results = run_ranks(3, "sparse_worker.py", timeout=120)
     assert all(rc == 0 for rc, _, _ in results), describe(results)
