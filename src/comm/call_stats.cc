@@ -5,6 +5,8 @@
 #include <bit>
 #include <cstdio>
 
+#include "common/cycle_clock.h"
+
 namespace tutti {
 
 namespace {
@@ -48,23 +50,34 @@ CallStats::Entry* CallStats::find(uint64_t key, const char* algorithm) {
   return nullptr;
 }
 
-void CallStats::add(const CallTag& tag, const char* algorithm, uint64_t ns) {
-  const uint64_t bytes = callBytes(tag);
-  const uint64_t sizeBucket = bytes == 0 ? 0 : std::bit_width(bytes);  // [2^(b-1), 2^b)
-  const uint64_t key = (tag[1] & 0xff) | sizeBucket << 8 | uint64_t{1} << 16;
-  Entry* e = find(key, algorithm);
-  if (e == nullptr) {
-    dropped_.fetch_add(1, kRelaxed);
-    return;
+void CallStats::addSlow(const CallTag& tag, const char* algorithm, uint64_t ticks) {
+  Entry* e = lastEntry_;
+  if (tag[1] != lastTag1_ || (tag[0] & kCountBits) != lastCount_ || algorithm != lastAlgorithm_ ||
+      e == nullptr) {
+    const uint64_t bytes = callBytes(tag);
+    const uint64_t sizeBucket = bytes == 0 ? 0 : std::bit_width(bytes);  // [2^(b-1), 2^b)
+    const uint64_t key = (tag[1] & 0xff) | sizeBucket << 8 | uint64_t{1} << 16;
+    e = find(key, algorithm);
+    if (e == nullptr) {
+      dropped_.store(dropped_.load(kRelaxed) + 1, kRelaxed);
+      lastEntry_ = nullptr;
+      return;
+    }
+    lastTag1_ = tag[1];
+    lastCount_ = tag[0] & kCountBits;
+    lastAlgorithm_ = algorithm;
+    lastEntry_ = e;
   }
-  const int b = std::min<int>(kLatencyBuckets - 1, std::max<int>(0, std::bit_width(ns) - 1));
-  e->tag1.store(tag[1], kRelaxed);
   e->calls.store(e->calls.load(kRelaxed) + 1, kRelaxed);  // one writer: no read-modify-write
-  e->totalNs.store(e->totalNs.load(kRelaxed) + ns, kRelaxed);
+  if (ticks == 0) return;
+  const int b = std::min<int>(kLatencyBuckets - 1, std::max<int>(0, std::bit_width(ticks) - 1));
+  e->tag1.store(tag[1], kRelaxed);
+  e->totalTicks.store(e->totalTicks.load(kRelaxed) + ticks, kRelaxed);
   e->buckets[b].store(e->buckets[b].load(kRelaxed) + 1, kRelaxed);
 }
 
 std::vector<std::string> CallStats::lines() const {
+  const double nsPerTick = CycleClock::secondsPerTick() * 1e9;
   struct Row {
     uint64_t calls;
     std::string text;
@@ -83,7 +96,7 @@ std::vector<std::string> CallStats::lines() const {
       uint64_t sum = 0;
       for (int b = 0; b < kLatencyBuckets; ++b)
         if ((sum += counts[b]) >= share * static_cast<double>(seen) && counts[b] != 0)
-          return timeText(static_cast<double>(uint64_t{1} << (b + 1)));
+          return timeText(static_cast<double>(uint64_t{1} << (b + 1)) * nsPerTick);
       return std::string("?");
     };
     const uint64_t sizeBucket = (key >> 8) & 0xff;
@@ -94,10 +107,14 @@ std::vector<std::string> CallStats::lines() const {
               bytesText(uint64_t{1} << sizeBucket);
     const char* algo = e.algorithm.load(kRelaxed);
     if (algo && *algo) text += std::string(" [") + algo + "]";
-    text += ": " + std::to_string(calls) + " calls, mean " +
-            timeText(static_cast<double>(e.totalNs.load(kRelaxed)) / static_cast<double>(calls));
-    if (seen > 0)
-      text += ", p50 < " + below(0.5) + ", p99 < " + below(0.99) + ", max < " + below(1.0);
+    text += ": " + std::to_string(calls) + " calls";
+    if (seen > 0) {
+      if (seen != calls) text += ", " + std::to_string(seen) + " timed";
+      text += ": mean " +
+              timeText(static_cast<double>(e.totalTicks.load(kRelaxed)) * nsPerTick /
+                       static_cast<double>(seen)) +
+              ", p50 < " + below(0.5) + ", p99 < " + below(0.99) + ", max < " + below(1.0);
+    }
     rows.push_back({calls, text});
   }
   std::stable_sort(rows.begin(), rows.end(),

@@ -1,6 +1,7 @@
 #include "comm/call_trace.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 
 #include "common/cycle_clock.h"
@@ -27,15 +28,17 @@ class SlotWrite {
 };
 }  // namespace
 
-CallTrace::CallTrace(size_t capacity)
+CallTrace::CallTrace(size_t capacity, uint64_t timeEvery)
     : capacity_(capacity),
-      slots_(capacity ? std::make_unique<Slot[]>(capacity) : nullptr),
-      nsPerTick_(CycleClock::secondsPerTick() * 1e9) {}
+      timeMask_(std::bit_ceil(std::max<uint64_t>(1, timeEvery)) - 1),
+      mask_(capacity ? std::bit_ceil(capacity) - 1 : 0),
+      slots_(capacity ? std::make_unique<Slot[]>(mask_ + 1) : nullptr) {}
 
 void CallTrace::begin(const CallTag& tag, const char* algorithm) {
   if (capacity_ == 0) return;
-  uint64_t n = calls_.load(kRelaxed) + 1;
-  Slot& s = slots_[(n - 1) % capacity_];
+  const uint64_t n = calls_.load(kRelaxed) + 1;
+  const bool timed = timeAll_ || (n & timeMask_) == (1 & timeMask_);
+  Slot& s = slots_[(n - 1) & mask_];
   {
     SlotWrite write(s.seq);
     s.number.store(n, kRelaxed);
@@ -43,32 +46,50 @@ void CallTrace::begin(const CallTag& tag, const char* algorithm) {
     s.tag1.store(tag[1], kRelaxed);
     s.algorithm.store(algorithm ? algorithm : "", kRelaxed);
     s.state.store(static_cast<uint8_t>(State::kRunning), kRelaxed);
-    s.start.store(CycleClock::now(), kRelaxed);
+    s.start.store(timed ? CycleClock::coarseNanos() : 0, kRelaxed);
     s.end.store(0, kRelaxed);
+    s.ticks.store(0, kRelaxed);
   }
   calls_.store(n, std::memory_order_release);
+  timedStart_ = timed ? CycleClock::now() : 0;
+}
+
+void CallTrace::stalled(double waitedSec) {
+  const uint64_t n = calls_.load(kRelaxed);
+  if (capacity_ == 0 || n == 0) return;
+  Slot& s = slots_[(n - 1) & mask_];
+  if (s.start.load(kRelaxed) != 0 || s.state.load(kRelaxed) != uint8_t(State::kRunning)) return;
+  const uint64_t now = CycleClock::coarseNanos();
+  const auto waited = static_cast<uint64_t>(waitedSec * 1e9);
+  SlotWrite write(s.seq);
+  s.start.store(now > waited ? now - waited : 1, kRelaxed);
 }
 
 void CallTrace::end(bool ok) {
-  uint64_t n = calls_.load(kRelaxed);
+  const uint64_t n = calls_.load(kRelaxed);
   if (capacity_ == 0 || n == 0) return;
-  Slot& s = slots_[(n - 1) % capacity_];
-  const uint64_t now = CycleClock::now();
+  Slot& s = slots_[(n - 1) & mask_];
+  uint64_t ticks = 0, endNanos = 0;
+  if (timedStart_ != 0) {
+    const uint64_t now = CycleClock::now();
+    ticks = now > timedStart_ ? now - timedStart_ : 1;
+    timeAll_ = ticks >= kLongTicks;
+  }
+  // A timed call, a failed one (rare) and one that stalled (it has a start) get an end time.
+  if (ticks != 0 || !ok || s.start.load(kRelaxed) != 0) endNanos = CycleClock::coarseNanos();
   {
     SlotWrite write(s.seq);
     s.state.store(static_cast<uint8_t>(ok ? State::kDone : State::kFailed), kRelaxed);
-    s.end.store(now, kRelaxed);
+    s.end.store(endNanos, kRelaxed);
+    s.ticks.store(ticks, kRelaxed);
   }
-  // This thread wrote the slot: its own relaxed reads see what it wrote.
-  const uint64_t ticks = now - std::min(now, s.start.load(kRelaxed));
-  stats_.add({s.tag0.load(kRelaxed), s.tag1.load(kRelaxed)}, s.algorithm.load(kRelaxed),
-             static_cast<uint64_t>(static_cast<double>(ticks) * nsPerTick_));
+  stats_.add(tag(s), s.algorithm.load(kRelaxed), ticks);
 }
 
 bool CallTrace::latest(Record* out) const {
   const uint64_t n = calls();
   if (capacity_ == 0 || n == 0) return false;
-  *out = read(slots_[(n - 1) % capacity_]);
+  *out = read(slots_[(n - 1) & mask_]);
   return out->number == n || out->number > n;
 }
 
@@ -82,6 +103,7 @@ CallTrace::Record CallTrace::read(const Slot& s) const {
     r.state = static_cast<State>(s.state.load(kRelaxed));
     r.start = s.start.load(kRelaxed);
     r.end = s.end.load(kRelaxed);
+    r.ticks = s.ticks.load(kRelaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
     if (before % 2 == 0 && s.seq.load(kRelaxed) == before) return r;
   }
@@ -89,16 +111,24 @@ CallTrace::Record CallTrace::read(const Slot& s) const {
 
 std::string CallTrace::line(const Record& r, uint64_t now, double secondsPerTick,
                             const std::function<std::string(const CallTag&)>& describe) const {
-  auto seconds = [&](uint64_t from, uint64_t to) {
-    return to > from ? static_cast<double>(to - from) * secondsPerTick : 0.0;
+  auto seconds = [](uint64_t from, uint64_t to) {  // coarse nanoseconds
+    return to > from ? static_cast<double>(to - from) * 1e-9 : 0.0;
   };
   char times[96];
-  if (r.state == State::kRunning) {
+  const char* state = r.state == State::kDone ? "done" : "FAILED";
+  char ago[40] = "";
+  if (r.end != 0) std::snprintf(ago, sizeof ago, ", %.3f s ago", seconds(r.end, now));
+  if (r.state == State::kRunning && r.start != 0) {
     std::snprintf(times, sizeof times, "running for %.3f s", seconds(r.start, now));
+  } else if (r.state == State::kRunning) {
+    std::snprintf(times, sizeof times, "running (not timed; under a second)");
+  } else if (r.ticks != 0) {
+    std::snprintf(times, sizeof times, "%s after %.1f us%s", state,
+                  static_cast<double>(r.ticks) * secondsPerTick * 1e6, ago);
+  } else if (r.start != 0 && r.end != 0) {  // not timed, but stalled: the coarse clock's figure
+    std::snprintf(times, sizeof times, "%s after %.3f s%s", state, seconds(r.start, r.end), ago);
   } else {
-    std::snprintf(times, sizeof times, "%s after %.1f us, %.3f s ago",
-                  r.state == State::kDone ? "done" : "FAILED", seconds(r.start, r.end) * 1e6,
-                  seconds(r.end, now));
+    std::snprintf(times, sizeof times, "%s%s", state, ago);
   }
   std::string algo = *r.algorithm ? std::string(" [") + r.algorithm + "]" : "";
   return "#" + std::to_string(r.number) + " " + describe(r.tag) + algo + " " + times;
@@ -106,9 +136,8 @@ std::string CallTrace::line(const Record& r, uint64_t now, double secondsPerTick
 
 std::string CallTrace::text(const std::function<std::string(const CallTag&)>& describe) const {
   if (capacity_ == 0) return "";
-  double spt = CycleClock::secondsPerTick();
   uint64_t calls = calls_.load(std::memory_order_acquire);
-  uint64_t now = CycleClock::now();
+  uint64_t now = CycleClock::coarseNanos();
   // The records first, then the words: formatting takes microseconds a record, in which a
   // rank making small calls (a dump on a signal while the job goes on) would overwrite them.
   // Newest first: the oldest are the next to go.
@@ -116,9 +145,12 @@ std::string CallTrace::text(const std::function<std::string(const CallTag&)>& de
   records.reserve(std::min<uint64_t>(calls, capacity_));
   uint64_t first = calls > capacity_ ? calls - capacity_ : 0;
   for (uint64_t i = calls; i-- > first;) {
-    Record r = read(slots_[i % capacity_]);
+    Record r = read(slots_[i & mask_]);
     if (r.number == i + 1) records.push_back(r);  // else overwritten meanwhile by a newer call
   }
+  const bool timed =
+      std::any_of(records.begin(), records.end(), [](const Record& r) { return r.ticks != 0; });
+  const double spt = timed ? CycleClock::secondsPerTick() : 0.0;
   std::string out;
   for (auto r = records.rbegin(); r != records.rend(); ++r)
     out += line(*r, now, spt, describe) + "\n";
@@ -131,7 +163,7 @@ size_t CallTrace::recentTags(std::span<CallTag> out) const {
   uint64_t keep = std::min<uint64_t>({calls, capacity_, out.size()});
   size_t n = 0;
   for (uint64_t i = calls - keep; i < calls; ++i) {
-    Record r = read(slots_[i % capacity_]);
+    Record r = read(slots_[i & mask_]);
     if (r.number == i + 1) out[n++] = r.tag;
   }
   return n;
@@ -141,19 +173,18 @@ std::string CallTrace::current(const std::function<std::string(const CallTag&)>&
   uint64_t calls = calls_.load(std::memory_order_acquire);
   if (capacity_ == 0) return "call recording off (TUTTI_TRACE_CALLS=0)";
   if (calls == 0) return "no call made yet";
-  double spt = CycleClock::secondsPerTick();
-  Record r = read(slots_[(calls - 1) % capacity_]);
-  uint64_t now = CycleClock::now();
+  Record r = read(slots_[(calls - 1) & mask_]);
+  const uint64_t now = CycleClock::coarseNanos();
   auto seconds = [&](uint64_t from) {
-    return now > from ? static_cast<double>(now - from) * spt : 0.0;
+    return now > from ? static_cast<double>(now - from) * 1e-9 : 0.0;
   };
-  char secs[32];
+  char secs[32] = "";
   if (r.state == State::kRunning) {
-    std::snprintf(secs, sizeof secs, "%.1f s", seconds(r.start));
-    return "in call #" + std::to_string(r.number) + " " + describe(r.tag) + " for " + secs;
+    if (r.start != 0) std::snprintf(secs, sizeof secs, " for %.1f s", seconds(r.start));
+    return "in call #" + std::to_string(r.number) + " " + describe(r.tag) + secs;
   }
-  std::snprintf(secs, sizeof secs, "%.1f s", seconds(r.end));
-  return std::string("between calls, ") + secs + " after call #" + std::to_string(r.number) + " " +
+  if (r.end != 0) std::snprintf(secs, sizeof secs, " %.1f s", seconds(r.end));
+  return std::string("between calls,") + secs + " after call #" + std::to_string(r.number) + " " +
          describe(r.tag) + (r.state == State::kDone ? " (done)" : " (failed)");
 }
 

@@ -196,7 +196,9 @@ void Communicator::makeExecOptions() {
   execOptions_.abortFd = monitor_->abortFd();
   execOptions_.describePeer = [m = membership_](int p) { return m->describeRank(p); };
   calls_.startWatch(stores_.own().get(), rank_, &monitor_->trace(), execOptions_.describePeer);
-  execOptions_.onStall = [watch = calls_.watch(), inspect = inspect_.get()](int p) {
+  execOptions_.onStall = [watch = calls_.watch(), inspect = inspect_.get(),
+                          trace = &monitor_->trace()](int p) {
+    trace->stalled(transport::WaitPolicy::kStallReportSec);
     if (inspect) inspect->stalledOn(p);
     watch->stalledOn(p);
   };

@@ -69,8 +69,7 @@ inspect::CommReport InspectPoint::report() const {
   const CallTrace& trace = monitor_->trace();
   CallTrace::Record last;
   if (trace.latest(&last)) {
-    const double spt = CycleClock::secondsPerTick();
-    const uint64_t now = CycleClock::now();
+    const uint64_t now = CycleClock::coarseNanos();
     const uint64_t from = last.state == CallTrace::State::kRunning ? last.start : last.end;
     r.state = last.state == CallTrace::State::kRunning ? State::kRunning
               : last.state == CallTrace::State::kDone  ? State::kDone
@@ -79,7 +78,8 @@ inspect::CommReport InspectPoint::report() const {
     r.collective = collectiveCallNumber(last.tag);
     r.call = describeCallTag(last.tag, false);
     r.algorithm = last.algorithm;
-    r.seconds = now > from ? static_cast<double>(now - from) * spt : 0.0;
+    // A call that was not timed has no start until it stalls, no end unless it failed.
+    r.seconds = from == 0 ? -1.0 : now > from ? static_cast<double>(now - from) * 1e-9 : 0.0;
     if (r.state == State::kRunning && waitCall_.load(std::memory_order_acquire) == last.number) {
       r.waitPeer = waitPeer_.load(std::memory_order_relaxed);
       r.waitSeconds = std::max(0.0, steadySeconds() - waitSince_.load(std::memory_order_relaxed));

@@ -1,5 +1,7 @@
 #include "common/cycle_clock.h"
 
+#include <time.h>
+
 #include <chrono>
 #include <mutex>
 
@@ -46,6 +48,12 @@ uint64_t CycleClock::now() {
   if (kUseTsc) return __rdtsc();
 #endif
   return steadyNanos();
+}
+
+uint64_t CycleClock::coarseNanos() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 double CycleClock::secondsPerTick() {

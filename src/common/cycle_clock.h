@@ -13,6 +13,9 @@ class CycleClock {
   // Seconds per tick, measured against the steady clock over the process's lifetime so far
   // (at least 10 ms: the first call may wait that long). For printing, not for hot paths.
   static double secondsPerTick();
+  // The steady clock at its coarse resolution (CLOCK_MONOTONIC_COARSE: a few milliseconds),
+  // in nanoseconds: about half a tick read's cost, for "how long ago" rather than "how long".
+  static uint64_t coarseNanos();
 };
 
 }  // namespace tutti

@@ -73,13 +73,15 @@ std::string describeView(const RankView& v) {
     case State::kNoCall:
       return "has made no call yet";
     case State::kRunning: {
-      std::string s = "in " + callName(c) + algo + " for " + secs(c.seconds);
+      std::string s = "in " + callName(c) + algo;
+      s += c.seconds >= 0 ? " for " + secs(c.seconds) : " (under a second)";
       if (c.waitPeer >= 0)
         s += ", waiting for rank " + std::to_string(c.waitPeer) + " for " + secs(c.waitSeconds);
       return s;
     }
     case State::kDone:
-      return "between calls, " + secs(c.seconds) + " after " + callName(c) + algo + " (done)";
+      return "between calls" + (c.seconds >= 0 ? ", " + secs(c.seconds) : std::string()) +
+             " after " + callName(c) + algo + " (done)";
     case State::kFailed:
       return "failed: " + (c.failure.empty() ? callName(c) : c.failure);
   }

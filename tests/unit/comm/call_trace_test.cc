@@ -28,7 +28,7 @@ std::vector<std::string> lines(const std::string& text) {
 }
 
 TEST(CallTrace, KeepsTheLastCallsInOrderWithTheirStates) {
-  CallTrace trace(4);
+  CallTrace trace(4, 1);  // every call timed
   EXPECT_EQ(trace.current(describe), "no call made yet");
   for (uint64_t n = 1; n <= 6; ++n) {
     trace.begin({n, 3 * n + 1}, n % 2 ? "ring" : "");
@@ -58,6 +58,46 @@ TEST(CallTrace, MeasuresTheCallsDuration) {
   double us = std::stod(line.substr(at + 11));
   EXPECT_GE(us, 25e3) << line;  // sleep_for never returns early; the clock must agree
   EXPECT_LT(us, 30e6) << line;
+}
+
+// Short calls: one in kTimeEvery is timed (the first, the 17th, ...), the others are recorded
+// without a duration; once a timed call is long, every call is timed until one is short again.
+TEST(CallTrace, TimesOneShortCallInSixteenAndEveryLongOne) {
+  CallTrace trace(64);
+  for (uint64_t n = 1; n <= 20; ++n) {
+    trace.begin({n, 4}, "ring");
+    trace.end(true);
+  }
+  std::vector<std::string> got = lines(trace.text(describe));
+  ASSERT_EQ(got.size(), 20u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    const bool timed = i == 0 || i == 16;
+    EXPECT_EQ(got[i].find(" done after ") != std::string::npos, timed) << got[i];
+    EXPECT_EQ(got[i].size() > 5 && got[i].substr(got[i].size() - 5) == " done", !timed) << got[i];
+  }
+  // Call 33 is timed and long: 34 and 35 are timed too; 35 is short, so 36 is not.
+  for (uint64_t n = 21; n <= 36; ++n) {
+    trace.begin({n, 4}, "ring");
+    if (n == 33 || n == 34) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    trace.end(true);
+  }
+  got = lines(trace.text(describe));
+  ASSERT_EQ(got.size(), 36u);
+  EXPECT_NE(got[32].find(" done after "), std::string::npos) << got[32];
+  EXPECT_NE(got[33].find(" done after "), std::string::npos) << got[33];
+  EXPECT_NE(got[34].find(" done after "), std::string::npos) << got[34];
+  EXPECT_EQ(got[35], "#36 call(36,4) [ring] done");
+  // A call that was not timed gets a start when it stalls (a second ago), and an end when it
+  // fails: then it says how long it ran (the coarse clock, a few ms).
+  trace.begin({37, 4}, "ring");
+  EXPECT_EQ(trace.current(describe), "in call #37 call(37,4)");
+  trace.stalled(1.0);
+  EXPECT_EQ(trace.current(describe).rfind("in call #37 call(37,4) for 1.0 s", 0), 0u)
+      << trace.current(describe);
+  trace.end(false);
+  const std::string last = lines(trace.text(describe)).back();
+  EXPECT_EQ(last.rfind("#37 call(37,4) [ring] FAILED after 1.0", 0), 0u) << last;
+  EXPECT_NE(last.find(" s ago"), std::string::npos) << last;
 }
 
 TEST(CallTrace, OffRecordsNothing) {
