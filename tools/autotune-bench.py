@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Self-tuning against the best forced algorithm (docs/tuning.md, "Self-tuning"; figures in
-docs/performance.md). For each rank count and collective, each repetition runs the perf test
+docs/perf/self-tuning-history-2026-11-29-to-2026-12-06.md). For each rank count and collective, each repetition runs the perf test
 four times with `-A all` (every algorithm forced in turn, then the automatic choice, at every
 size, in the same run) on one fresh tuning cache: first cold (the job calibrates the host and
 explores the shapes it meets), then warm (the same cache: choices from the first call), then

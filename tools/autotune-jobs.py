@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Self-tuning's choice at one size, job after job (docs/tuning.md, "Confirmation in later
-jobs"; figures in docs/performance.md). Each repetition runs a cold job on a fresh tuning cache,
+"""Self-tuning's choice at one size, job after job ("Confirmation in later jobs" in
+docs/perf/tuning-design-record-2026-11-22-to-2026-12-06.md; figures in
+docs/perf/self-tuning-history-2026-11-29-to-2026-12-06.md). Each repetition runs a cold job on a fresh tuning cache,
 then, from copies of the cache it left, one warm job per variant (a variant is environment
 settings, e.g. TUTTI_TUNE_CONFIRM_JOBS=1 against the default; --warm-jobs K: K of them, one after
 the other on the variant's copy), in alternating order between repetitions. Every job is the perf test at one size with `-A all` (every algorithm forced in

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Makes the figures of docs/performance.md: all-reduce tutti vs Open MPI vs Gloo at 2, 4 and 8
+# Makes the tables of docs/perf/tables.md: all-reduce tutti vs Open MPI vs Gloo at 2, 4 and 8
 # local ranks (8 B .. 256 MiB, float32 sum, interleaved, medians), the per-algorithm sweep
 # (-A all) and the other collectives, into an output directory (default docs/perf), and their
 # markdown tables (tables.md, tools/compare/perf_markdown.py) with the commit in README.txt.
+# docs/performance.md links tables.md; the run of 2026-11-27 is kept in
+# docs/perf/allreduce-mpi-gloo-2026-11-27.md.
 #   tools/perf-report.sh [build-dir] [out-dir]
 # Environment: RANKS="2 4 8", MAXBYTES=256M, ALGOMAXBYTES=64M (-A all sweep), REPS=3,
 # SMALLITERS=10000 / LARGEITERS=5 (all-reduce comparison calls per size up to / above 32 KiB),
@@ -49,6 +51,6 @@ for coll in all_gather reduce_scatter broadcast reduce alltoall; do
 done
 "$run" -np 2 "$pt/sendrecv_perf" -b 1K -e 64M -f 8 -n "$iters" -w 2 --limit 1 \
     2>/dev/null > "$out/sendrecv_np2.txt"
-# The markdown tables of docs/performance.md ("The measured tables"), from the files above.
+# The markdown tables (docs/perf/tables.md by default), from the files above.
 python3 tools/compare/perf_markdown.py "$out" > "$out/tables.md"
 echo "perf-report: results in $out (tables: $out/tables.md)"

@@ -4,7 +4,7 @@
 // destination lies a few bytes past the source modulo 4 KiB (glibc bug 30994): a malloc'd user
 // buffer (page + 16) receiving from a page-aligned shared window or FIFO slot hits it on every
 // call. Those copies go through a vector loop here; every other copy is memcpy.
-// docs/performance.md, "memcpy's slow offsets".
+// docs/perf/memcpy-offsets-2026-12-01.md.
 #pragma once
 
 #include <cstddef>

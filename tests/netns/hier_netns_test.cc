@@ -1,7 +1,7 @@
 // Hierarchical all-reduce across network namespaces with 1 Gbit/s links (tbf): 2 hosts x 2
 // ranks and 4 hosts x 2 ranks, results checked by all_reduce_perf (-c 1) with TUTTI_ALGO
 // forced to hier, in place and out of place. With TUTTI_NETNS_BENCH=1 also times hier against
-// the flat ring at 16 and 64 MiB in the same run and prints the ratio (docs/tuning.md); the
+// the flat ring at 16 and 64 MiB in the same run and prints the ratio (docs/perf/predicted-vs-measured-2026-11-22-and-23.md); the
 // timing never fails the test (this machine is shared and noisy). Skips unless root.
 #include <gtest/gtest.h>
 #include <unistd.h>

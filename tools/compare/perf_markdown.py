@@ -108,7 +108,7 @@ def span(values, fmt):
 
 
 def headline(d):
-    """The headline table of docs/performance.md from d/allreduce_np<N>.{csv,txt}: time per
+    """The headline table of tables.md from d/allreduce_np<N>.{csv,txt}: time per
     call at 8-256 B, tutti/MPI by time at 512 B - 32 KiB, by busbw above, tutti/Gloo over all
     sizes, tutti's share of the memory ceiling from 16 MiB."""
     head = ("| ranks | 8 - 256 B (us per call) | 512 B - 32 KiB (tutti/MPI) | 64 KiB - 1 MiB "
@@ -197,7 +197,8 @@ def main():
     for n, f in by_rank_count(d, "allreduce_np"):
         print("### All-reduce, %s ranks: tutti vs Open MPI vs Gloo (busbw GB/s)\n" % n)
         print(compare_tables(f))
-        print("\n![all-reduce %s ranks](perf/allreduce_np%s.png)\n" % (n, n))
+        # tables.md lies beside the plots (perf-report.sh writes both into one directory).
+        print("\n![all-reduce %s ranks](allreduce_np%s.png)\n" % (n, n))
     for n, f in by_rank_count(d, "allreduce_64K_256M_np"):
         print("### All-reduce 64 KiB - 256 MiB, %s ranks (a separate run, `-n 5 -w 1`)\n" % n)
         print(compare_tables(f))
