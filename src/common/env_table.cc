@@ -156,9 +156,10 @@ constexpr Var kVars[] = {
      "uses its values instead of the built-in ones."},
     {"TUTTI_TUNE", Type::kBool, "1", "TUNING",
      "Self-tuning of the automatic choice: a host's first communicator calibrates the cost "
-     "model (kept in the tuning cache), and call shapes seen often try the model's best "
-     "candidates over early calls and keep the fastest. 0: the cost model alone. Off where "
-     "algorithms are forced and under TUTTI_DETERMINISTIC."},
+     "model (kept in the tuning cache), and call shapes seen often (from their 64th call) try "
+     "the model's best candidates in a bounded share of their calls and keep the fastest. 0: "
+     "the cost model alone. Calls with a forced algorithm and calls under TUTTI_DETERMINISTIC "
+     "are not explored (the calibrated model still plans them)."},
     {"TUTTI_TUNING_CACHE", Type::kString, "", "TUNING",
      "Directory of the tuning cache (one file per host hardware digest: calibration and "
      "learned choices); empty: $XDG_CACHE_HOME/tutti, else ~/.cache/tutti; off, 0 or none: "
