@@ -61,8 +61,10 @@ TEST(StoreInit, CollectivesAndSplitWithoutAPort) {
     auto result = runRanks(
         n,
         [&](int rank) {
-          // shm only: the tcp transport listens for its data connections (not the rendezvous).
+          // shm only: the tcp transport listens for its data connections (not the rendezvous);
+          // no tutti-inspect responder (its own listening socket, docs/reliability.md).
           setenv("TUTTI_TRANSPORT", "shm", 1);
+          setenv("TUTTI_INSPECT", "0", 1);
           DirStore s{dir.path()};
           tuttiStore_t store = storeOf(s);
           tuttiComm_t comm = nullptr;

@@ -99,9 +99,16 @@ TEST(CallStats, TheFlightRecorderFeedsThemAndAReaderMayPrintMeanwhile) {
   reader.join();
   const auto lines = trace.stats().lines();
   ASSERT_EQ(lines.size(), 1u);
-  // Short calls: one in CallTrace::kTimeEvery is timed, every one counted.
-  EXPECT_EQ(lines[0].rfind("allreduce 64 B-128 B [ring]: 20000 calls, 1250 timed: mean ", 0), 0u)
+  // Short calls: one in CallTrace::kTimeEvery is timed, every one counted (more are timed
+  // after a call that a busy machine made long).
+  EXPECT_EQ(lines[0].rfind("allreduce 64 B-128 B [ring]: 20000 calls, ", 0), 0u) << lines[0];
+  int timed = 0;
+  ASSERT_EQ(std::sscanf(lines[0].c_str(), "allreduce 64 B-128 B [ring]: 20000 calls, %d timed",
+                        &timed),
+            1)
       << lines[0];
+  EXPECT_GE(timed, 1250) << lines[0];
+  EXPECT_LT(timed, 20000) << lines[0];
   CallTrace off(0);
   off.begin(allreduce(16, tuttiInt32), "ring");
   off.end(true);
