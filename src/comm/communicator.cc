@@ -197,9 +197,9 @@ void Communicator::makeExecOptions() {
   execOptions_.describePeer = [m = membership_](int p) { return m->describeRank(p); };
   calls_.startWatch(stores_.own().get(), rank_, &monitor_->trace(), execOptions_.describePeer);
   execOptions_.onStall = [watch = calls_.watch(), inspect = inspect_.get(),
-                          trace = &monitor_->trace()](int p) {
+                          trace = &monitor_->trace()](int p, const std::string& step) {
     trace->stalled(transport::WaitPolicy::kStallReportSec);
-    if (inspect) inspect->stalledOn(p);
+    if (inspect) inspect->stalledOn(p, step);
     watch->stalledOn(p);
   };
 }

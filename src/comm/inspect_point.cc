@@ -33,7 +33,11 @@ InspectPoint::~InspectPoint() {
   if (!jobFile_.empty()) ::unlink(jobFile_.c_str());
 }
 
-void InspectPoint::stalledOn(int peer) {
+void InspectPoint::stalledOn(int peer, const std::string& step) {
+  {
+    std::lock_guard<std::mutex> lock(stepMutex_);
+    waitStep_ = step;
+  }
   const uint64_t call = monitor_->trace().calls();
   if (waitCall_.load(std::memory_order_relaxed) != call) {
     // The wait began a stall report's interval before the first report.
@@ -83,6 +87,8 @@ inspect::CommReport InspectPoint::report() const {
     if (r.state == State::kRunning && waitCall_.load(std::memory_order_acquire) == last.number) {
       r.waitPeer = waitPeer_.load(std::memory_order_relaxed);
       r.waitSeconds = std::max(0.0, steadySeconds() - waitSince_.load(std::memory_order_relaxed));
+      std::lock_guard<std::mutex> lock(stepMutex_);
+      r.waitStep = waitStep_;
     }
   }
   r.failure = monitor_->failureText();

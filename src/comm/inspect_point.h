@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <mutex>
 #include <span>
 #include <string>
 
@@ -29,9 +30,9 @@ class InspectPoint {
 
   // The process's responder: "host:port|token" (each rank's goes in its peer record).
   const std::string& address() const { return registration_.address(); }
-  // A wait of the running call for `peer` has made no progress for about a second
-  // (ExecOptions::onStall). Any number of times; lock-free.
-  void stalledOn(int peer);
+  // A wait of the running call for `peer` (at `step`) has made no progress for about a second
+  // (ExecOptions::onStall). Any number of times.
+  void stalledOn(int peer, const std::string& step);
   // Writes the job file for these peers in dir (job_file.h); a failure is logged, not thrown
   // (the job runs on without it).
   void writeJobFile(const std::string& dir, std::span<const transport::PeerInfo> peers);
@@ -45,6 +46,8 @@ class InspectPoint {
   std::atomic<uint64_t> waitCall_{0};  // the call (flight recorder number) that stalled
   std::atomic<int> waitPeer_{-1};
   std::atomic<double> waitSince_{0};               // steady seconds when that call's wait began
+  mutable std::mutex stepMutex_;                   // waitStep_
+  std::string waitStep_;                           // what the wait awaits (the last report's)
   std::string jobFile_;                            // written by writeJobFile ("" when none)
   inspect::Responder::Registration registration_;  // last: it goes first
 };

@@ -311,6 +311,18 @@ class RoundRunner {
     }
   }
 
+  // What a peer's queue waits for: "receive 0/1328 B", "send 4096/8192 B" or both.
+  static std::string stepOf(const PeerQueues& q) {
+    std::string s;
+    if (q.activeRecv)
+      s = "receive " + std::to_string(q.recvDone) + "/" + std::to_string(q.activeRecv->dst.bytes) +
+          " B";
+    if (q.activeSend)
+      s += (s.empty() ? "send " : ", send ") + std::to_string(q.sendDone) + "/" +
+           std::to_string(q.activeSend->src.bytes) + " B";
+    return s;
+  }
+
   std::string pendingPeers() {
     std::ostringstream os;
     bool first = true;
@@ -383,7 +395,7 @@ class RoundRunner {
              pendingPeers());
       if (idle >= transport::WaitPolicy::kStallReportSec && options_.onStall)
         for (auto& [peer, q] : queues_)
-          if (q.activeSend || q.activeRecv) options_.onStall(peer);
+          if (q.activeSend || q.activeRecv) options_.onStall(peer, stepOf(q));
       // On a host stream's worker with nobody waiting, a network link's messages are not worth
       // the caller's core (common/spin_gate.h); a peer over shared memory answers within it.
       if (idle < spinSec && (SpinGate::open() || waitsOnSharedMemory())) {

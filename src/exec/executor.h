@@ -71,10 +71,11 @@ struct ExecOptions {
   int abortFd = -1;  // readable when the communicator is aborted (woken from sleep)
   // Describes a peer for error messages ("rank 3 (host h, pid 42)").
   std::function<std::string(int peer)> describePeer;
-  // Called with each peer a call waits for once it has made no progress for
-  // WaitPolicy::kStallReportSec, about once a second (window waits and transfers alike); may
-  // throw CallMismatch. Empty: not called.
-  std::function<void(int peer)> onStall;
+  // Called with each peer a call waits for, and the step awaited ("receive 0/1328 B", "window
+  // phase 12, it reached 11"), once it has made no progress for WaitPolicy::kStallReportSec,
+  // about once a second (window waits and transfers alike); may throw CallMismatch. Empty: not
+  // called.
+  std::function<void(int peer, const std::string& step)> onStall;
   // The communicator's shared window (schedules with Buf::kWindow slices, kPost, kWait) and
   // the bookkeeping of its calls (set together; both outlive the call).
   transport::Window* window = nullptr;

@@ -44,6 +44,8 @@ void addField(CommReport& c, const std::string& key, const std::string& value) {
     in >> c.seconds;
   } else if (key == "wait") {
     in >> c.waitPeer >> c.waitSeconds;
+  } else if (key == "step") {
+    c.waitStep = value;
   } else if (key == "failure") {
     c.failure = value;
   } else if (key == "recent") {
@@ -52,7 +54,7 @@ void addField(CommReport& c, const std::string& key, const std::string& value) {
     c.latency.push_back(value);
   }  // unknown keys: from a newer library, ignored
   TUTTI_CHECK_ARG(!in.fail() || key == "call" || key == "algorithm" || key == "failure" ||
-                      key == "recent" || key == "latency" || key == "state",
+                      key == "step" || key == "recent" || key == "latency" || key == "state",
                   "inspect report: malformed '", key, "' line: ", value);
 }
 
@@ -87,6 +89,7 @@ std::string encode(const ProcessReport& report) {
       std::snprintf(secs, sizeof secs, "%.3f", c.waitSeconds);
       out << "wait " << c.waitPeer << " " << secs << "\n";
     }
+    if (!c.waitStep.empty()) out << "step " << oneLine(c.waitStep) << "\n";
     if (!c.failure.empty()) out << "failure " << oneLine(c.failure) << "\n";
     for (const std::string& line : c.recent) out << "recent " << oneLine(line) << "\n";
     for (const std::string& line : c.latency) out << "latency " << oneLine(line) << "\n";

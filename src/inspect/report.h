@@ -22,8 +22,9 @@ struct CommReport {
   double seconds = 0;  // running for (kRunning) / since it ended
   int waitPeer = -1;   // the peer a running call has waited for, without progress
   double waitSeconds = 0;
-  std::string failure;               // what ended the communicator ("" while none)
-  std::vector<std::string> recent;   // the flight recorder's last lines, oldest first
+  std::string waitStep;             // what it waits for: "receive 0/1328 B", "window phase 12, ..."
+  std::string failure;              // what ended the communicator ("" while none)
+  std::vector<std::string> recent;  // the flight recorder's last lines, oldest first
   std::vector<std::string> latency;  // counts and latency histograms, a line each
 };
 

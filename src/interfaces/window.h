@@ -25,10 +25,11 @@ struct WaitPolicy {
   // false: pause-spin (every rank has a core; a yield would hand it to unrelated processes).
   bool yield = false;
   double timeoutSec = 60.0;  // no progress for this long -> tuttiTimeout
-  // Called with the awaited rank about once a second once a wait has made no progress for
-  // kStallReportSec (the communicator compares the rank's call with this one); may throw,
-  // ending the wait. Null or empty: not called.
-  const std::function<void(int rank)>* onStall = nullptr;
+  // Called with the awaited rank and what is awaited ("window phase 12, it reached 11") about
+  // once a second once a wait has made no progress for kStallReportSec (the communicator
+  // compares the rank's call with this one); may throw, ending the wait. Null or empty: not
+  // called.
+  const std::function<void(int rank, const std::string& step)>* onStall = nullptr;
   // Also yield while this process has more calls in flight than this (common/
   // calls_in_flight.h; 0: only as `yield` says).
   int yieldAboveCalls = 0;

@@ -186,6 +186,14 @@ TEST_P(InspectJob, NamesARankThatSkippedACall) {
   EXPECT_NE(r.out.find("ranks 0, 1, 3 wait in allreduce"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("#" + std::to_string(kCalls) + " for rank 2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rank 2 is behind: between calls"), std::string::npos) << r.out;
+  // A waiting rank says what it waits for: a transfer's bytes or a window phase.
+  const size_t waiting = r.out.find("waiting for rank 2 for ");
+  ASSERT_NE(waiting, std::string::npos) << r.out;
+  const std::string line = r.out.substr(waiting, r.out.find('\n', waiting) - waiting);
+  EXPECT_TRUE(line.find("(receive ") != std::string::npos ||
+              line.find("(send ") != std::string::npos ||
+              line.find("(window ") != std::string::npos)
+      << line;
   EXPECT_NE(r.out.find("#" + std::to_string(kCalls - 1) + " ["), std::string::npos) << r.out;
   stopJob();
   EXPECT_EQ(waitAll(), 0);
@@ -209,9 +217,9 @@ TEST_P(InspectJob, NamesAKilledRankAsGone) {
   ASSERT_EQ(::kill(pids_[3], SIGKILL), 0);
   EXPECT_EQ(waitChild(pids_[3]), 128 + SIGKILL);
   Inspection r;
-  for (int tries = 0; tries < 50; ++tries) {  // until the survivors have noticed
+  for (int tries = 0; tries < 50; ++tries) {  // until every survivor has noticed
     r = runInspect(job);
-    if (r.out.find("have failed") != std::string::npos) break;
+    if (r.out.find("ranks 0-2 have failed") != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   EXPECT_EQ(r.status, 1) << r.out;

@@ -76,7 +76,8 @@ std::string describeView(const RankView& v) {
       std::string s = "in " + callName(c) + algo;
       s += c.seconds >= 0 ? " for " + secs(c.seconds) : " (under a second)";
       if (c.waitPeer >= 0)
-        s += ", waiting for rank " + std::to_string(c.waitPeer) + " for " + secs(c.waitSeconds);
+        s += ", waiting for rank " + std::to_string(c.waitPeer) + " for " + secs(c.waitSeconds) +
+             (c.waitStep.empty() ? "" : " (" + c.waitStep + ")");
       return s;
     }
     case State::kDone:

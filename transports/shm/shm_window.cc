@@ -201,7 +201,7 @@ class ShmWindow final : public Window {
         fail(tuttiRemoteError, "shm window: rank ", rank_, ": peer ", describe(rank),
              " died while this rank waited for it (", what(cur), ")");
       if (policy.onStall && *policy.onStall && now - lastChange >= policy.kStallReportSec)
-        (*policy.onStall)(rank);
+        (*policy.onStall)(rank, "window " + what(cur));
       if (now - lastChange > policy.timeoutSec)
         fail(tuttiTimeout, "shm window: rank ", rank_, ": no progress for ", policy.timeoutSec,
              " s (the communicator's timeout: TUTTI_TIMEOUT, config, tuttiCommSetTimeout) waiting "

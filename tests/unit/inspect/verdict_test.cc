@@ -39,6 +39,7 @@ TEST(InspectReport, SurvivesItsTextForm) {
   ProcessReport p{
       "host-a", 4242, {comm(1, State::kRunning, 17, 2.5, 3), comm(0, State::kDone, 9, 0.25)}};
   p.comms[0].failure = "line one\nline two";
+  p.comms[0].waitStep = "window phase 12, it reached 11";
   p.comms[0].recent = {"#1 a", "#2 b"};
   p.comms[0].latency = {"allreduce 8 B-16 B [line]: 3 calls"};
   p.comms[1].name = "other group";
@@ -55,6 +56,7 @@ TEST(InspectReport, SurvivesItsTextForm) {
   EXPECT_EQ(c.call, "allreduce(count 8, float, sum)");
   EXPECT_EQ(c.waitPeer, 3);
   EXPECT_DOUBLE_EQ(c.waitSeconds, 2.4);
+  EXPECT_EQ(c.waitStep, "window phase 12, it reached 11");
   EXPECT_EQ(c.failure, "line one line two");
   EXPECT_EQ(c.recent, (std::vector<std::string>{"#1 a", "#2 b"}));
   EXPECT_EQ(c.latency.size(), 1u);
