@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -56,8 +57,11 @@ std::string writeJobFile(const std::string& dir, const JobFile& job) {
   for (const JobRank& r : job.ranks)
     text << "rank " << r.rank << " " << r.host << " " << r.pid << " "
          << (r.address.empty() ? "-" : r.address) << "\n";
+  // Two communicators of one process, named alike and made in the same second, get two files.
+  static std::atomic<unsigned> written{0};
   const std::string base = dir + "/" + std::to_string(job.started) + "-" + fileSafe(thisHost()) +
-                           "-" + std::to_string(::getpid()) + "-" + fileSafe(job.name);
+                           "-" + std::to_string(::getpid()) + "-" + std::to_string(written++) +
+                           "-" + fileSafe(job.name);
   const std::string tmp = base + ".tmp", path = base + ".job";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) throwSystemError("tutti-inspect: open " + tmp);

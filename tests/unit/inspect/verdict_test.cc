@@ -80,6 +80,12 @@ TEST(InspectJobFile, ReadsBackWhatWasWrittenAndRefusesOthers) {
   EXPECT_EQ(back.ranks[1].address, "");  // no responder
   EXPECT_EQ(back.ranks[1].pid, 77);
   EXPECT_EQ(listJobFiles(dir), std::vector<std::string>{path});
+  // The same job again (two communicators named alike in one process, the same second): a
+  // file of its own, so that one's removal leaves the other's.
+  const std::string again = writeJobFile(dir, job);
+  EXPECT_NE(again, path);
+  EXPECT_EQ(listJobFiles(dir).size(), 2u);
+  ::unlink(again.c_str());
   EXPECT_FALSE(staleOnThisHost(back));  // rank 0 on another host ("h0"): never pruned here
   const std::string bad = std::string(dir) + "/bad.job";
   std::FILE* f = std::fopen(bad.c_str(), "w");
