@@ -50,6 +50,13 @@ std::string jobDirectory(const std::string& configured) {
 std::string writeJobFile(const std::string& dir, const JobFile& job) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     throwSystemError("tutti-inspect: mkdir " + dir);
+  // The file holds the ranks' tokens: only a directory of this user's that nobody else may
+  // write to or read (not a link someone else left there).
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) throwSystemError("tutti-inspect: stat " + dir);
+  if (!S_ISDIR(st.st_mode) || st.st_uid != ::getuid() || (st.st_mode & 077) != 0)
+    fail(tuttiSystemError, "tutti-inspect: ", dir,
+         " is not a directory of this user's that only it can use (mode 0700): no job file");
   pruneJobFiles(dir);
   std::ostringstream text;
   text << kMagic << "\nname " << job.name << "\nranks " << job.nranks << "\nstarted " << job.started

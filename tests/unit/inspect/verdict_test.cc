@@ -99,6 +99,10 @@ TEST(InspectJobFile, ReadsBackWhatWasWrittenAndRefusesOthers) {
   }
   ::unlink(bad.c_str());
   ::unlink(path.c_str());
+  // A directory others may read is refused (the file would show the ranks' tokens).
+  ::chmod(dir, 0755);
+  EXPECT_THROW(writeJobFile(dir, job), Error);
+  EXPECT_TRUE(listJobFiles(dir).empty());
   ::rmdir(dir);
 }
 
