@@ -28,14 +28,17 @@ int64_t nowNs() {
       .count();
 }
 
-FlightRecorder::Shapes shapesOf(const std::vector<at::Tensor>* tensors) {
-  FlightRecorder::Shapes s;
-  if (tensors == nullptr) return s;
-  for (const auto& t : *tensors) {
-    s.sizes.push_back(t.sizes().vec());
-    s.dtypes.emplace_back(c10::toString(t.scalar_type()));
+// Fills s with the tensors' sizes and dtypes, reusing its buffers (a ring entry's, from the
+// operation recorded there before).
+void fillShapes(const std::vector<at::Tensor>* tensors, FlightRecorder::Shapes& s) {
+  const size_t n = tensors ? tensors->size() : 0;
+  s.sizes.resize(n);
+  s.dtypes.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const at::Tensor& t = (*tensors)[i];
+    s.sizes[i].assign(t.sizes().begin(), t.sizes().end());
+    s.dtypes[i].assign(c10::toString(t.scalar_type()));
   }
-  return s;
 }
 
 // The calling thread's name, read once per thread (reading it is a system call).
@@ -59,34 +62,39 @@ FlightRecorder::FlightRecorder(size_t capacity) : capacity_(capacity) {}
 
 uint64_t FlightRecorder::record(const Op& op) {
   if (!enabled()) return kNone;
-  Entry e;
+  const int64_t created = nowNs();
+  const uint64_t threadId = std::hash<std::thread::id>{}(std::this_thread::get_id());
+  std::lock_guard lock(mu_);
+  // Written in place: the entry it replaces lends its strings' and vectors' buffers, so a
+  // full ring records without allocating.
+  const uint64_t id = next_++;
+  if (ring_.size() < capacity_) ring_.emplace_back();  // filling: id == ring_.size() - 1
+  Entry& e = ring_[id % capacity_];
+  e.id = id;
   e.pgId = op.pgId;
-  e.pgName = op.pgName;
-  e.pgDesc = op.pgDesc;
+  e.pgName.assign(op.pgName);
+  e.pgDesc.assign(op.pgDesc);
   e.collectiveSeq = op.collectiveSeq;
   e.p2pSeq = op.p2pSeq;
   e.opId = op.opId;
-  e.profilingName = op.profilingName ? op.profilingName : "";
+  e.profilingName.assign(op.profilingName ? op.profilingName : "");
   if (op.isP2P && op.peer >= 0) {  // torch's form: "nccl:send 0->1", "nccl:recv 1<-0"
     const std::string& n = e.profilingName;
     const bool send = n.size() >= 4 && n.compare(n.size() - 4, 4, "send") == 0;
     e.profilingName +=
         " " + std::to_string(op.rank) + (send ? "->" : "<-") + std::to_string(op.peer);
   }
-  e.createdNs = nowNs();
-  e.inputs = shapesOf(op.inputs);
-  e.outputs = shapesOf(op.outputs);
+  e.createdNs = created;
+  e.startedNs.reset();
+  e.completedNs.reset();
+  e.durationMs.reset();
+  fillShapes(op.inputs, e.inputs);
+  fillShapes(op.outputs, e.outputs);
   e.timeoutMs = op.timeoutMs;
   e.isP2P = op.isP2P;
-  e.threadId = std::hash<std::thread::id>{}(std::this_thread::get_id());
-  e.threadName = threadName();
-  std::lock_guard lock(mu_);
-  e.id = next_++;
-  if (ring_.size() < capacity_)
-    ring_.push_back(std::move(e));
-  else
-    ring_[e.id % capacity_] = std::move(e);
-  return next_ - 1;
+  e.threadId = threadId;
+  e.threadName.assign(threadName());
+  return id;
 }
 
 FlightRecorder::Entry* FlightRecorder::find(uint64_t id) {

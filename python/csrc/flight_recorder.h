@@ -40,7 +40,8 @@ class FlightRecorder {
   };
   struct Op {
     uint64_t pgId;
-    std::string pgName, pgDesc;
+    const std::string& pgName;  // the group's, alive during record()
+    const std::string& pgDesc;
     uint64_t collectiveSeq, p2pSeq, opId;
     const char* profilingName;
     const std::vector<at::Tensor>* inputs;
