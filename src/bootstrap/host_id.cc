@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "common/env.h"
+#include "common/host_name.h"
 
 namespace tutti::bootstrap {
 
@@ -15,9 +16,7 @@ std::string localHostId() {
   std::ifstream f("/proc/sys/kernel/random/boot_id");
   std::getline(f, boot);
   if (boot.empty()) {
-    char name[256] = {};
-    ::gethostname(name, sizeof(name) - 1);
-    boot = std::string("host-") + name;
+    boot = "host-" + hostName();
   }
   struct stat st {};
   std::string ns = ::stat("/proc/self/ns/net", &st) == 0 ? std::to_string(st.st_ino) : "0";

@@ -4,10 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <ctime>
 #include <utility>
 
+#include "common/clock.h"
 #include "common/cycle_clock.h"
 #include "common/log.h"
 #include "inspect/job_file.h"
@@ -18,9 +18,6 @@ namespace tutti {
 namespace {
 constexpr size_t kRecentLines = 8;
 
-double steadySeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 }  // namespace
 
 InspectPoint::InspectPoint(std::string name, int rank, int nranks, const FailureMonitor* monitor,
@@ -41,7 +38,7 @@ void InspectPoint::stalledOn(int peer, const std::string& step) {
   const uint64_t call = monitor_->trace().calls();
   if (waitCall_.load(std::memory_order_relaxed) != call) {
     // The wait began a stall report's interval before the first report.
-    waitSince_.store(steadySeconds() - transport::WaitPolicy::kStallReportSec,
+    waitSince_.store(nowSeconds() - transport::WaitPolicy::kStallReportSec,
                      std::memory_order_relaxed);
     waitCall_.store(call, std::memory_order_release);
   }
@@ -86,7 +83,7 @@ inspect::CommReport InspectPoint::report() const {
     r.seconds = from == 0 ? -1.0 : now > from ? static_cast<double>(now - from) * 1e-9 : 0.0;
     if (r.state == State::kRunning && waitCall_.load(std::memory_order_acquire) == last.number) {
       r.waitPeer = waitPeer_.load(std::memory_order_relaxed);
-      r.waitSeconds = std::max(0.0, steadySeconds() - waitSince_.load(std::memory_order_relaxed));
+      r.waitSeconds = std::max(0.0, nowSeconds() - waitSince_.load(std::memory_order_relaxed));
       std::lock_guard<std::mutex> lock(stepMutex_);
       r.waitStep = waitStep_;
     }

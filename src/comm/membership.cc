@@ -11,6 +11,7 @@
 #include "bootstrap/host_id.h"
 #include "comm/ring_order.h"
 #include "common/error.h"
+#include "common/host_name.h"
 
 namespace tutti {
 namespace {
@@ -54,12 +55,6 @@ uint64_t pidNamespace() {
   return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
 }
 
-std::string localHostname() {
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  return host;
-}
-
 }  // namespace
 
 int Membership::ranksOnHostOf(int r) const {
@@ -93,8 +88,7 @@ int Membership::rankOfProcess(const std::string& hostId, pid_t pid) const {
 }
 
 transport::PeerInfo localPeerInfo(int rank) {
-  return transport::PeerInfo{rank, bootstrap::localHostId(), localHostname(), getpid(),
-                             pidNamespace()};
+  return transport::PeerInfo{rank, bootstrap::localHostId(), hostName(), getpid(), pidNamespace()};
 }
 
 Membership exchangeMembership(bootstrap::Bootstrap& bootstrap, const transport::PeerInfo& me,

@@ -23,6 +23,7 @@
 #include "topology/rings.h"
 #include "tutti/config.h"
 #if TUTTI_HAVE_CUDA
+#include "common/host_name.h"
 #include "reduce/cuda/cuda_probe.h"
 #endif
 
@@ -345,9 +346,7 @@ std::string localHopClass(const std::string& deviceA, const std::string& deviceB
 
 std::string hardwareIdentity(const RankPlace& p) {
   if (!p.origin.empty()) return p.origin;
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  return std::string("host:") + host;
+  return "host:" + hostName();
 }
 
 }  // namespace tutti

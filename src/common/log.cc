@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "common/env.h"
+#include "common/host_name.h"
 
 namespace tutti::log {
 
@@ -118,9 +119,7 @@ bool& configured() {
 
 void configureLocked() {
   Config& c = config();
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  c.host = host;
+  c.host = hostName();
   std::string problems;
   try {
     c.level = parseLevel(env::getString("TUTTI_DEBUG"), &problems);
@@ -205,10 +204,6 @@ std::string expandPath(const std::string& pattern, const std::string& host) {
   return out;
 }
 
-std::string expandPath(const std::string& pattern) {
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  return expandPath(pattern, host);
-}
+std::string expandPath(const std::string& pattern) { return expandPath(pattern, hostName()); }
 
 }  // namespace tutti::log

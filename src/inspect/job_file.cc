@@ -16,18 +16,13 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/host_name.h"
 
 namespace tutti::inspect {
 
 namespace {
 
 constexpr const char* kMagic = "tutti-inspect-job 1";
-
-std::string thisHost() {
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
-  return host;
-}
 
 // Letters, digits, '-', '_' and '.' of name (others become '_'), at most 48.
 std::string fileSafe(const std::string& name) {
@@ -66,7 +61,7 @@ std::string writeJobFile(const std::string& dir, const JobFile& job) {
          << (r.address.empty() ? "-" : r.address) << "\n";
   // Two communicators of one process, named alike and made in the same second, get two files.
   static std::atomic<unsigned> written{0};
-  const std::string base = dir + "/" + std::to_string(job.started) + "-" + fileSafe(thisHost()) +
+  const std::string base = dir + "/" + std::to_string(job.started) + "-" + fileSafe(hostName()) +
                            "-" + std::to_string(::getpid()) + "-" + std::to_string(written++) +
                            "-" + fileSafe(job.name);
   const std::string tmp = base + ".tmp", path = base + ".job";
@@ -127,7 +122,7 @@ std::vector<std::string> listJobFiles(const std::string& dir) {
 }
 
 bool staleOnThisHost(const JobFile& job) {
-  if (job.ranks.empty() || job.ranks[0].host != thisHost()) return false;
+  if (job.ranks.empty() || job.ranks[0].host != hostName()) return false;
   return ::kill(static_cast<pid_t>(job.ranks[0].pid), 0) != 0 && errno == ESRCH;
 }
 

@@ -17,6 +17,7 @@
 #include "bootstrap/tcp_store.h"
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/host_name.h"
 #include "common/unique_fd.h"
 
 namespace tutti::inspect {
@@ -108,9 +109,7 @@ void writeAll(int fd, const std::string& text) {
 }
 
 std::string report(State& s) {
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
-  ProcessReport r{host, static_cast<long>(::getpid()), {}};
+  ProcessReport r{hostName(), static_cast<long>(::getpid()), {}};
   std::lock_guard<std::mutex> lock(s.mu);
   for (auto& [id, status] : s.entries) {
     try {

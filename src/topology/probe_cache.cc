@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/env.h"
+#include "common/host_name.h"
 #include "tutti/config.h"
 
 #if TUTTI_HAVE_HWLOC
@@ -36,9 +37,7 @@ std::string oneLine(std::string s) {
 }
 
 std::string hostName() {
-  char host[256] = {0};
-  ::gethostname(host, sizeof(host) - 1);
-  std::string h = host;
+  std::string h = tutti::hostName();
   for (char& c : h)
     if (c == '/') c = '_';
   return h.empty() ? "localhost" : h;

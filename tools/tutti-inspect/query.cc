@@ -12,6 +12,7 @@
 #include "bootstrap/sock_addr.h"
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/host_name.h"
 #include "common/unique_fd.h"
 #include "inspect/responder.h"
 
@@ -26,12 +27,6 @@ struct Pending {
   bool connected = false, done = false, refused = false;
   std::chrono::steady_clock::time_point start;
 };
-
-std::string thisHost() {
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
-  return host;
-}
 
 // Starts a non-blocking connect to "host:port|token"; false (with why) when it cannot.
 bool startQuery(const std::string& address, Pending& p, std::string* why) {
@@ -141,7 +136,7 @@ RankAnswer answerOf(const JobRank& r, Pending& p, double timeoutSec) {
 }  // namespace
 
 std::string processState(const std::string& host, long pid) {
-  if (host != thisHost() || pid <= 0) return "";
+  if (host != hostName() || pid <= 0) return "";
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
   if (!std::getline(stat, line)) return "gone";
