@@ -52,7 +52,7 @@ CallStats::Entry* CallStats::find(uint64_t key, const char* algorithm) {
 
 void CallStats::addSlow(const CallTag& tag, const char* algorithm, uint64_t ticks) {
   Entry* e = lastEntry_;
-  if (tag[1] != lastTag1_ || (tag[0] & kCountBits) != lastCount_ || algorithm != lastAlgorithm_ ||
+  if (tag[1] != lastTag1_ || callCount(tag) != lastCount_ || algorithm != lastAlgorithm_ ||
       e == nullptr) {
     const uint64_t bytes = callBytes(tag);
     const uint64_t sizeBucket = bytes == 0 ? 0 : std::bit_width(bytes);  // [2^(b-1), 2^b)
@@ -64,7 +64,7 @@ void CallStats::addSlow(const CallTag& tag, const char* algorithm, uint64_t tick
       return;
     }
     lastTag1_ = tag[1];
-    lastCount_ = tag[0] & kCountBits;
+    lastCount_ = callCount(tag);
     lastAlgorithm_ = algorithm;
     lastEntry_ = e;
   }

@@ -24,7 +24,7 @@ class CallStats {
   // One call of `tag` by `algorithm` (a static string) that took `ticks` (CycleClock; 0: not
   // timed, counted only). Only one thread adds. A key past kEntries is counted in dropped().
   void add(const CallTag& tag, const char* algorithm, uint64_t ticks) {
-    if (ticks == 0 && tag[1] == lastTag1_ && (tag[0] & kCountBits) == lastCount_ &&
+    if (ticks == 0 && tag[1] == lastTag1_ && callCount(tag) == lastCount_ &&
         algorithm == lastAlgorithm_ && lastEntry_ != nullptr) {  // the last key, untimed
       lastEntry_->calls.store(lastEntry_->calls.load(std::memory_order_relaxed) + 1,
                               std::memory_order_relaxed);
@@ -46,7 +46,6 @@ class CallStats {
     std::atomic<uint64_t> calls{0}, totalTicks{0};
     std::atomic<uint32_t> buckets[kLatencyBuckets];
   };
-  static constexpr uint64_t kCountBits = (uint64_t{1} << 40) - 1;  // a tag's count (call_tag.h)
   void addSlow(const CallTag& tag, const char* algorithm, uint64_t ticks);
   Entry* find(uint64_t key, const char* algorithm);
 

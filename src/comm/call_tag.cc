@@ -12,11 +12,10 @@ constexpr uint64_t kBarrierCode = 0xff;
 constexpr uint64_t kP2pCode = 0xfe;
 constexpr uint64_t kFusedCode = 0xfd;
 constexpr uint64_t kPackedCode = 0xfc;
-constexpr uint64_t kCountBits = 40;
+constexpr uint64_t kCountBits = kTagCountBits;
 constexpr uint64_t kLow40 = (uint64_t{1} << kCountBits) - 1;
 constexpr uint64_t kMembers16 = 0xffff;
 
-uint64_t countOf(const CallTag& t) { return t[0] & kLow40; }
 }  // namespace
 
 CallTag collectiveCallTag(const algo::CollArgs& a, tuttiRedOp_t userOp, bool barrier,
@@ -52,7 +51,7 @@ uint64_t collectiveCallNumber(const CallTag& t) {
 uint64_t callBytes(const CallTag& t) {
   const uint64_t code = t[1] & 0xff;
   if (t[1] == 0 || code >= kPackedCode) return 0;
-  return countOf(t) * dtypeSize(static_cast<tuttiDataType_t>((t[1] >> 8) & 0xff));
+  return callCount(t) * dtypeSize(static_cast<tuttiDataType_t>((t[1] >> 8) & 0xff));
 }
 
 std::string callKind(const CallTag& t) {
@@ -80,10 +79,10 @@ std::string describeCallTag(const CallTag& t, bool withNumber) {
     os << "packed all-reduce of " << ((t[1] >> 24) & kMembers16) << " calls ("
        << dtypeName(static_cast<tuttiDataType_t>((t[1] >> 8) & 0xff)) << ", "
        << opName(static_cast<tuttiRedOp_t>((t[1] >> 16) & 0xff)) << "; counts digest 0x" << std::hex
-       << (((t[1] >> kCountBits) << kCountBits) | countOf(t)) << std::dec << ")";
+       << (((t[1] >> kCountBits) << kCountBits) | callCount(t)) << std::dec << ")";
   } else if (code == kFusedCode) {
     os << "fused group of " << ((t[1] >> 8) & kMembers16) << " collectives (shapes digest 0x"
-       << std::hex << (((t[1] >> kCountBits) << kCountBits) | countOf(t)) << std::dec << ")";
+       << std::hex << (((t[1] >> kCountBits) << kCountBits) | callCount(t)) << std::dec << ")";
   } else {
     int coll = static_cast<int>(code) - 1;
     auto c = static_cast<algo::Coll>(coll);
@@ -94,7 +93,8 @@ std::string describeCallTag(const CallTag& t, bool withNumber) {
                   c == algo::Coll::kGather || c == algo::Coll::kScatter ||
                   c == algo::Coll::kGatherV || c == algo::Coll::kScatterV;
     const bool known = coll >= 0 && coll <= static_cast<int>(algo::Coll::kNeighborAllReduce);
-    os << (known ? algo::collName(c) : "?") << "(count " << countOf(t) << ", " << dtypeName(dtype);
+    os << (known ? algo::collName(c) : "?") << "(count " << callCount(t) << ", "
+       << dtypeName(dtype);
     if (reducing) os << ", " << opName(op);
     if (rooted) os << ", root " << (t[1] >> 24);
     os << ")";

@@ -61,6 +61,12 @@ class ShapeDigest {
 };
 // The collective call number a tag carries (0 for point-to-point batches and {0, 0}).
 uint64_t collectiveCallNumber(const CallTag& tag);
+// Word 0's low bits below the call number (the layout above).
+constexpr uint64_t kTagCountBits = 40;
+// A tag's count bits: a plain call's count (a fused or packed call's digest).
+inline uint64_t callCount(const CallTag& tag) {
+  return tag[0] & ((uint64_t{1} << kTagCountBits) - 1);
+}
 // The bytes a rank contributes to a plain collective call (count x its type's size); 0 for
 // barriers, point-to-point batches, fused and packed groups.
 uint64_t callBytes(const CallTag& tag);

@@ -90,7 +90,7 @@ bool CallTrace::latest(Record* out) const {
   const uint64_t n = calls();
   if (capacity_ == 0 || n == 0) return false;
   *out = read(slots_[(n - 1) & mask_]);
-  return out->number == n || out->number > n;
+  return out->number >= n;  // a newer call may have taken the slot meanwhile
 }
 
 CallTrace::Record CallTrace::read(const Slot& s) const {

@@ -53,7 +53,7 @@ class CallTrace {
   const CallStats& stats() const { return stats_; }
 
   // One line per recorded call, oldest first: "#12 allreduce(...) [ring] done after 35.2 us,
-  // 0.004 s ago" ("done, 0.004 s ago" when not timed). describe turns a tag into words.
+  // 0.004 s ago" (just "done" when not timed). describe turns a tag into words.
   std::string text(const std::function<std::string(const CallTag&)>& describe) const;
   // What this rank is doing now, in one phrase: "in call #5 allreduce(...) for 20.1 s" or
   // "between calls, 3.0 s after call #4 allreduce(...) (done)".

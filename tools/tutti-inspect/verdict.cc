@@ -26,9 +26,6 @@ std::string callName(const CommReport& c) {
 
 bool stalled(const CommReport& c) { return c.state == State::kRunning && c.seconds >= kStalledSec; }
 
-// The call number a rank has reached: its running call's, else its last one's.
-uint64_t reached(const CommReport& c) { return c.collective; }
-
 }  // namespace
 
 std::string rankList(const std::vector<int>& ranksIn) {
@@ -98,7 +95,7 @@ Verdict judge(const std::vector<RankView>& views) {
       continue;
     }
     if (v.comm->state == State::kFailed) failed.push_back(v.rank);
-    top = std::max(top, reached(*v.comm));
+    top = std::max(top, v.comm->collective);  // its running call's, else its last one's
   }
   std::vector<std::string> parts;
   if (!failed.empty()) {
@@ -117,7 +114,7 @@ Verdict judge(const std::vector<RankView>& views) {
       byCall[callName(c)].push_back(v.rank);
       if (c.waitPeer >= 0) waitedFor.insert(c.waitPeer);
     }
-    if (reached(c) < top && c.collective != 0) behind.push_back(v.rank);
+    if (c.collective < top && c.collective != 0) behind.push_back(v.rank);
   }
   // Named as waited for: the ranks the others wait for that do not wait themselves (a ring
   // waits along itself for the one that holds it up); all of them when each waits.
