@@ -2,7 +2,6 @@
 #include "inspect/job_file.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 
 #include "common/error.h"
 #include "common/host_name.h"
+#include "common/process_gone.h"
 
 namespace tutti::inspect {
 
@@ -123,7 +123,7 @@ std::vector<std::string> listJobFiles(const std::string& dir) {
 
 bool staleOnThisHost(const JobFile& job) {
   if (job.ranks.empty() || job.ranks[0].host != hostName()) return false;
-  return ::kill(static_cast<pid_t>(job.ranks[0].pid), 0) != 0 && errno == ESRCH;
+  return processGone(static_cast<pid_t>(job.ranks[0].pid));
 }
 
 int pruneJobFiles(const std::string& dir) {

@@ -7,12 +7,12 @@
 
 #include <cerrno>
 #include <chrono>
-#include <fstream>
 
 #include "bootstrap/sock_addr.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/host_name.h"
+#include "common/process_gone.h"
 #include "common/unique_fd.h"
 #include "inspect/responder.h"
 
@@ -137,12 +137,9 @@ RankAnswer answerOf(const JobRank& r, Pending& p, double timeoutSec) {
 
 std::string processState(const std::string& host, long pid) {
   if (host != hostName() || pid <= 0) return "";
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return "gone";
-  const size_t paren = line.rfind(')');
-  const char s = paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
-  switch (s) {
+  switch (tutti::processState(static_cast<pid_t>(pid))) {
+    case 0:
+      return "gone";
     case 'T':
     case 't':
       return "stopped";
@@ -153,6 +150,8 @@ std::string processState(const std::string& host, long pid) {
       return "in uninterruptible sleep";
     case 'R':
       return "running";
+    case '?':
+      return "of a state that cannot be read";
     default:
       return "sleeping";
   }
