@@ -251,13 +251,14 @@ TUTTI_API tuttiResult_t tuttiBarrier(tuttiComm_t comm, tuttiStream_t stream);
  * is recorded (its arrays copied) and runs at tuttiGroupEnd, in call order with the group's other
  * collectives and before the group's tuttiSend/tuttiRecv. Receive bytes outside the blocks a call
  * writes are left untouched; receive blocks that overlap (non-empty ones, e.g. every displacement
- * 0) are tuttiInvalidArgument, as no element can hold two ranks' data. A send range that overlaps the receive range other than as the call's
- * in-place layout is copied to a temporary first. Device (CUDA) buffers take the staged path of the
- * other collectives (copied through pinned host memory, synchronising the host with stream); stream
- * is ignored for host buffers. Counts must agree between ranks (the elements rank a sends to rank b
- * equal those b expects from a); where they do not, the call fails: tuttiInvalidUsage naming the
- * size mismatch (or the ranks' different calls), or, where one side's block is empty, the error of
- * a wait that makes no progress (tuttiTimeout naming the peer) instead of a hang.
+ * 0) are tuttiInvalidArgument, as no element can hold two ranks' data. A send range that overlaps
+ * the receive range other than as the call's in-place layout is copied to a temporary first. Device
+ * (CUDA) buffers take the staged path of the other collectives (copied through pinned host memory,
+ * synchronising the host with stream); stream is ignored for host buffers. Counts must agree
+ * between ranks (the elements rank a sends to rank b equal those b expects from a); where they do
+ * not, the call fails: tuttiInvalidUsage naming the size mismatch (or the ranks' different calls),
+ * or, where one side's block is empty, the error of a wait that makes no progress (tuttiTimeout
+ * naming the peer) instead of a hang.
  *
  * All-gather with per-rank counts: recvbuff on every rank gets rank r's sendcount_r elements at
  * element offset displs[r]. recvcounts[r] must equal rank r's sendcount (checked for the
@@ -351,23 +352,50 @@ TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t 
  * init several ranks as with NCCL. A split inside a group is not deferred (it blocks until its
  * peers split). A collective, send or receive refused inside the group (its own error code at
  * once) makes End return that code and run none of the group's calls on this thread, as
- * ncclGroupEnd does. End returns the first failure; the text is in tuttiGetLastError(NULL) and on the
- * failed communicator. A communicator's calls in one group name one stream: when it is a host
+ * ncclGroupEnd does. End returns the first failure; the text is in tuttiGetLastError(NULL) and on
+ * the failed communicator. A communicator's calls in one group name one stream: when it is a host
  * stream, End enqueues them there as one task and returns without waiting for them (their failure
  * is the stream's); a call naming another stream than the group's earlier calls on that
  * communicator is tuttiInvalidUsage. */
 TUTTI_API tuttiResult_t tuttiGroupStart(void);
 TUTTI_API tuttiResult_t tuttiGroupEnd(void);
 
+/* What tuttiGroupSimulateEnd reports (ncclSimInfo_t's shape). Initialise with
+ * TUTTI_SIM_INFO_INITIALIZER. */
+typedef struct {
+  size_t size;          /* sizeof(tuttiSimInfo_t) */
+  unsigned int magic;   /* TUTTI_SIM_INFO_MAGIC */
+  unsigned int version; /* TUTTI_VERSION_CODE */
+  float estimatedTime;  /* out: microseconds */
+} tuttiSimInfo_t;
+#define TUTTI_SIM_INFO_MAGIC 0x74757369u /* "tusi" */
+#define TUTTI_SIM_INFO_INITIALIZER \
+  { sizeof(tuttiSimInfo_t), TUTTI_SIM_INFO_MAGIC, TUTTI_VERSION_CODE, 0.0f }
+
+/* Ends the group as tuttiGroupEnd does, but runs none of its calls: simInfo->estimatedTime gets
+ * the time the cost model predicts for them (docs/tuning.md), in microseconds. Per communicator
+ * the group's calls add up (each collective timed with the algorithm the model would choose for
+ * it, or the forced one; a V-collective as the plain one of its average block; its sends and
+ * receives as one batch); communicators progress at the
+ * same time, so the estimate is the largest of their sums. Local: no rank talks to another, and
+ * every rank may estimate alone. Online refinement's measured choices and the line all-reduce's
+ * own protocol are not taken into account (the model's time of the schedule it shares is).
+ * Inits started in the group finish as at tuttiGroupEnd; a tuttiNeighborAllReduce recorded in it
+ * (which the model cannot price: tuttiUnsupported) still advances its graph's step.
+ * tuttiInvalidArgument for a NULL
+ * simInfo or one not made with TUTTI_SIM_INFO_INITIALIZER; tuttiInvalidUsage inside a nested
+ * group (only the outermost End may simulate) or without a matching tuttiGroupStart. */
+TUTTI_API tuttiResult_t tuttiGroupSimulateEnd(tuttiSimInfo_t* simInfo);
+
 /* ---- Host streams and events (tutti additions) ----
  * A host stream runs the calls given it (every collective, the V-collectives,
- * tuttiNeighborAllReduce, tuttiAllReduceCompressed, tuttiSend, tuttiRecv, and a group's calls on a communicator, which then
- * form one task) one after another, in the order they were issued, on a worker thread of its own
- * that sleeps while the stream is empty (or on the thread of a tuttiStreamSynchronize or
- * tuttiEventSynchronize outside a group that finds the worker asleep: it runs the queued calls
- * itself, in order, and so spares short calls two thread hand-offs). Such a call checks its
- * arguments, enqueues itself and returns tuttiSuccess at once; its buffers (and for the
- * V-collectives nothing else: the arrays are copied) belong to tutti until it completes: do not
+ * tuttiNeighborAllReduce, tuttiAllReduceCompressed, tuttiSend, tuttiRecv, and a group's calls on a
+ * communicator, which then form one task) one after another, in the order they were issued, on a
+ * worker thread of its own that sleeps while the stream is empty (or on the thread of a
+ * tuttiStreamSynchronize or tuttiEventSynchronize outside a group that finds the worker asleep: it
+ * runs the queued calls itself, in order, and so spares short calls two thread hand-offs). Such a
+ * call checks its arguments, enqueues itself and returns tuttiSuccess at once; its buffers (and for
+ * the V-collectives nothing else: the arrays are copied) belong to tutti until it completes: do not
  * read or write them before a synchronise, a query or an
  * event says so. A communicator's calls run in the order they were issued, whichever streams
  * carry them and whether or not they block (a blocking call waits for the communicator's
@@ -391,21 +419,20 @@ TUTTI_API tuttiResult_t tuttiGroupEnd(void);
  * the communicator's calls in flight; tuttiCommDestroy waits for its calls issued before it;
  * the blocking calls tuttiCommSplit, tuttiCommShrink (after revoking them with
  * TUTTI_SHRINK_ABORT), tuttiCommSetAlgorithm, tuttiCommSetTimeout, tuttiCompressionStats and
- * tuttiCompressionResetKey wait for its earlier stream calls (which keep the algorithms and timeout they were issued
- * under).
- * A communicator's calls come from one thread at a time (as without streams).
- * Sends and receives on host streams (and blocking ones once the communicator has had a stream
- * call) run in its call order, and consecutive ones run together: the one whose turn comes takes in
- * those issued after it, also while it waits for its peers, so a rank may post a receive before the
- * send its peer waits for, on one stream or several, in any order, without deadlock. Messages
- * between two ranks match in the order they were issued. A collective, a group or a send to or from
- * self between them ends such a run (the calls after it wait for it), and a blocking call returns
- * only after the calls run with it completed. The first operation with a peer connects to it, which
- * may wait until the peer connects too; sends and receives posted meanwhile join that connect, so
- * over shm and tcp a cycle of first contacts (every rank's first operation with a different peer,
- * each waiting for its peer) completes. Over ibverbs such a cycle whose later operations are posted
- * after the connect started stalls until the timeout: there, make first contacts in a group or a
- * collective that reaches those peers. */
+ * tuttiCompressionResetKey wait for its earlier stream calls (which keep the algorithms and timeout
+ * they were issued under). A communicator's calls come from one thread at a time (as without
+ * streams). Sends and receives on host streams (and blocking ones once the communicator has had a
+ * stream call) run in its call order, and consecutive ones run together: the one whose turn comes
+ * takes in those issued after it, also while it waits for its peers, so a rank may post a receive
+ * before the send its peer waits for, on one stream or several, in any order, without deadlock.
+ * Messages between two ranks match in the order they were issued. A collective, a group or a send
+ * to or from self between them ends such a run (the calls after it wait for it), and a blocking
+ * call returns only after the calls run with it completed. The first operation with a peer connects
+ * to it, which may wait until the peer connects too; sends and receives posted meanwhile join that
+ * connect, so over shm and tcp a cycle of first contacts (every rank's first operation with a
+ * different peer, each waiting for its peer) completes. Over ibverbs such a cycle whose later
+ * operations are posted after the connect started stalls until the timeout: there, make first
+ * contacts in a group or a collective that reaches those peers. */
 TUTTI_API tuttiResult_t tuttiStreamCreate(tuttiStream_t* stream);
 /* Waits for the stream's calls, then frees it. The error of a call not yet reported is
  * returned. */

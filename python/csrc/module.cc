@@ -48,6 +48,11 @@ PYBIND11_MODULE(_C, m) {
       m, "ProcessGroupTutti")
       .def(py::init<const c10::intrusive_ptr<c10d::Store>&, int, int, double>(), py::arg("store"),
            py::arg("rank"), py::arg("size"), py::arg("timeout_seconds"),
+           py::call_guard<py::gil_scoped_release>())
+      // torch.distributed._time_estimator (ProcessGroupTutti::startTimeEstimate).
+      .def("_start_time_estimate", &ProcessGroupTutti::startTimeEstimate,
+           py::call_guard<py::gil_scoped_release>())
+      .def("_end_time_estimate", &ProcessGroupTutti::endTimeEstimate,
            py::call_guard<py::gil_scoped_release>());
 
   // The flight recorder's operations (flight_recorder.h) as torch's dump writes its entries.

@@ -397,6 +397,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(const OpInfo& op,
           "tutti: only send and recv may be issued between start and end of coalescing "
           "(batch_isend_irecv)");
   }
+  if (estimating_) return recordForEstimate(op, std::move(outputs), steps.issue, call.runNow);
   ++sequence_;
   auto work = c10::make_intrusive<TuttiWork>(rank_, op.type, op.internal ? nullptr : op.title,
                                              std::move(outputs), op.inputs);
@@ -432,6 +433,48 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::enqueue(const OpInfo& op,
   else
     stream_->submit(work, op.what, std::move(steps), comm_);
   if (learnable) work->markSubmitted();  // a synchronous caller's wait comes right after this
+  return work;
+}
+
+void ProcessGroupTutti::startTimeEstimate() {
+  if (estimating_)
+    throw std::invalid_argument("tutti: a time estimate is already open on this group");
+  pending_->flush();  // posted before the estimate: they run
+  if (tuttiGroupStart() != tuttiSuccess)
+    throw std::runtime_error(std::string("tutti: time estimate: ") + tuttiGetLastError(nullptr));
+  estimating_ = true;
+}
+
+float ProcessGroupTutti::endTimeEstimate() {
+  if (!estimating_) throw std::invalid_argument("tutti: no time estimate is open on this group");
+  estimating_ = false;
+  tuttiSimInfo_t info = TUTTI_SIM_INFO_INITIALIZER;
+  if (tuttiResult_t r = tuttiGroupSimulateEnd(&info); r != tuttiSuccess)
+    throw std::runtime_error(std::string("tutti: time estimate failed: ") + tuttiGetErrorString(r) +
+                             ": " + tuttiGetLastError(nullptr));
+  return info.estimatedTime;
+}
+
+void ProcessGroupTutti::abandonEstimate(const std::string& why) {
+  estimating_ = false;
+  tuttiSimInfo_t info = TUTTI_SIM_INFO_INITIALIZER;
+  tuttiGroupSimulateEnd(&info);  // runs nothing; the group is closed
+  throw std::invalid_argument("tutti: time estimate ended: " + why);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::recordForEstimate(const OpInfo& op,
+                                                                    std::vector<at::Tensor> outputs,
+                                                                    const Issue& issue,
+                                                                    bool runsNow) {
+  if (runsNow)
+    abandonEstimate(std::string(op.what) + " cannot be estimated (its calls depend on each " +
+                    "other's results)");
+  if (tuttiResult_t r = issue(nullptr); r != tuttiSuccess)
+    abandonEstimate(std::string(op.what) + " cannot be estimated: " + tuttiGetErrorString(r) +
+                    ": " + tuttiGetLastError(comm_));
+  auto work =
+      c10::make_intrusive<TuttiWork>(rank_, op.type, nullptr, std::move(outputs), op.inputs);
+  work->complete(nullptr);
   return work;
 }
 
@@ -989,6 +1032,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::recv(std::vector<at::Tensor>& 
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::postP2p(bool isSend, int peer, at::Tensor tensor,
                                                           OpType type, const char* title) {
+  if (estimating_) {
+    const tuttiDataType_t dtype = dataTypeOf(tensor);
+    const OpInfo op{type, title, isSend ? "send" : "recv", 0};
+    return recordForEstimate(
+        op, {tensor},
+        [&](tuttiStream_t) {
+          return isSend ? tuttiSend(ptr(tensor), tensor.numel(), dtype, peer, comm_, nullptr)
+                        : tuttiRecv(ptr(tensor), tensor.numel(), dtype, peer, comm_, nullptr);
+        },
+        false);
+  }
   auto work = c10::make_intrusive<TuttiWork>(rank_, type, title, std::vector<at::Tensor>{tensor});
   work->setSequenceNumber(sequence_);
   observe(*work, title, std::nullopt, peer);  // its tensor is its output

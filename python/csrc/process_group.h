@@ -136,6 +136,15 @@ class ProcessGroupTutti : public c10d::Backend {
   bool supportsCoalescing() const override { return true; }
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+  // torch.distributed._time_estimator: between startTimeEstimate and endTimeEstimate (on one
+  // thread) the operations issued on this thread run nothing: their tutti calls are recorded
+  // in a tutti group and their works complete at once, tensors untouched; endTimeEstimate
+  // returns the cost model's time for them in microseconds (tuttiGroupSimulateEnd). An
+  // operation that cannot be recorded (sparse all-reduce, compressed all-reduce) ends the
+  // estimate and throws.
+  bool supportsTimeEstimation() const override { return true; }
+  void startTimeEstimate();
+  float endTimeEstimate();
   // Timing of later operations: Work::getDuration (ms from the operation's start to its
   // completion) and the hooks' activeDuration.
   void enableCollectivesTiming() override { timing_ = true; }
@@ -208,6 +217,12 @@ class ProcessGroupTutti : public c10d::Backend {
   // matching operation first.
   static constexpr size_t kNeverNow = SIZE_MAX;
   using Issue = std::function<tuttiResult_t(tuttiStream_t)>;
+  // While estimating: the operation's calls recorded in the open group, its work complete.
+  c10::intrusive_ptr<c10d::Work> recordForEstimate(const OpInfo& op,
+                                                   std::vector<at::Tensor> outputs,
+                                                   const Issue& issue, bool runsNow);
+  // Ends an estimate that met an operation it cannot record, and throws naming it.
+  [[noreturn]] void abandonEstimate(const std::string& why);
   template <typename Opts>
   static CallOpts callOpts(const Opts& o) {
     return {o.asyncOp, o.timeout.count() > 0 ? o.timeout : std::chrono::milliseconds(0)};
@@ -236,6 +251,7 @@ class ProcessGroupTutti : public c10d::Backend {
   uint64_t sequence_ = 0;
   std::mutex coalesceMu_;
   bool coalescing_ = false;
+  bool estimating_ = false;  // between startTimeEstimate and endTimeEstimate
   using P2p = P2pOp;
   std::vector<P2p> batch_;
   std::shared_ptr<PendingP2p> pending_ = std::make_shared<PendingP2p>();

@@ -1,5 +1,6 @@
 #include "group.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -102,10 +103,11 @@ void unregisterComm(uint64_t serial) {
 int groupDepth() { return tlsGroupDepth; }
 
 void deferCollective(tuttiComm_t comm, std::function<void()> run,
-                     std::shared_ptr<HostStream> stream, std::optional<FusibleCall> fusible) {
+                     std::shared_ptr<HostStream> stream, std::optional<FusibleCall> fusible,
+                     std::function<double(Communicator&)> estimate) {
   PerComm& pc = state().of(comm);
   pc.useStream(std::move(stream));
-  pc.collectives.push_back(RecordedCall{std::move(run), fusible});
+  pc.collectives.push_back(RecordedCall{std::move(run), fusible, std::move(estimate)});
 }
 
 void deferP2p(tuttiComm_t comm, const P2pOp& op, std::shared_ptr<HostStream> stream) {
@@ -205,6 +207,65 @@ tuttiResult_t finishInits(std::vector<std::pair<tuttiComm_t, uint64_t>>& inits,
   return result;
 }
 
+// The outermost End's group, taken from this thread (whose next group starts afresh), with the
+// inits it started joined (*result and *error: their first failure).
+struct EndedGroup {
+  std::vector<PerComm> comms;
+  tuttiResult_t refused = tuttiSuccess;
+  std::string refusedText;
+  size_t refusedCalls = 0;
+};
+
+EndedGroup endGroup(tuttiResult_t* result, std::string* error) {
+  GroupState& s = state();
+  EndedGroup g{std::move(s.comms), std::exchange(s.refused, tuttiSuccess),
+               std::exchange(s.refusedText, std::string()), std::exchange(s.refusedCalls, 0)};
+  auto inits = std::move(s.inits);
+  s.comms.clear();
+  s.inits.clear();
+  *result = finishInits(inits, error);
+  return g;
+}
+
+// The group's communicators still alive. Calls recorded on one destroyed inside the group are
+// dropped (never run on freed memory), and *result / *error say so (unless set already).
+std::vector<PerComm*> liveComms(std::vector<PerComm>& comms, tuttiResult_t* result,
+                                std::string* error) {
+  std::vector<PerComm*> live;
+  for (auto& pc : comms) {
+    if (isLive(pc.serial)) {
+      live.push_back(&pc);
+      continue;
+    }
+    if (*result == tuttiSuccess) {
+      *result = tuttiInvalidUsage;
+      *error = "tuttiGroupEnd: " + std::to_string(pc.collectives.size() + pc.p2p.size()) +
+               " call(s) recorded on a communicator that was destroyed before tuttiGroupEnd "
+               "were dropped";
+    }
+  }
+  return live;
+}
+
+// The cost model's time of one communicator's recorded calls, in seconds (its collectives one
+// after another, then its sends and receives as one batch).
+tuttiResult_t estimateRecorded(const PerComm& pc, double* seconds) {
+  return guarded(pc.comm, "tuttiGroupSimulateEnd", [&] {
+    Communicator& c = ready(pc.comm);
+    double sum = 0;
+    for (const RecordedCall& call : pc.collectives) {
+      if (!call.estimate)
+        fail(tuttiUnsupported,
+             "the group holds a call the cost model cannot price (tuttiNeighborAllReduce, "
+             "tuttiAllReduceCompressed)");
+      sum += call.estimate(c);
+    }
+    if (!pc.p2p.empty()) sum += c.estimateP2p(pc.p2p);
+    *seconds = sum;
+    return tuttiSuccess;
+  });
+}
+
 }  // namespace
 
 }  // namespace tutti::api
@@ -271,33 +332,13 @@ TUTTI_API tuttiResult_t tuttiGroupEnd(void) {
     return tuttiInvalidUsage;
   }
   if (--tutti::api::tlsGroupDepth > 0) return tuttiSuccess;
-  auto& s = tutti::api::state();
-  std::vector<tutti::api::PerComm> comms = std::move(s.comms);
-  auto inits = std::move(s.inits);
-  const tuttiResult_t refused = std::exchange(s.refused, tuttiSuccess);
-  const std::string refusedText = std::exchange(s.refusedText, std::string());
-  const size_t refusedCalls = std::exchange(s.refusedCalls, 0);
-  s.comms.clear();
-  s.inits.clear();
+  tuttiResult_t result = tuttiSuccess;
   std::string error;
-  tuttiResult_t result = tutti::api::finishInits(inits, &error);
-  if (refused != tuttiSuccess)
-    return tutti::api::failRefusedGroup(comms, refused, refusedText, refusedCalls);
-  std::vector<tutti::api::PerComm*> live;
-  for (auto& pc : comms) {
-    if (tutti::api::isLive(pc.serial)) {
-      live.push_back(&pc);
-      continue;
-    }
-    // Destroyed inside the group: its recorded calls are dropped (never run on freed
-    // memory), and the group says so.
-    if (result == tuttiSuccess) {
-      result = tuttiInvalidUsage;
-      error = "tuttiGroupEnd: " + std::to_string(pc.collectives.size() + pc.p2p.size()) +
-              " call(s) recorded on a communicator that was destroyed before tuttiGroupEnd "
-              "were dropped";
-    }
-  }
+  tutti::api::EndedGroup group = tutti::api::endGroup(&result, &error);
+  if (group.refused != tuttiSuccess)
+    return tutti::api::failRefusedGroup(group.comms, group.refused, group.refusedText,
+                                        group.refusedCalls);
+  std::vector<tutti::api::PerComm*> live = tutti::api::liveComms(group.comms, &result, &error);
   // Every communicator's calls progress at the same time (one thread each beyond the
   // first), as NCCL issues a group's operations together: ranks may record the
   // communicators in different orders, and one thread may drive several ranks of one
@@ -328,6 +369,44 @@ TUTTI_API tuttiResult_t tuttiGroupEnd(void) {
       error = errors[i];
     }
   }
+  if (result != tuttiSuccess) tutti::api::threadLastError() = error;
+  return result;
+}
+
+TUTTI_API tuttiResult_t tuttiGroupSimulateEnd(tuttiSimInfo_t* simInfo) {
+  if (simInfo == nullptr || simInfo->size != sizeof(tuttiSimInfo_t) ||
+      simInfo->magic != TUTTI_SIM_INFO_MAGIC) {
+    tutti::api::threadLastError() =
+        "tuttiGroupSimulateEnd: simInfo is NULL or not made with TUTTI_SIM_INFO_INITIALIZER (the "
+        "group stays open)";
+    return tuttiInvalidArgument;
+  }
+  if (tutti::api::tlsGroupDepth != 1) {
+    tutti::api::threadLastError() =
+        tutti::api::tlsGroupDepth == 0
+            ? "tuttiGroupSimulateEnd: no matching tuttiGroupStart"
+            : "tuttiGroupSimulateEnd: only the outermost group may be simulated (the group stays "
+              "open)";
+    return tuttiInvalidUsage;
+  }
+  tutti::api::tlsGroupDepth = 0;
+  tuttiResult_t result = tuttiSuccess;
+  std::string error;
+  tutti::api::EndedGroup group = tutti::api::endGroup(&result, &error);
+  if (group.refused != tuttiSuccess)
+    return tutti::api::failRefusedGroup(group.comms, group.refused, group.refusedText,
+                                        group.refusedCalls);
+  double slowest = 0;  // the communicators progress at the same time
+  for (tutti::api::PerComm* pc : tutti::api::liveComms(group.comms, &result, &error)) {
+    double seconds = 0;
+    const tuttiResult_t r = tutti::api::estimateRecorded(*pc, &seconds);
+    if (r != tuttiSuccess && result == tuttiSuccess) {
+      result = r;
+      error = tutti::api::threadLastError();
+    }
+    slowest = std::max(slowest, seconds);
+  }
+  simInfo->estimatedTime = static_cast<float>(slowest * 1e6);
   if (result != tuttiSuccess) tutti::api::threadLastError() = error;
   return result;
 }

@@ -23,9 +23,13 @@ namespace tutti::api {
 int groupDepth();
 // Throw tuttiInvalidUsage when an earlier call of the group on comm named another stream.
 // fusible: set for a call of host buffers that group_fusion.h may fuse or pack with others.
+// estimate: the call's time under the cost model (tuttiGroupSimulateEnd; null: none).
 void deferCollective(tuttiComm_t comm, std::function<void()> run,
-                     std::shared_ptr<HostStream> stream,
-                     std::optional<FusibleCall> fusible = std::nullopt);
+                     std::shared_ptr<HostStream> stream, std::optional<FusibleCall> fusible,
+                     std::function<double(Communicator&)> estimate);
+// The cost model's time of a recorded call named fn (a C entry point) with info, or null for
+// a call the model cannot price (tuttiNeighborAllReduce, tuttiAllReduceCompressed).
+std::function<double(Communicator&)> estimateOf(std::string_view fn, const CallInfo& info);
 void deferP2p(tuttiComm_t comm, const P2pOp& op, std::shared_ptr<HostStream> stream);
 // An init started inside a group on its own thread: tuttiGroupEnd joins it first.
 void deferInit(tuttiComm_t comm);

@@ -60,6 +60,9 @@ struct FusibleCall {
 struct RecordedCall {
   std::function<void()> run;           // the call alone
   std::optional<FusibleCall> fusible;  // set for a host call within fuseLimit
+  // The cost model's time of the call in seconds (tuttiGroupSimulateEnd); null: the call has
+  // no estimate.
+  std::function<double(Communicator&)> estimate;
 };
 
 // Runs the calls in order, fusing and packing as described above.

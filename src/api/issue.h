@@ -71,7 +71,7 @@ tuttiResult_t issue(tuttiComm_t comm, const char* fn, const CallInfo& info, cons
     if (!device && coll && std::max(b.sendBytes, b.recvBytes) <= fuseLimit(*coll))
       fusible = FusibleCall{*coll,      b.send,     b.sendBytes, b.recv, b.recvBytes,
                             info.count, info.dtype, info.op,     perf,   callName(fn)};
-    deferCollective(comm, std::move(run), std::move(host), fusible);
+    deferCollective(comm, std::move(run), std::move(host), fusible, estimateOf(fn, info));
     return tuttiSuccess;
   }
   if (host)

@@ -97,6 +97,13 @@ class Communicator {
                  std::span<const size_t> sendDispls, void* recv, std::span<const size_t> recvCounts,
                  std::span<const size_t> recvDispls, tuttiDataType_t dtype);
   void barrier();
+  // The cost model's time (seconds) of a collective of these arguments on this communicator
+  // (Planner::estimate) and of a batch of sends and receives; local, nothing runs. Before the
+  // first collective has made the shared window, as if it had the window this communicator
+  // would make.
+  double estimateCollective(algo::Coll coll, size_t count, tuttiDataType_t dtype, tuttiRedOp_t op,
+                            int root);
+  double estimateP2p(std::span<const P2pOp> ops);
   // All-reduce of CUDA device buffers enqueued on `stream` (a cudaStream_t) and run on the
   // device without staging (device_allreduce.h), for ranks that all share one host. The first
   // call sets the path up (collective); false, on every rank alike, when it cannot serve this
@@ -276,6 +283,8 @@ class Communicator {
   // The execution options of the call about to run (window, call tag); fails when aborted.
   const exec::ExecOptions& callOptions();
   algo::CollArgs baseArgs(algo::Coll coll, size_t count, tuttiDataType_t dtype) const;
+  // The shared window's chunk for the direct algorithms, also before the window is made.
+  size_t estimatedWindowChunk() const;
 
   // The store it was made from, its prefixed view, the transports' watched view, split names.
   CommStores stores_;

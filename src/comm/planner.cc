@@ -145,6 +145,17 @@ Planner::Choice Planner::choose(const algo::CollArgs& args, const std::string& s
   return c;
 }
 
+tuning::Candidate Planner::estimate(const algo::CollArgs& args, std::string_view spec) {
+  const std::string specText(spec);
+  const std::vector<tuning::Candidate>& ranking = rankingFor(args, specText);
+  auto [forced, perCollective] = tuning::forcedAlgorithm(specText, args.coll);
+  if (forced.empty() || algo::find(args.coll, forced) == nullptr) return ranking[0];
+  for (const tuning::Candidate& c : ranking)
+    if (forced == c.info->name) return c;
+  fail(tuttiInvalidArgument, "algorithm '", forced, "' does not apply to this ",
+       algo::collName(args.coll), " (", args.nranks, " ranks, ", args.count, " elements)");
+}
+
 const algo::AlgorithmInfo& Planner::chooseByModel(const algo::CollArgs& args,
                                                   const std::string& spec) {
   return *rankingFor(args, spec)[0].info;

@@ -76,6 +76,10 @@ class Planner {
   // tuttiInvalidArgument for a forced algorithm that does not exist or apply. The reference
   // stays valid until the next call.
   const CallPlan& plan(const algo::CollArgs& args, std::string_view spec);
+  // What a call of args would run by the cost model and the model's time for it: the algorithm
+  // spec forces (tuttiInvalidArgument where it does not apply, as plan()), else the model's
+  // choice. Asks no online refinement (counts no call, changes no choice) and builds no plan.
+  tuning::Candidate estimate(const algo::CollArgs& args, std::string_view spec);
   // An all-to-all-v whose algorithm (the forced or automatic one) needs the send counts of
   // its host's members (CollArgs::hostSendCounts): that algorithm, else null. The caller runs
   // the exchange (algo::hostSendCountsExchange) inside the call, then plan().

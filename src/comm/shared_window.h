@@ -33,9 +33,15 @@ class SharedWindow {
   transport::Window* get() const { return window_.get(); }
   explicit operator bool() const { return window_ != nullptr; }
   size_t bytes() const { return window_ ? window_->bytes() : 0; }
+  // Whether the window was tried (made, or found not to apply) already.
+  bool tried() const { return tried_; }
   // The direct algorithms' chunk in the window: at most maxChunk (0: the whole window).
   void setMaxChunk(size_t maxChunk) { maxChunk_ = maxChunk; }
-  size_t chunkBytes() const { return maxChunk_ == 0 ? bytes() : std::min(bytes(), maxChunk_); }
+  size_t chunkBytes() const { return chunkBytesOf(bytes()); }
+  // ... in a window of `bytes`.
+  size_t chunkBytesOf(size_t bytes) const {
+    return maxChunk_ == 0 ? bytes : std::min(bytes, maxChunk_);
+  }
   // The call's tag into slot (call number modulo kTagSlots); nothing without a window.
   void writeTag(const CallTag& tag);
   // After a failure or an abort: the peers' waits on this rank's window fail instead of

@@ -63,6 +63,13 @@ def test_completion_hooks_timing_and_profiler_events():
     assert all(rc == 0 for rc, _, _ in results), describe(results)
 
 
+def test_time_estimator_runs_nothing_and_prices_the_operations():
+    """torch.distributed._time_estimator: nothing runs, the estimate grows and adds up, sends
+    and receives are priced, an operation it cannot record ends it (time_estimate_worker.py)."""
+    results = run_ranks(3, "time_estimate_worker.py", timeout=120)
+    assert all(rc == 0 for rc, _, _ in results), describe(results)
+
+
 def test_flight_recorder_dump_read_by_torchs_fr_trace(tmp_path):
     """Rank 2 never joins the fourth collective: tutti's dumps in torch's format name it through
     torch's own analyser."""
