@@ -214,17 +214,31 @@ struct EndedGroup {
   tuttiResult_t refused = tuttiSuccess;
   std::string refusedText;
   size_t refusedCalls = 0;
+  std::vector<PerComm*> live;           // its communicators still alive
+  tuttiResult_t result = tuttiSuccess;  // the first failure so far, and its text
+  std::string error;
 };
 
-EndedGroup endGroup(tuttiResult_t* result, std::string* error) {
+std::vector<PerComm*> liveComms(std::vector<PerComm>& comms, tuttiResult_t* result,
+                                std::string* error);
+
+// Ends the outermost group into *g. A group that held a refused call fails here (the refused
+// call's code, returned; nothing of it may run); else tuttiSuccess, with g->result / g->error
+// the first failure of its inits or of a dropped communicator.
+tuttiResult_t endGroup(EndedGroup* g) {
   GroupState& s = state();
-  EndedGroup g{std::move(s.comms), std::exchange(s.refused, tuttiSuccess),
-               std::exchange(s.refusedText, std::string()), std::exchange(s.refusedCalls, 0)};
+  g->comms = std::move(s.comms);
+  g->refused = std::exchange(s.refused, tuttiSuccess);
+  g->refusedText = std::exchange(s.refusedText, std::string());
+  g->refusedCalls = std::exchange(s.refusedCalls, 0);
   auto inits = std::move(s.inits);
   s.comms.clear();
   s.inits.clear();
-  *result = finishInits(inits, error);
-  return g;
+  g->result = finishInits(inits, &g->error);
+  if (g->refused != tuttiSuccess)
+    return failRefusedGroup(g->comms, g->refused, g->refusedText, g->refusedCalls);
+  g->live = liveComms(g->comms, &g->result, &g->error);
+  return tuttiSuccess;
 }
 
 // The group's communicators still alive. Calls recorded on one destroyed inside the group are
@@ -332,13 +346,11 @@ TUTTI_API tuttiResult_t tuttiGroupEnd(void) {
     return tuttiInvalidUsage;
   }
   if (--tutti::api::tlsGroupDepth > 0) return tuttiSuccess;
-  tuttiResult_t result = tuttiSuccess;
-  std::string error;
-  tutti::api::EndedGroup group = tutti::api::endGroup(&result, &error);
-  if (group.refused != tuttiSuccess)
-    return tutti::api::failRefusedGroup(group.comms, group.refused, group.refusedText,
-                                        group.refusedCalls);
-  std::vector<tutti::api::PerComm*> live = tutti::api::liveComms(group.comms, &result, &error);
+  tutti::api::EndedGroup group;
+  if (tuttiResult_t refused = tutti::api::endGroup(&group); refused) return refused;
+  std::vector<tutti::api::PerComm*>& live = group.live;
+  tuttiResult_t& result = group.result;
+  std::string& error = group.error;
   // Every communicator's calls progress at the same time (one thread each beyond the
   // first), as NCCL issues a group's operations together: ranks may record the
   // communicators in different orders, and one thread may drive several ranks of one
@@ -390,14 +402,13 @@ TUTTI_API tuttiResult_t tuttiGroupSimulateEnd(tuttiSimInfo_t* simInfo) {
     return tuttiInvalidUsage;
   }
   tutti::api::tlsGroupDepth = 0;
-  tuttiResult_t result = tuttiSuccess;
-  std::string error;
-  tutti::api::EndedGroup group = tutti::api::endGroup(&result, &error);
-  if (group.refused != tuttiSuccess)
-    return tutti::api::failRefusedGroup(group.comms, group.refused, group.refusedText,
-                                        group.refusedCalls);
+  tutti::api::EndedGroup group;
+  if (tuttiResult_t refused = tutti::api::endGroup(&group); refused) return refused;
+  std::vector<tutti::api::PerComm*>& live = group.live;
+  tuttiResult_t& result = group.result;
+  std::string& error = group.error;
   double slowest = 0;  // the communicators progress at the same time
-  for (tutti::api::PerComm* pc : tutti::api::liveComms(group.comms, &result, &error)) {
+  for (tutti::api::PerComm* pc : live) {
     double seconds = 0;
     const tuttiResult_t r = tutti::api::estimateRecorded(*pc, &seconds);
     if (r != tuttiSuccess && result == tuttiSuccess) {
