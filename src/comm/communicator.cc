@@ -429,10 +429,14 @@ void Communicator::checkSameCall(const CallTag& mine) {
   }
 }
 
+bool Communicator::windowWanted() const {
+  return nranks_ >= 2 && !membership_->multiHost() && options_.shmWindowBytes > 0;
+}
+
 void Communicator::ensureWindow() {
   if (!window_.firstTry()) return;
-  int64_t bytes = options_.shmWindowBytes;
-  if (nranks_ < 2 || membership_->multiHost() || bytes <= 0) return;
+  const int64_t bytes = options_.shmWindowBytes;
+  if (!windowWanted()) return;
   testDieAt("window", rank_);
   Deadline deadline(options_.timeoutSec);
   try {

@@ -283,6 +283,8 @@ class Communicator {
   // The execution options of the call about to run (window, call tag); fails when aborted.
   const exec::ExecOptions& callOptions();
   algo::CollArgs baseArgs(algo::Coll coll, size_t count, tuttiDataType_t dtype) const;
+  // Whether ranks like these make a shared window at their first collective (ensureWindow).
+  bool windowWanted() const;
   // The shared window's chunk for the direct algorithms, also before the window is made.
   size_t estimatedWindowChunk() const;
 

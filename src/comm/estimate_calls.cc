@@ -14,8 +14,7 @@ size_t Communicator::estimatedWindowChunk() const {
   // transport may serve these ranks.
   const bool shmAllowed =
       options_.transport.empty() || options_.transport.find("shm") != std::string::npos;
-  if (nranks_ < 2 || membership_->multiHost() || options_.shmWindowBytes <= 0 || !shmAllowed)
-    return 0;
+  if (!windowWanted() || !shmAllowed) return 0;
   return window_.chunkBytesOf(static_cast<size_t>(options_.shmWindowBytes));
 }
 

@@ -84,6 +84,12 @@ tuning::CostModel Planner::model(const algo::CollArgs& args) const {
 }
 
 namespace {
+// A forced algorithm that does not apply to args: tuttiInvalidArgument naming both.
+[[noreturn]] void failNotApplicable(const std::string& forced, const algo::CollArgs& args) {
+  fail(tuttiInvalidArgument, "algorithm '", forced, "' does not apply to this ",
+       algo::collName(args.coll), " (", args.nranks, " ranks, ", args.count, " elements)");
+}
+
 // Calls whose choice online refinement may refine: not forced (checked before), not
 // deterministic (the choice must not depend on timing), not a V-collective (its blocks differ
 // from call to call and between ranks), more than one rank.
@@ -127,9 +133,7 @@ Planner::Choice Planner::choose(const algo::CollArgs& args, const std::string& s
            forced, "' (available: ", names, ")");
     }
     if (info != nullptr) {
-      if (!info->applicable(args))
-        fail(tuttiInvalidArgument, "algorithm '", forced, "' does not apply to this ",
-             algo::collName(args.coll), " (", args.nranks, " ranks, ", args.count, " elements)");
+      if (!info->applicable(args)) failNotApplicable(forced, args);
       Choice c;
       c.info = info;
       return c;
@@ -152,8 +156,7 @@ tuning::Candidate Planner::estimate(const algo::CollArgs& args, std::string_view
   if (forced.empty() || algo::find(args.coll, forced) == nullptr) return ranking[0];
   for (const tuning::Candidate& c : ranking)
     if (forced == c.info->name) return c;
-  fail(tuttiInvalidArgument, "algorithm '", forced, "' does not apply to this ",
-       algo::collName(args.coll), " (", args.nranks, " ranks, ", args.count, " elements)");
+  failNotApplicable(forced, args);
 }
 
 const algo::AlgorithmInfo& Planner::chooseByModel(const algo::CollArgs& args,
