@@ -10,10 +10,10 @@
 namespace tutti::api {
 
 P2pPosts::P2pPosts() : wakeFd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
-  if (wakeFd_ < 0) throwSystemError("eventfd for point-to-point calls");
+  if (!wakeFd_.valid()) throwSystemError("eventfd for point-to-point calls");
 }
 
-P2pPosts::~P2pPosts() { ::close(wakeFd_); }
+P2pPosts::~P2pPosts() = default;
 
 void P2pPosts::add(uint64_t ticket, std::shared_ptr<Post> post) {
   {
@@ -21,7 +21,7 @@ void P2pPosts::add(uint64_t ticket, std::shared_ptr<Post> post) {
     waiting_.emplace(ticket, std::move(post));
   }
   const uint64_t one = 1;
-  (void)!::write(wakeFd_, &one, sizeof one);  // a full counter is still readable
+  (void)!::write(wakeFd_.get(), &one, sizeof one);  // a full counter is still readable
 }
 
 bool P2pPosts::claim(uint64_t ticket) {
@@ -31,7 +31,7 @@ bool P2pPosts::claim(uint64_t ticket) {
 
 bool P2pPosts::absorbFollowing(uint64_t& last, std::vector<std::shared_ptr<Post>>& into) {
   uint64_t drained;
-  (void)!::read(wakeFd_, &drained, sizeof drained);
+  (void)!::read(wakeFd_.get(), &drained, sizeof drained);
   std::lock_guard<std::mutex> lock(mutex_);
   bool moved = false;
   for (auto it = waiting_.find(last + 1); it != waiting_.end() && it->first == last + 1;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "comm/p2p_batch.h"
+#include "common/unique_fd.h"
 #include "tutti/tutti.h"
 
 namespace tutti::api {
@@ -46,12 +47,12 @@ class P2pPosts {
   // `into`, marked absorbed, and advances last; whether it moved any. Drains wakeFd.
   bool absorbFollowing(uint64_t& last, std::vector<std::shared_ptr<Post>>& into);
   // Readable after add() until the next absorbFollowing().
-  int wakeFd() const { return wakeFd_; }
+  int wakeFd() const { return wakeFd_.get(); }
 
  private:
   std::mutex mutex_;
   std::map<uint64_t, std::shared_ptr<Post>> waiting_;
-  int wakeFd_ = -1;
+  UniqueFd wakeFd_;
 };
 
 }  // namespace tutti::api

@@ -10,16 +10,16 @@
 namespace tutti::bootstrap {
 
 AbortSignal::AbortSignal() {
-  fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (fd_ < 0) throwSystemError("eventfd for a store abort signal");
+  fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!fd_.valid()) throwSystemError("eventfd for a store abort signal");
 }
 
-AbortSignal::~AbortSignal() { ::close(fd_); }
+AbortSignal::~AbortSignal() = default;
 
 void AbortSignal::raise() {
   if (raised_.exchange(true)) return;
   uint64_t one = 1;
-  [[maybe_unused]] ssize_t w = ::write(fd_, &one, sizeof(one));
+  [[maybe_unused]] ssize_t w = ::write(fd_.get(), &one, sizeof(one));
 }
 
 }  // namespace tutti::bootstrap

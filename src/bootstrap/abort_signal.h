@@ -5,6 +5,8 @@
 
 #include <atomic>
 
+#include "common/unique_fd.h"
+
 namespace tutti::bootstrap {
 
 class AbortSignal {
@@ -18,11 +20,11 @@ class AbortSignal {
   void raise();
   bool raised() const { return raised_.load(); }
   // Readable once raised.
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
 
  private:
   std::atomic<bool> raised_{false};
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 }  // namespace tutti::bootstrap

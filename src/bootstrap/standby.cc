@@ -29,32 +29,26 @@ StandbyAddress StandbyAddress::parse(const std::string& text) {
 
 StandbyStore::StandbyStore(const std::string& bindHost) {
   SockAddr bind = SockAddr::resolve(bindHost, 0, "standby store address");
-  listenFd_ = TcpStoreServer::listenSocket(bind);
-  address_.addr = SockAddr::local(listenFd_);
+  listenFd_.reset(TcpStoreServer::listenSocket(bind));
+  address_.addr = SockAddr::local(listenFd_.get());
   address_.secret = randomSecret();
 }
 
-StandbyStore::~StandbyStore() {
-  if (listenFd_ >= 0) ::close(listenFd_);
-}
+StandbyStore::~StandbyStore() = default;
 
 std::shared_ptr<TcpStoreServer> StandbyStore::serve() {
   std::lock_guard lock(mu_);
   if (!server_) {
-    int fd = listenFd_;
-    listenFd_ = -1;  // the server owns it now (and closes it on failure)
+    const int fd = listenFd_.release();  // the server owns it now (and closes it on failure)
     server_ = std::make_shared<TcpStoreServer>(fd, address_.secret);
   }
   return server_;
 }
 
 Liveness probe(const SockAddr& addr, double timeoutSec) {
-  int fd = ::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  const UniqueFd owned(::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  const int fd = owned.get();
   if (fd < 0) throwSystemError("liveness probe: socket");
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
   if (::connect(fd, addr.sa(), addr.len) == 0) return Liveness::kAlive;
   if (errno != EINPROGRESS && errno != EINTR) return Liveness::kRefused;
   Deadline deadline(timeoutSec);

@@ -16,6 +16,7 @@
 
 #include "bootstrap/secret.h"
 #include "bootstrap/sock_addr.h"
+#include "common/unique_fd.h"
 
 namespace tutti::bootstrap {
 
@@ -48,7 +49,7 @@ class StandbyStore {
  private:
   StandbyAddress address_;
   std::mutex mu_;
-  int listenFd_ = -1;  // until serve() hands it to the server
+  UniqueFd listenFd_;  // until serve() hands it to the server
   std::shared_ptr<TcpStoreServer> server_;
 };
 

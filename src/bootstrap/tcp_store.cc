@@ -53,14 +53,9 @@ TcpStore::TcpStore(const std::string& serverHostPort, const Secret& secret,
 
 TcpStore::TcpStore(const SockAddr& server, const Secret& secret, const Deadline& connectDeadline)
     : server_(server), secret_(secret), opTimeout_(timeoutFromEnv()) {
-  abortFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (abortFd_ < 0) throwSystemError("TcpStore: eventfd");
-  try {
-    connect(connectDeadline);
-  } catch (...) {
-    ::close(abortFd_);
-    throw;
-  }
+  abortFd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!abortFd_.valid()) throwSystemError("TcpStore: eventfd");
+  connect(connectDeadline);
 }
 
 std::shared_ptr<Store> TcpStore::separateClient() {
@@ -75,24 +70,18 @@ std::shared_ptr<Store> TcpStore::separateClient() {
 
 TcpStore::TcpStore(const SockAddr& server, const Secret& secret, double opTimeout)
     : server_(server), secret_(secret), opTimeout_(opTimeout) {
-  abortFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (abortFd_ < 0) throwSystemError("TcpStore: eventfd");
+  abortFd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!abortFd_.valid()) throwSystemError("TcpStore: eventfd");
 }
 
-TcpStore::~TcpStore() {
-  disconnect();
-  ::close(abortFd_);
-}
+TcpStore::~TcpStore() = default;
 
-void TcpStore::disconnect() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
+void TcpStore::disconnect() { fd_.reset(); }
 
 void TcpStore::abort() {
   aborted_.store(true);
   uint64_t one = 1;
-  [[maybe_unused]] ssize_t w = ::write(abortFd_, &one, sizeof(one));
+  [[maybe_unused]] ssize_t w = ::write(abortFd_.get(), &one, sizeof(one));
 }
 
 void TcpStore::waitFd(short events, const Deadline& d, const std::string& what) {
@@ -100,7 +89,7 @@ void TcpStore::waitFd(short events, const Deadline& d, const std::string& what) 
     if (aborted_.load()) fail(tuttiRemoteError, "TcpStore ", what, ": store aborted");
     if (also_ != nullptr && also_->raised())
       fail(tuttiRemoteError, "TcpStore ", what, ": communicator aborted");
-    pollfd fds[3] = {{fd_, events, 0}, {abortFd_, POLLIN, 0}, {-1, POLLIN, 0}};
+    pollfd fds[3] = {{fd_.get(), events, 0}, {abortFd_.get(), POLLIN, 0}, {-1, POLLIN, 0}};
     if (also_ != nullptr) fds[2].fd = also_->fd();
     int left = d.msLeft();
     if (left <= 0)
@@ -123,7 +112,7 @@ void TcpStore::connectSocket(const Deadline& deadline) {
     if (aborted_.load()) fail(tuttiRemoteError, "TcpStore connect to ", address(), ": aborted");
     int fd = ::socket(server_.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) throwSystemError("TcpStore: socket");
-    fd_ = fd;
+    fd_.reset(fd);
     int err = 0;
     if (::connect(fd, server_.sa(), server_.len) != 0) {
       err = errno;
@@ -160,14 +149,14 @@ void TcpStore::connectSocket(const Deadline& deadline) {
            " s (last error: ", std::string(std::strerror(lastErr)), ")");
     }
     // Sleep with backoff, woken early by abort().
-    pollfd pfd{abortFd_, POLLIN, 0};
+    pollfd pfd{abortFd_.get(), POLLIN, 0};
     ::poll(&pfd, 1, std::min(backoffMs, deadline.msLeft()));
     backoffMs = std::min(backoffMs * 2, 1000);
   }
   int one = 1;
-  ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  ::setsockopt(fd_.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   std::lock_guard lock(localMu_);
-  localHost_ = SockAddr::local(fd_).host();
+  localHost_ = SockAddr::local(fd_.get()).host();
 }
 
 void TcpStore::connect(const Deadline& deadline) {
@@ -186,7 +175,7 @@ void TcpStore::connect(const Deadline& deadline) {
            secondsText(deadline.totalSeconds()),
            " s (a tutti store sheds connections when flooded with idle ones or out of file "
            "descriptors; or it is not a tutti store)");
-    pollfd pfd{abortFd_, POLLIN, 0};
+    pollfd pfd{abortFd_.get(), POLLIN, 0};
     ::poll(&pfd, 1, std::min(backoffMs, deadline.msLeft()));
     backoffMs = std::min(backoffMs * 2, 500);
   }
@@ -226,7 +215,7 @@ void TcpStore::sendAll(const std::vector<uint8_t>& data, const Deadline& d,
                        const std::string& what) {
   size_t off = 0;
   while (off < data.size()) {
-    ssize_t w = ::send(fd_, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    ssize_t w = ::send(fd_.get(), data.data() + off, data.size() - off, MSG_NOSIGNAL);
     if (w > 0) {
       off += static_cast<size_t>(w);
       continue;
@@ -245,7 +234,7 @@ void TcpStore::recvAll(void* p, size_t n, const Deadline& d, const std::string& 
   auto* b = static_cast<uint8_t*>(p);
   size_t off = 0;
   while (off < n) {
-    ssize_t r = ::recv(fd_, b + off, n - off, 0);
+    ssize_t r = ::recv(fd_.get(), b + off, n - off, 0);
     if (r > 0) {
       off += static_cast<size_t>(r);
       continue;
@@ -289,7 +278,7 @@ auto TcpStore::withConnection(const Deadline& d, const AbortSignal* also, F&& f)
     ~AlsoScope() { slot = nullptr; }
   } scope{also_};
   also_ = also;
-  if (fd_ < 0) connect(d);
+  if (!fd_.valid()) connect(d);
   try {
     return f();
   } catch (const Error& e) {

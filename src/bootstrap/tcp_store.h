@@ -12,6 +12,7 @@
 #include "bootstrap/secret.h"
 #include "bootstrap/sock_addr.h"
 #include "bootstrap/store.h"
+#include "common/unique_fd.h"
 
 namespace tutti::bootstrap {
 
@@ -145,10 +146,10 @@ class TcpStore : public Store {
   Secret secret_;
   double opTimeout_;
   std::mutex mu_;  // one request at a time
-  int fd_ = -1;
+  UniqueFd fd_;
   std::mutex localMu_;     // guards localHost_ (mu_ may be held by a waiting get)
   std::string localHost_;  // of the last connection
-  int abortFd_ = -1;
+  UniqueFd abortFd_;
   std::atomic<bool> aborted_{false};
   const AbortSignal* also_ = nullptr;  // of the get in progress (under mu_)
   bool servedBefore_ = false;          // a handshake succeeded once (under mu_)

@@ -17,6 +17,7 @@
 #include "bootstrap/tcp_store_protocol.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/unique_fd.h"
 
 namespace tutti::bootstrap {
 
@@ -32,7 +33,7 @@ constexpr double kShedAfterSeconds = 0.25;
 constexpr double kDrainSeconds = 1.0;
 
 struct Conn {
-  int fd = -1;
+  UniqueFd fd;
   std::string peer;
   bool authed = false;
   bool closed = false;
@@ -51,13 +52,13 @@ struct Conn {
 struct TcpStoreServer::Impl {
   SockAddr addr;
   Secret secret;
-  int listenFd = -1;
-  int stopFd = -1;
+  UniqueFd listenFd;
+  UniqueFd stopFd;
   // Out of file descriptors (EMFILE/ENFILE), accept() fails and leaves the connection pending,
   // so the listener stays readable: a spare fd is closed to accept and drop it, then reopened
   // (the classic reserve-fd trick). Without a spare, the listener is not polled for a while.
   // The warning is printed at most every kFdWarnSeconds with the count since the last one.
-  int spareFd = -1;
+  UniqueFd spareFd;
   std::chrono::steady_clock::time_point listenPausedUntil{};
   std::chrono::steady_clock::time_point lastFdWarn{};
   uint64_t fdDropsSinceWarn = 0;
@@ -144,8 +145,7 @@ struct TcpStoreServer::Impl {
     if (c.closed) return;
     TUTTI_TRACE(kBootstrap, "TcpStore server " << addr.toString() << ": closing connection from "
                                                << c.peer << " (" << why << ")");
-    if (c.fd >= 0) ::close(c.fd);
-    c.fd = -1;
+    c.fd.reset();
     c.closed = true;
     if (c.authed) live.fetch_sub(1);
   }
@@ -158,18 +158,17 @@ TcpStoreServer::TcpStoreServer(const std::string& bindHostPort, const Secret& se
 namespace {
 // A bound, listening, non-blocking socket on bindAddr (port 0: an ephemeral port).
 int listenOn(const SockAddr& bindAddr, int backlog) {
-  int fd = ::socket(bindAddr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) throwSystemError("TcpStoreServer: socket for " + bindAddr.toString());
+  UniqueFd fd(::socket(bindAddr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) throwSystemError("TcpStoreServer: socket for " + bindAddr.toString());
   int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (::bind(fd, bindAddr.sa(), bindAddr.len) != 0 || ::listen(fd, backlog) != 0) {
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (::bind(fd.get(), bindAddr.sa(), bindAddr.len) != 0 || ::listen(fd.get(), backlog) != 0) {
     int err = errno;
-    ::close(fd);
     throwSystemError("TcpStoreServer: cannot listen on " + bindAddr.toString() +
                          (err == EADDRINUSE ? " (the port is taken; pick another one)" : ""),
                      err);
   }
-  return fd;
+  return fd.release();
 }
 }  // namespace
 
@@ -181,29 +180,21 @@ int TcpStoreServer::listenSocket(const SockAddr& bindAddr) { return listenOn(bin
 TcpStoreServer::TcpStoreServer(int listeningFd, const Secret& secret)
     : impl_(std::make_unique<Impl>()) {
   impl_->secret = secret;
-  const int fd = listeningFd;
-  impl_->listenFd = fd;
-  impl_->addr = SockAddr::local(fd);
-  impl_->stopFd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (impl_->stopFd < 0) {
-    int err = errno;
-    ::close(fd);
-    throwSystemError("TcpStoreServer: eventfd", err);
-  }
-  impl_->spareFd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  impl_->listenFd.reset(listeningFd);  // closed with impl_ if the rest throws
+  impl_->addr = SockAddr::local(listeningFd);
+  impl_->stopFd.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!impl_->stopFd.valid()) throwSystemError("TcpStoreServer: eventfd");
+  impl_->spareFd.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   impl_->thread = std::thread([impl = impl_.get()] { impl->run(); });
   TUTTI_INFO(kBootstrap, "TcpStore server listening on " << impl_->addr.toString());
 }
 
 TcpStoreServer::~TcpStoreServer() {
   uint64_t one = 1;
-  [[maybe_unused]] ssize_t w = ::write(impl_->stopFd, &one, sizeof(one));
+  [[maybe_unused]] ssize_t w = ::write(impl_->stopFd.get(), &one, sizeof(one));
   impl_->thread.join();
   for (auto& c : impl_->conns) impl_->close(*c, "server shutting down");
-  ::close(impl_->listenFd);
-  ::close(impl_->stopFd);
-  if (impl_->spareFd >= 0) ::close(impl_->spareFd);
-}
+}  // impl_ closes the listening socket and the fds it holds
 
 const SockAddr& TcpStoreServer::sockAddr() const { return impl_->addr; }
 const Secret& TcpStoreServer::secret() const { return impl_->secret; }
@@ -227,16 +218,16 @@ void TcpStoreServer::Impl::run() {
   std::vector<pollfd> fds;
   for (;;) {
     fds.clear();
-    fds.push_back({stopFd, POLLIN, 0});
+    fds.push_back({stopFd.get(), POLLIN, 0});
     // A paused listener (fd -1) is ignored by poll.
     auto pauseLeft = std::chrono::ceil<std::chrono::milliseconds>(listenPausedUntil -
                                                                   std::chrono::steady_clock::now());
     bool paused = pauseLeft.count() > 0;
-    fds.push_back({paused ? -1 : listenFd, POLLIN, 0});
+    fds.push_back({paused ? -1 : listenFd.get(), POLLIN, 0});
     for (auto& c : conns) {
       short ev = POLLIN;
       if (c->outPos < c->out.size()) ev |= POLLOUT;
-      fds.push_back({c->fd, ev, 0});
+      fds.push_back({c->fd.get(), ev, 0});
     }
     int n = ::poll(fds.data(), fds.size(),
                    paused ? static_cast<int>(std::min<int64_t>(pauseLeft.count(), 50)) : 1000);
@@ -282,7 +273,7 @@ void TcpStoreServer::Impl::drainReplies() {
     fds.clear();
     for (auto& c : conns) {
       if (!c->closed && c->outPos < c->out.size()) flush(*c);
-      if (!c->closed && c->outPos < c->out.size()) fds.push_back({c->fd, POLLOUT, 0});
+      if (!c->closed && c->outPos < c->out.size()) fds.push_back({c->fd.get(), POLLOUT, 0});
     }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         until - std::chrono::steady_clock::now());
@@ -301,7 +292,7 @@ void TcpStoreServer::Impl::acceptAll() {
       listenPausedUntil = std::chrono::steady_clock::now() + kFullPause;
       return;
     }
-    int fd = ::accept4(listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int fd = ::accept4(listenFd.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if ((errno == EMFILE || errno == ENFILE) && shedIdleStranger("out of file descriptors"))
@@ -315,7 +306,7 @@ void TcpStoreServer::Impl::acceptAll() {
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     auto c = std::make_unique<Conn>();
-    c->fd = fd;
+    c->fd.reset(fd);
     c->peer = SockAddr::peer(fd).toString();
     c->since = std::chrono::steady_clock::now();
     conns.push_back(std::move(c));
@@ -347,14 +338,11 @@ bool TcpStoreServer::Impl::shedIdleStranger(const char* why) {
 
 void TcpStoreServer::Impl::onOutOfFds(int err) {
   bool dropped = false;
-  if (spareFd >= 0) {
-    ::close(spareFd);
-    int fd = ::accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd >= 0) {
-      ::close(fd);
-      dropped = true;
-    }
-    spareFd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (spareFd.valid()) {
+    spareFd.reset();
+    // Accepted and closed at once, before the spare takes its slot back.
+    dropped = UniqueFd(::accept4(listenFd.get(), nullptr, nullptr, SOCK_CLOEXEC)).valid();
+    spareFd.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   }
   // No spare (it could not be reopened, or ENFILE took it): stop polling the listener for a
   // moment instead of spinning on a connection that cannot be accepted.
@@ -378,7 +366,7 @@ void TcpStoreServer::Impl::onOutOfFds(int err) {
 void TcpStoreServer::Impl::readFrom(Conn& c) {
   uint8_t buf[65536];
   for (;;) {
-    ssize_t r = ::recv(c.fd, buf, sizeof(buf), 0);
+    ssize_t r = ::recv(c.fd.get(), buf, sizeof(buf), 0);
     if (r > 0) {
       append(c, buf, static_cast<size_t>(r));
       continue;
@@ -392,7 +380,7 @@ void TcpStoreServer::Impl::readFrom(Conn& c) {
 
 void TcpStoreServer::Impl::flush(Conn& c) {
   while (c.outPos < c.out.size()) {
-    ssize_t w = ::send(c.fd, c.out.data() + c.outPos, c.out.size() - c.outPos, MSG_NOSIGNAL);
+    ssize_t w = ::send(c.fd.get(), c.out.data() + c.outPos, c.out.size() - c.outPos, MSG_NOSIGNAL);
     if (w > 0) {
       c.outPos += static_cast<size_t>(w);
       continue;

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <string>
 
+#include "common/unique_fd.h"
+
 namespace tutti {
 
 bool processGone(pid_t pid) {
@@ -19,12 +21,12 @@ char processState(pid_t pid) {
   // With read(2), not a stream: the process may be reaped before or during the read, which
   // then fails with ESRCH (libstdc++'s filebuf throws on that).
   const std::string path = "/proc/" + std::to_string(pid) + "/stat";
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT || errno == ESRCH ? 0 : '?';
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return errno == ENOENT || errno == ESRCH ? 0 : '?';
   char buf[1024];
-  ssize_t n = ::read(fd, buf, sizeof(buf));
+  ssize_t n = ::read(fd.get(), buf, sizeof(buf));
   const int readErr = errno;
-  ::close(fd);
+  fd.reset();
   if (n < 0) return readErr == ESRCH ? 0 : '?';
   const std::string stat(buf, static_cast<size_t>(n));
   size_t paren = stat.rfind(')');

@@ -17,6 +17,7 @@
 #include "common/error.h"
 #include "common/host_name.h"
 #include "common/process_gone.h"
+#include "common/unique_fd.h"
 
 namespace tutti::inspect {
 
@@ -65,11 +66,11 @@ std::string writeJobFile(const std::string& dir, const JobFile& job) {
                            "-" + std::to_string(::getpid()) + "-" + std::to_string(written++) +
                            "-" + fileSafe(job.name);
   const std::string tmp = base + ".tmp", path = base + ".job";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) throwSystemError("tutti-inspect: open " + tmp);
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd.valid()) throwSystemError("tutti-inspect: open " + tmp);
   const std::string s = text.str();
-  const bool ok = ::write(fd, s.data(), s.size()) == static_cast<ssize_t>(s.size());
-  ::close(fd);
+  const bool ok = ::write(fd.get(), s.data(), s.size()) == static_cast<ssize_t>(s.size());
+  fd.reset();
   if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
     ::unlink(tmp.c_str());
     throwSystemError("tutti-inspect: write " + path);

@@ -32,7 +32,7 @@ struct State {
   std::mutex mu;  // everything below; held while the statuses are taken
   pid_t pid = 0;  // the process that started the thread (0: none running)
   std::unique_ptr<std::thread> thread;
-  int listenFd = -1;  // shut down to end the thread (one descriptor a process, no wake-up fd)
+  UniqueFd listenFd;  // shut down to end the thread (one descriptor a process, no wake-up fd)
   bootstrap::Secret token{};
   std::string address;
   std::map<uint64_t, Responder::Status> entries;
@@ -49,8 +49,7 @@ void atforkChild() {
   State& s = state();
   if (s.pid != 0) {
     (void)s.thread.release();  // the parent's thread: nothing of it runs here
-    ::close(s.listenFd);       // this process's copy: the parent's socket stays
-    s.listenFd = -1;
+    s.listenFd.reset();        // this process's copy: the parent's socket stays
     s.pid = 0;
     s.address.clear();
   }
@@ -152,8 +151,8 @@ void start(State& s, const std::string& bindHost) {
   s.token = bootstrap::randomSecret();
   s.address =
       bootstrap::SockAddr::local(listenFd.get()).toString() + "|" + bootstrap::secretToHex(s.token);
-  s.listenFd = listenFd.release();
-  s.thread = std::make_unique<std::thread>(serve, s.listenFd, s.token);
+  s.listenFd = std::move(listenFd);
+  s.thread = std::make_unique<std::thread>(serve, s.listenFd.get(), s.token);
   s.pid = ::getpid();
 }
 
@@ -184,7 +183,7 @@ void Responder::Registration::release() {
   if (id_ == 0) return;
   State& s = state();
   std::unique_ptr<std::thread> thread;
-  int listenFd = -1;
+  UniqueFd listenFd;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (s.entries.erase(id_) == 0 || !s.entries.empty() || s.pid != ::getpid()) {
@@ -192,14 +191,13 @@ void Responder::Registration::release() {
       return;
     }
     thread = std::move(s.thread);
-    listenFd = std::exchange(s.listenFd, -1);
+    listenFd = std::move(s.listenFd);
     s.pid = 0;
     s.address.clear();
   }
   id_ = 0;
-  ::shutdown(listenFd, SHUT_RDWR);  // wakes the thread's poll
+  ::shutdown(listenFd.get(), SHUT_RDWR);  // wakes the thread's poll
   if (thread) thread->join();
-  ::close(listenFd);
-}
+}  // closes listenFd after the thread stopped using it
 
 }  // namespace tutti::inspect

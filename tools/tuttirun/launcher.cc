@@ -23,6 +23,7 @@
 
 #include "bootstrap/secret.h"
 #include "bootstrap/sock_addr.h"
+#include "common/unique_fd.h"
 
 namespace tutti::tuttirun {
 
@@ -37,7 +38,7 @@ struct Rank {
 };
 
 struct OutPipe {
-  int fd = -1;
+  tutti::UniqueFd fd;
   int rank = 0;
   int dest = 1;  // 1 stdout, 2 stderr
   std::string partial;
@@ -45,7 +46,8 @@ struct OutPipe {
 
 // A free TCP port on 127.0.0.1 (bound and released; rank 0 binds it again at once).
 int freeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const tutti::UniqueFd owned(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  const int fd = owned.get();
   if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -53,11 +55,9 @@ int freeLoopbackPort() {
   socklen_t len = sizeof(a);
   if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    int err = errno;
-    ::close(fd);
-    throw std::runtime_error(std::string("cannot pick a port on 127.0.0.1: ") + std::strerror(err));
+    throw std::runtime_error(std::string("cannot pick a port on 127.0.0.1: ") +
+                             std::strerror(errno));
   }
-  ::close(fd);
   return ntohs(a.sin_port);
 }
 
@@ -72,23 +72,22 @@ void writeAll(int fd, const std::string& s) {
 }
 
 // Opens /var/run/netns/<name> for every host (O_CLOEXEC: the ranks do not inherit them).
-std::vector<int> openNamespaces(const std::vector<std::string>& hosts) {
+std::vector<tutti::UniqueFd> openNamespaces(const std::vector<std::string>& hosts) {
   if (::geteuid() != 0)
     throw std::runtime_error(
         "--hosts needs root: entering a network namespace (setns CLONE_NEWNET) needs "
         "CAP_SYS_ADMIN; run tuttirun as root or drop --hosts");
-  std::vector<int> fds;
+  std::vector<tutti::UniqueFd> fds;
   for (const auto& h : hosts) {
     std::string path = "/var/run/netns/" + h;
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
+    tutti::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) {
       int err = errno;
-      for (int f : fds) ::close(f);
       throw std::runtime_error("network namespace '" + h + "' not found (" + path + ": " +
                                std::strerror(err) + "); create it with `ip netns add " + h +
                                "` or tools/netns-cluster.sh up N");
     }
-    fds.push_back(fd);
+    fds.push_back(std::move(fd));
   }
   return fds;
 }
@@ -99,13 +98,14 @@ std::string probeNamespaceAddr(int nsFd, const std::string& name) {
   int p[2];
   if (::pipe2(p, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  tutti::UniqueFd readEnd(p[0]), writeEnd(p[1]);
   std::fflush(nullptr);
   pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
-    ::close(p[0]);
+    readEnd.reset();
     auto reply = [&](const std::string& s) {
-      writeAll(p[1], s);
+      writeAll(writeEnd.get(), s);
       ::_exit(0);
     };
     if (::setns(nsFd, CLONE_NEWNET) != 0) reply(std::string("!setns: ") + std::strerror(errno));
@@ -131,16 +131,16 @@ std::string probeNamespaceAddr(int nsFd, const std::string& name) {
     ::inet_ntop(AF_INET, &found.sin_addr, ip, sizeof(ip));
     reply(std::string(ip) + ":" + std::to_string(ntohs(found.sin_port)));
   }
-  ::close(p[1]);
+  writeEnd.reset();
   std::string out;
   char buf[256];
   for (;;) {
-    ssize_t n = ::read(p[0], buf, sizeof(buf));
+    ssize_t n = ::read(readEnd.get(), buf, sizeof(buf));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     out.append(buf, static_cast<size_t>(n));
   }
-  ::close(p[0]);
+  readEnd.reset();
   int st = 0;
   while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
@@ -274,18 +274,13 @@ void parseHostsFile(const std::string& path, std::vector<std::string>* hosts,
 
 int runJob(const Options& o) {
   std::vector<int> hostOf = placeRanks(o.nranks, o.slots);
-  std::vector<int> nsFds;
+  std::vector<tutti::UniqueFd> nsFds;
   std::string addr;
   if (o.hosts.empty()) {
     addr = "127.0.0.1:" + std::to_string(freeLoopbackPort());
   } else {
     nsFds = openNamespaces(o.hosts);
-    try {
-      addr = probeNamespaceAddr(nsFds[hostOf[0]], o.hosts[hostOf[0]]);
-    } catch (...) {
-      for (int f : nsFds) ::close(f);
-      throw;
-    }
+    addr = probeNamespaceAddr(nsFds[hostOf[0]].get(), o.hosts[hostOf[0]]);
   }
   std::vector<int> localRank(o.nranks);
   TorchVars torch;
@@ -303,7 +298,7 @@ int runJob(const Options& o) {
          ++tries) {
       std::string probe = o.hosts.empty()
                               ? "127.0.0.1:" + std::to_string(freeLoopbackPort())
-                              : probeNamespaceAddr(nsFds[hostOf[0]], o.hosts[hostOf[0]]);
+                              : probeNamespaceAddr(nsFds[hostOf[0]].get(), o.hosts[hostOf[0]]);
       torch.masterPort = probe.substr(probe.rfind(':') + 1);
     }
   }
@@ -317,7 +312,8 @@ int runJob(const Options& o) {
   sigaddset(&mask, SIGCHLD);
   ::sigprocmask(SIG_BLOCK, &mask, &oldMask);
   ::signal(SIGPIPE, SIG_IGN);
-  int sigFd = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  const tutti::UniqueFd sigOwned(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  const int sigFd = sigOwned.get();
   if (sigFd < 0) throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
 
   std::vector<Rank> ranks(o.nranks);
@@ -328,18 +324,17 @@ int runJob(const Options& o) {
     int outP[2] = {-1, -1}, errP[2] = {-1, -1};
     if (o.tagOutput && (::pipe2(outP, O_CLOEXEC) != 0 || ::pipe2(errP, O_CLOEXEC) != 0))
       throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    tutti::UniqueFd outRead(outP[0]), outWrite(outP[1]), errRead(errP[0]), errWrite(errP[1]);
     pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
     if (pid == 0)
-      execRank(o, r, localRank[r], hostOf[r], nsFds.empty() ? -1 : nsFds[hostOf[r]], addr, secret,
-               torch, self, outP[1], errP[1], oldMask);
+      execRank(o, r, localRank[r], hostOf[r], nsFds.empty() ? -1 : nsFds[hostOf[r]].get(), addr,
+               secret, torch, self, outWrite.get(), errWrite.get(), oldMask);
     ::setpgid(pid, pid);  // also from the parent: no race with an early kill(-pid)
     ranks[r].pid = pid;
-    if (o.tagOutput) {
-      ::close(outP[1]);
-      ::close(errP[1]);
-      pipes.push_back({outP[0], r, 1, {}});
-      pipes.push_back({errP[0], r, 2, {}});
+    if (o.tagOutput) {  // the write ends close here: only the rank writes them
+      pipes.push_back({std::move(outRead), r, 1, {}});
+      pipes.push_back({std::move(errRead), r, 2, {}});
     }
   }
 
@@ -375,7 +370,7 @@ int runJob(const Options& o) {
   bool draining = false;
 
   for (;;) {
-    std::erase_if(pipes, [](const OutPipe& p) { return p.fd < 0; });
+    std::erase_if(pipes, [](const OutPipe& p) { return !p.fd.valid(); });
     if (alive == 0) {
       if (!draining) {
         signalAll(SIGKILL);  // nothing of the job may outlive it
@@ -386,7 +381,7 @@ int runJob(const Options& o) {
     }
     std::vector<pollfd> fds;
     fds.push_back({sigFd, POLLIN, 0});
-    for (auto& p : pipes) fds.push_back({p.fd, POLLIN, 0});
+    for (auto& p : pipes) fds.push_back({p.fd.get(), POLLIN, 0});
     int timeoutMs = 200;
     ::poll(fds.data(), fds.size(), timeoutMs);
 
@@ -403,14 +398,13 @@ int runJob(const Options& o) {
       if (!fds[i].revents) continue;
       OutPipe& p = pipes[i - 1];
       char buf[65536];
-      ssize_t n = ::read(p.fd, buf, sizeof(buf));
+      ssize_t n = ::read(p.fd.get(), buf, sizeof(buf));
       if (n > 0) {
         p.partial.append(buf, static_cast<size_t>(n));
         flushPipe(p, false);
       } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
         flushPipe(p, true);
-        ::close(p.fd);
-        p.fd = -1;
+        p.fd.reset();
       }
     }
     // Reap.
@@ -444,12 +438,7 @@ int runJob(const Options& o) {
       killed = true;
     }
   }
-  for (auto& p : pipes) {
-    flushPipe(p, true);
-    ::close(p.fd);
-  }
-  ::close(sigFd);
-  for (int f : nsFds) ::close(f);
+  for (auto& p : pipes) flushPipe(p, true);  // the pipes, sigFd and nsFds close on return
   ::sigprocmask(SIG_SETMASK, &oldMask, nullptr);
   return result;
 }

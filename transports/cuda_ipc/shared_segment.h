@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <string>
 
+#include "common/unique_fd.h"
+
 namespace tutti::transport::cudaipc {
 
 class SharedSegment {
@@ -26,13 +28,13 @@ class SharedSegment {
 
   std::byte* data() const { return static_cast<std::byte*>(addr_); }
   size_t size() const { return bytes_; }
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
 
  private:
   void reset();
   void* addr_ = nullptr;
   size_t bytes_ = 0;
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 class PeerWatch {
@@ -41,16 +43,13 @@ class PeerWatch {
   explicit PeerWatch(pid_t pid);
   PeerWatch(PeerWatch&& o) noexcept;
   PeerWatch& operator=(PeerWatch&& o) noexcept;
-  PeerWatch(const PeerWatch&) = delete;
-  PeerWatch& operator=(const PeerWatch&) = delete;
-  ~PeerWatch();
 
-  bool alive() const;             // never blocks
-  int fd() const { return fd_; }  // readable once the peer exited (-1 without pidfd)
+  bool alive() const;                   // never blocks
+  int fd() const { return fd_.get(); }  // readable once the peer exited (-1 without pidfd)
 
  private:
   pid_t pid_ = 0;
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 }  // namespace tutti::transport::cudaipc
