@@ -272,53 +272,83 @@ void parseHostsFile(const std::string& path, std::vector<std::string>* hosts,
   if (hosts->empty()) throw std::runtime_error("hosts file '" + path + "' lists no host");
 }
 
-int runJob(const Options& o) {
-  std::vector<int> hostOf = placeRanks(o.nranks, o.slots);
-  std::vector<tutti::UniqueFd> nsFds;
+namespace {
+
+// Where the job runs: each rank's host, the namespaces, rank 0's store address, the local
+// ranks, torch's variables and the job's secret.
+struct JobPlan {
+  std::vector<int> hostOf;
+  std::vector<tutti::UniqueFd> nsFds;  // empty without --hosts
   std::string addr;
-  if (o.hosts.empty()) {
-    addr = "127.0.0.1:" + std::to_string(freeLoopbackPort());
-  } else {
-    nsFds = openNamespaces(o.hosts);
-    addr = probeNamespaceAddr(nsFds[hostOf[0]].get(), o.hosts[hostOf[0]]);
-  }
-  std::vector<int> localRank(o.nranks);
+  std::vector<int> localRank;
   TorchVars torch;
-  {
-    std::vector<int> seen(o.hosts.size() + 1, 0);
-    for (int r = 0; r < o.nranks; ++r) localRank[r] = seen[hostOf[r] + 1]++;
-    for (int r = 0; r < o.nranks; ++r) torch.localWorldSize.push_back(seen[hostOf[r] + 1]);
+  std::string secret;
+
+  int nsFdOf(int rank) const { return nsFds.empty() ? -1 : nsFds[hostOf[rank]].get(); }
+};
+
+// A free "host:port" on rank 0's host.
+std::string freeAddrOnRank0Host(const Options& o, const JobPlan& plan) {
+  return o.hosts.empty() ? "127.0.0.1:" + std::to_string(freeLoopbackPort())
+                         : probeNamespaceAddr(plan.nsFdOf(0), o.hosts[plan.hostOf[0]]);
+}
+
+JobPlan planJob(const Options& o) {
+  JobPlan plan;
+  plan.hostOf = placeRanks(o.nranks, o.slots);
+  if (!o.hosts.empty()) plan.nsFds = openNamespaces(o.hosts);
+  plan.addr = freeAddrOnRank0Host(o, plan);
+  plan.localRank.resize(o.nranks);
+  std::vector<int> seen(o.hosts.size() + 1, 0);
+  for (int r = 0; r < o.nranks; ++r) plan.localRank[r] = seen[plan.hostOf[r] + 1]++;
+  for (int r = 0; r < o.nranks; ++r) plan.torch.localWorldSize.push_back(seen[plan.hostOf[r] + 1]);
+  // A second free port on rank 0's host for torch's own store (torch binds MASTER_PORT).
+  const size_t colon = plan.addr.rfind(':');
+  plan.torch.masterAddr = plan.addr.substr(0, colon);
+  for (int tries = 0; tries < 8 && (plan.torch.masterPort.empty() ||
+                                    plan.torch.masterPort == plan.addr.substr(colon + 1));
+       ++tries) {
+    const std::string probe = freeAddrOnRank0Host(o, plan);
+    plan.torch.masterPort = probe.substr(probe.rfind(':') + 1);
   }
-  {
-    // A second free port on rank 0's host for torch's own store (torch binds MASTER_PORT).
-    size_t colon = addr.rfind(':');
-    torch.masterAddr = addr.substr(0, colon);
-    for (int tries = 0;
-         tries < 8 && (torch.masterPort.empty() || torch.masterPort == addr.substr(colon + 1));
-         ++tries) {
-      std::string probe = o.hosts.empty()
-                              ? "127.0.0.1:" + std::to_string(freeLoopbackPort())
-                              : probeNamespaceAddr(nsFds[hostOf[0]].get(), o.hosts[hostOf[0]]);
-      torch.masterPort = probe.substr(probe.rfind(':') + 1);
+  plan.secret = bootstrap::secretToHex(bootstrap::randomSecret());
+  return plan;
+}
+
+// The launcher's signals (INT, TERM, HUP, CHLD) arrive on a signalfd while it lives; the mask
+// before it is restored on destruction. SIGPIPE is ignored.
+class JobSignals {
+ public:
+  JobSignals() {
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&mask, sig);
+    ::sigprocmask(SIG_BLOCK, &mask, &oldMask_);
+    ::signal(SIGPIPE, SIG_IGN);
+    fd_.reset(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!fd_.valid()) {
+      const int err = errno;
+      ::sigprocmask(SIG_SETMASK, &oldMask_, nullptr);
+      throw std::runtime_error(std::string("signalfd: ") + std::strerror(err));
     }
   }
-  std::string secret = bootstrap::secretToHex(bootstrap::randomSecret());
+  JobSignals(const JobSignals&) = delete;
+  JobSignals& operator=(const JobSignals&) = delete;
+  ~JobSignals() { ::sigprocmask(SIG_SETMASK, &oldMask_, nullptr); }
 
-  sigset_t mask, oldMask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGINT);
-  sigaddset(&mask, SIGTERM);
-  sigaddset(&mask, SIGHUP);
-  sigaddset(&mask, SIGCHLD);
-  ::sigprocmask(SIG_BLOCK, &mask, &oldMask);
-  ::signal(SIGPIPE, SIG_IGN);
-  const tutti::UniqueFd sigOwned(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
-  const int sigFd = sigOwned.get();
-  if (sigFd < 0) throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
+  int fd() const { return fd_.get(); }
+  const sigset_t& oldMask() const { return oldMask_; }
 
-  std::vector<Rank> ranks(o.nranks);
-  std::vector<OutPipe> pipes;
-  pid_t self = ::getpid();
+ private:
+  sigset_t oldMask_;
+  tutti::UniqueFd fd_;
+};
+
+// Forks every rank (each its own process group); with --tag-output their stdout and stderr
+// come back through pipes.
+void startRanks(const Options& o, const JobPlan& plan, const sigset_t& oldMask,
+                std::vector<Rank>& ranks, std::vector<OutPipe>& pipes) {
+  const pid_t self = ::getpid();
   std::fflush(nullptr);
   for (int r = 0; r < o.nranks; ++r) {
     int outP[2] = {-1, -1}, errP[2] = {-1, -1};
@@ -328,8 +358,8 @@ int runJob(const Options& o) {
     pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
     if (pid == 0)
-      execRank(o, r, localRank[r], hostOf[r], nsFds.empty() ? -1 : nsFds[hostOf[r]].get(), addr,
-               secret, torch, self, outWrite.get(), errWrite.get(), oldMask);
+      execRank(o, r, plan.localRank[r], plan.hostOf[r], plan.nsFdOf(r), plan.addr, plan.secret,
+               plan.torch, self, outWrite.get(), errWrite.get(), oldMask);
     ::setpgid(pid, pid);  // also from the parent: no race with an early kill(-pid)
     ranks[r].pid = pid;
     if (o.tagOutput) {  // the write ends close here: only the rank writes them
@@ -337,110 +367,145 @@ int runJob(const Options& o) {
       pipes.push_back({std::move(errRead), r, 2, {}});
     }
   }
+}
 
-  int result = 0;
-  bool failing = false;  // SIGTERM sent
-  bool killed = false;   // SIGKILL sent
-  Clock::time_point termAt{};
-  Clock::time_point start = Clock::now();
-  int alive = o.nranks;
-  auto signalAll = [&](int sig) {
-    for (auto& rk : ranks) ::kill(-rk.pid, sig);  // the whole group: grandchildren too
-  };
-  auto startFailing = [&](int code) {
-    if (result == 0) result = code;
-    if (!failing) {
-      failing = true;
-      termAt = Clock::now();
+// Writes the complete lines of a rank's output (all of it at eof), each tagged "[rank] ".
+void flushPipe(OutPipe& p, bool eof) {
+  size_t nl;
+  while ((nl = p.partial.find('\n')) != std::string::npos) {
+    writeAll(p.dest, "[" + std::to_string(p.rank) + "] " + p.partial.substr(0, nl + 1));
+    p.partial.erase(0, nl + 1);
+  }
+  if (eof && !p.partial.empty()) {
+    writeAll(p.dest, "[" + std::to_string(p.rank) + "] " + p.partial + "\n");
+    p.partial.clear();
+  }
+}
+
+// The running job: its ranks, its exit code, and the stop (SIGTERM to every rank's group, then
+// SIGKILL after the grace period) that a failed rank, a signal or the timeout starts.
+class JobWatch {
+ public:
+  JobWatch(const Options& o, std::vector<Rank>& ranks) : o_(o), ranks_(ranks), alive_(o.nranks) {}
+
+  int alive() const { return alive_; }
+  int result() const { return result_; }
+
+  void signalAll(int sig) {
+    for (auto& rk : ranks_) ::kill(-rk.pid, sig);  // the whole group: grandchildren too
+  }
+  void startFailing(int code) {
+    if (result_ == 0) result_ = code;
+    if (!failing_) {
+      failing_ = true;
+      termAt_ = Clock::now();
       signalAll(SIGTERM);
     }
-  };
-  auto flushPipe = [&](OutPipe& p, bool eof) {
-    size_t nl;
-    while ((nl = p.partial.find('\n')) != std::string::npos) {
-      writeAll(p.dest, "[" + std::to_string(p.rank) + "] " + p.partial.substr(0, nl + 1));
-      p.partial.erase(0, nl + 1);
+  }
+  void readSignals(int sigFd) {
+    signalfd_siginfo si;
+    while (::read(sigFd, &si, sizeof(si)) == sizeof(si)) {
+      if (si.ssi_signo == SIGCHLD) continue;
+      std::fprintf(stderr, "tuttirun: received signal %d (%s), stopping all ranks\n", si.ssi_signo,
+                   strsignal(si.ssi_signo));
+      startFailing(128 + static_cast<int>(si.ssi_signo));
     }
-    if (eof && !p.partial.empty()) {
-      writeAll(p.dest, "[" + std::to_string(p.rank) + "] " + p.partial + "\n");
-      p.partial.clear();
-    }
-  };
-  Clock::time_point drainUntil{};
-  bool draining = false;
-
-  for (;;) {
-    std::erase_if(pipes, [](const OutPipe& p) { return !p.fd.valid(); });
-    if (alive == 0) {
-      if (!draining) {
-        signalAll(SIGKILL);  // nothing of the job may outlive it
-        draining = true;
-        drainUntil = Clock::now() + std::chrono::seconds(1);
-      }
-      if (pipes.empty() || Clock::now() >= drainUntil) break;
-    }
-    std::vector<pollfd> fds;
-    fds.push_back({sigFd, POLLIN, 0});
-    for (auto& p : pipes) fds.push_back({p.fd.get(), POLLIN, 0});
-    int timeoutMs = 200;
-    ::poll(fds.data(), fds.size(), timeoutMs);
-
-    if (fds[0].revents) {
-      signalfd_siginfo si;
-      while (::read(sigFd, &si, sizeof(si)) == sizeof(si)) {
-        if (si.ssi_signo == SIGCHLD) continue;
-        std::fprintf(stderr, "tuttirun: received signal %d (%s), stopping all ranks\n",
-                     si.ssi_signo, strsignal(si.ssi_signo));
-        startFailing(128 + static_cast<int>(si.ssi_signo));
-      }
-    }
-    for (size_t i = 1; i < fds.size(); ++i) {
-      if (!fds[i].revents) continue;
-      OutPipe& p = pipes[i - 1];
-      char buf[65536];
-      ssize_t n = ::read(p.fd.get(), buf, sizeof(buf));
-      if (n > 0) {
-        p.partial.append(buf, static_cast<size_t>(n));
-        flushPipe(p, false);
-      } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-        flushPipe(p, true);
-        p.fd.reset();
-      }
-    }
-    // Reap.
+  }
+  void reap() {
     for (;;) {
       int status = 0;
       pid_t pid = ::waitpid(-1, &status, WNOHANG);
-      if (pid <= 0) break;
-      for (int r = 0; r < o.nranks; ++r) {
-        if (ranks[r].pid != pid || ranks[r].done) continue;
-        ranks[r].done = true;
-        ranks[r].status = status;
-        --alive;
+      if (pid <= 0) return;
+      for (int r = 0; r < o_.nranks; ++r) {
+        if (ranks_[r].pid != pid || ranks_[r].done) continue;
+        ranks_[r].done = true;
+        ranks_[r].status = status;
+        --alive_;
         int code = statusToCode(status);
-        if (code != 0 && !failing) {
+        if (code != 0 && !failing_) {
           std::fprintf(stderr, "tuttirun: rank %d (pid %d) %s; stopping the other ranks\n", r, pid,
                        describe(status).c_str());
         }
         if (code != 0) startFailing(code);
       }
     }
+  }
+  void checkDeadlines() {
     auto now = Clock::now();
-    if (o.timeoutSec > 0 && !failing &&
-        std::chrono::duration<double>(now - start).count() > o.timeoutSec) {
+    if (o_.timeoutSec > 0 && !failing_ &&
+        std::chrono::duration<double>(now - start_).count() > o_.timeoutSec) {
       std::fprintf(stderr, "tuttirun: timeout of %.1f s reached, stopping all ranks\n",
-                   o.timeoutSec);
+                   o_.timeoutSec);
       startFailing(124);
     }
-    if (failing && !killed && alive > 0 &&
-        std::chrono::duration<double>(now - termAt).count() >= o.killGraceSec) {
+    if (failing_ && !killed_ && alive_ > 0 &&
+        std::chrono::duration<double>(now - termAt_).count() >= o_.killGraceSec) {
       signalAll(SIGKILL);
-      killed = true;
+      killed_ = true;
     }
   }
-  for (auto& p : pipes) flushPipe(p, true);  // the pipes, sigFd and nsFds close on return
-  ::sigprocmask(SIG_SETMASK, &oldMask, nullptr);
-  return result;
+
+ private:
+  const Options& o_;
+  std::vector<Rank>& ranks_;
+  int alive_;
+  int result_ = 0;
+  bool failing_ = false;  // SIGTERM sent
+  bool killed_ = false;   // SIGKILL sent
+  Clock::time_point termAt_{};
+  Clock::time_point start_ = Clock::now();
+};
+
+// Reads what is ready on the pipes (fds[1..] are theirs, in order); a pipe at its end is
+// flushed and closed.
+void forwardOutput(const std::vector<pollfd>& fds, std::vector<OutPipe>& pipes) {
+  for (size_t i = 1; i < fds.size(); ++i) {
+    if (!fds[i].revents) continue;
+    OutPipe& p = pipes[i - 1];
+    char buf[65536];
+    ssize_t n = ::read(p.fd.get(), buf, sizeof(buf));
+    if (n > 0) {
+      p.partial.append(buf, static_cast<size_t>(n));
+      flushPipe(p, false);
+    } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+      flushPipe(p, true);
+      p.fd.reset();
+    }
+  }
+}
+
+}  // namespace
+
+int runJob(const Options& o) {
+  const JobPlan plan = planJob(o);
+  const JobSignals signals;
+  std::vector<Rank> ranks(o.nranks);
+  std::vector<OutPipe> pipes;
+  startRanks(o, plan, signals.oldMask(), ranks, pipes);
+  JobWatch job(o, ranks);
+  Clock::time_point drainUntil{};
+  bool draining = false;
+  for (;;) {
+    std::erase_if(pipes, [](const OutPipe& p) { return !p.fd.valid(); });
+    if (job.alive() == 0) {
+      if (!draining) {
+        job.signalAll(SIGKILL);  // nothing of the job may outlive it
+        draining = true;
+        drainUntil = Clock::now() + std::chrono::seconds(1);
+      }
+      if (pipes.empty() || Clock::now() >= drainUntil) break;
+    }
+    std::vector<pollfd> fds;
+    fds.push_back({signals.fd(), POLLIN, 0});
+    for (auto& p : pipes) fds.push_back({p.fd.get(), POLLIN, 0});
+    ::poll(fds.data(), fds.size(), 200);
+    if (fds[0].revents) job.readSignals(signals.fd());
+    forwardOutput(fds, pipes);
+    job.reap();
+    job.checkDeadlines();
+  }
+  for (auto& p : pipes) flushPipe(p, true);
+  return job.result();
 }
 
 }  // namespace tutti::tuttirun
