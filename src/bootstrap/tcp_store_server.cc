@@ -104,6 +104,17 @@ struct TcpStoreServer::Impl {
   // Serves buffered requests until one parks or the buffer runs dry; returns whether the
   // map changed.
   bool serve(Conn& c);
+  // One request, its opcode read: whether r held all of it (else nothing was done) and
+  // whether the map changed.
+  struct Served {
+    bool complete = false;
+    bool changed = false;
+  };
+  Served serveSet(Conn& c, proto::Reader& r);
+  Served serveGet(Conn& c, proto::Reader& r);
+  Served serveCheckOrWait(Conn& c, proto::Reader& r, uint8_t op);
+  Served serveAdd(Conn& c, proto::Reader& r);
+  Served serveErase(Conn& c, proto::Reader& r);
   bool tryUnpark(Conn& c);
   // What the loop does with a connection's newly received bytes: the handshake, then its
   // requests; returns whether the map changed.
@@ -438,116 +449,125 @@ bool TcpStoreServer::Impl::tryUnpark(Conn& c) {
   return true;
 }
 
+TcpStoreServer::Impl::Served TcpStoreServer::Impl::serveSet(Conn& c, proto::Reader& r) {
+  std::string key;
+  std::vector<uint8_t> value;
+  if (!r.key(key) || !r.value(value)) return {};
+  auto [it, fresh] = data.try_emplace(key);
+  heldBytes += (fresh ? key.size() : 0) + value.size() - it->second.size();
+  it->second = std::move(value);
+  noteSize();
+  replyOk(c);
+  return {true, true};
+}
+
+TcpStoreServer::Impl::Served TcpStoreServer::Impl::serveGet(Conn& c, proto::Reader& r) {
+  std::string key;
+  if (!r.key(key)) return {};
+  auto it = data.find(key);
+  if (it != data.end()) {
+    replyValue(c, it->second);
+  } else {
+    c.pendingOp = proto::kGet;
+    c.pendingKeys = {std::move(key)};
+  }
+  return {true, false};
+}
+
+TcpStoreServer::Impl::Served TcpStoreServer::Impl::serveCheckOrWait(Conn& c, proto::Reader& r,
+                                                                    uint8_t op) {
+  uint32_t n = 0;
+  std::vector<std::string> keys;
+  bool all = r.count(n);
+  for (uint32_t i = 0; all && i < n; ++i) {
+    std::string k;
+    all = r.key(k);
+    keys.push_back(std::move(k));
+  }
+  if (!all) return {};
+  bool present = true;
+  for (const auto& k : keys) present = present && has(k);
+  if (op == proto::kCheckEach) {
+    replyOk(c);
+    for (const auto& k : keys) c.out.push_back(has(k) ? 1 : 0);
+  } else if (op == proto::kCheck) {
+    replyOk(c);
+    c.out.push_back(present ? 1 : 0);
+  } else if (present) {
+    replyOk(c);
+  } else {
+    c.pendingOp = proto::kWait;
+    c.pendingKeys = std::move(keys);
+  }
+  return {true, false};
+}
+
+TcpStoreServer::Impl::Served TcpStoreServer::Impl::serveAdd(Conn& c, proto::Reader& r) {
+  std::string key;
+  uint64_t delta = 0;
+  if (!r.key(key) || !r.u64(delta)) return {};
+  try {
+    auto [it, fresh] = data.try_emplace(key);
+    auto& slot = it->second;
+    if (fresh) heldBytes += key.size();
+    int64_t v = addToCounter(key, std::as_bytes(std::span(slot)), static_cast<int64_t>(delta));
+    auto text = formatCounter(v);
+    auto* b = reinterpret_cast<const uint8_t*>(text.data());
+    heldBytes += text.size() - slot.size();
+    slot.assign(b, b + text.size());
+    noteSize();
+    proto::Writer w(c.out);
+    w.u8(proto::kOk);
+    w.u64(static_cast<uint64_t>(v));
+    return {true, true};
+  } catch (const Error& e) {
+    replyError(c, e.what());
+    return {true, false};
+  }
+}
+
+TcpStoreServer::Impl::Served TcpStoreServer::Impl::serveErase(Conn& c, proto::Reader& r) {
+  std::string prefix;
+  if (!r.key(prefix)) return {};
+  uint64_t n = 0;
+  for (auto it = data.lower_bound(prefix);
+       it != data.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
+    heldBytes -= it->first.size() + it->second.size();
+    it = data.erase(it);
+    ++n;
+  }
+  noteSize();
+  proto::Writer w(c.out);
+  w.u8(proto::kOk);
+  w.u64(n);
+  return {true, false};
+}
+
 bool TcpStoreServer::Impl::serve(Conn& c) {
   bool changed = false;
   while (!c.closed && !c.pendingOp && c.inPos < c.in.size()) {
     proto::Reader r(c.in.data() + c.inPos, c.in.size() - c.inPos);
     uint8_t op = 0;
     r.u8(op);
-    bool complete = false;
+    Served served;
     switch (op) {
-      case proto::kSet: {
-        std::string key;
-        std::vector<uint8_t> value;
-        if (r.key(key) && r.value(value)) {
-          complete = true;
-          auto [it, fresh] = data.try_emplace(key);
-          heldBytes += (fresh ? key.size() : 0) + value.size() - it->second.size();
-          it->second = std::move(value);
-          noteSize();
-          changed = true;
-          replyOk(c);
-        }
+      case proto::kSet:
+        served = serveSet(c, r);
         break;
-      }
-      case proto::kGet: {
-        std::string key;
-        if (r.key(key)) {
-          complete = true;
-          auto it = data.find(key);
-          if (it != data.end()) {
-            replyValue(c, it->second);
-          } else {
-            c.pendingOp = proto::kGet;
-            c.pendingKeys = {std::move(key)};
-          }
-        }
+      case proto::kGet:
+        served = serveGet(c, r);
         break;
-      }
       case proto::kCheck:
       case proto::kCheckEach:
-      case proto::kWait: {
-        uint32_t n = 0;
-        std::vector<std::string> keys;
-        bool all = r.count(n);
-        for (uint32_t i = 0; all && i < n; ++i) {
-          std::string k;
-          all = r.key(k);
-          keys.push_back(std::move(k));
-        }
-        if (all) {
-          complete = true;
-          bool present = true;
-          for (const auto& k : keys) present = present && has(k);
-          if (op == proto::kCheckEach) {
-            replyOk(c);
-            for (const auto& k : keys) c.out.push_back(has(k) ? 1 : 0);
-          } else if (op == proto::kCheck) {
-            replyOk(c);
-            c.out.push_back(present ? 1 : 0);
-          } else if (present) {
-            replyOk(c);
-          } else {
-            c.pendingOp = proto::kWait;
-            c.pendingKeys = std::move(keys);
-          }
-        }
+      case proto::kWait:
+        served = serveCheckOrWait(c, r, op);
         break;
-      }
-      case proto::kAdd: {
-        std::string key;
-        uint64_t delta = 0;
-        if (r.key(key) && r.u64(delta)) {
-          complete = true;
-          try {
-            auto [it, fresh] = data.try_emplace(key);
-            auto& slot = it->second;
-            if (fresh) heldBytes += key.size();
-            int64_t v =
-                addToCounter(key, std::as_bytes(std::span(slot)), static_cast<int64_t>(delta));
-            auto text = formatCounter(v);
-            auto* b = reinterpret_cast<const uint8_t*>(text.data());
-            heldBytes += text.size() - slot.size();
-            slot.assign(b, b + text.size());
-            noteSize();
-            changed = true;
-            proto::Writer w(c.out);
-            w.u8(proto::kOk);
-            w.u64(static_cast<uint64_t>(v));
-          } catch (const Error& e) {
-            replyError(c, e.what());
-          }
-        }
+      case proto::kAdd:
+        served = serveAdd(c, r);
         break;
-      }
-      case proto::kErase: {
-        std::string prefix;
-        if (r.key(prefix)) {
-          complete = true;
-          uint64_t n = 0;
-          for (auto it = data.lower_bound(prefix);
-               it != data.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
-            heldBytes -= it->first.size() + it->second.size();
-            it = data.erase(it);
-            ++n;
-          }
-          noteSize();
-          proto::Writer w(c.out);
-          w.u8(proto::kOk);
-          w.u64(n);
-        }
+      case proto::kErase:
+        served = serveErase(c, r);
         break;
-      }
       default:
         TUTTI_WARN(kBootstrap, "TcpStore server " << addr.toString() << ": unknown request "
                                                   << int(op) << " from " << c.peer
@@ -555,13 +575,14 @@ bool TcpStoreServer::Impl::serve(Conn& c) {
         close(c, "protocol error");
         return changed;
     }
+    changed |= served.changed;
     if (r.bad()) {
       TUTTI_WARN(kBootstrap, "TcpStore server " << addr.toString() << ": oversized request from "
                                                 << c.peer << "; connection closed");
       close(c, "protocol error");
       return changed;
     }
-    if (!complete) break;
+    if (!served.complete) break;
     if (op < 8) requests[op].fetch_add(1);
     c.inPos += r.pos();
   }
