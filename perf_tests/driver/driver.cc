@@ -460,25 +460,14 @@ std::vector<std::string> splitComma(const std::string& s) {
   return out;
 }
 
-}  // namespace
-
-int perfMain(const Collective& coll, int argc, char** argv) {
-  setlinebuf(stdout);
-  Run run;
-  Bench& b = run.b;
-  b.coll = &coll;
-  const int parsed = parseOptions(argc, argv, &b.opt, coll.hasOp, coll.hasRoot);
-  if (parsed >= 0) return parsed;
-  const Options& o = b.opt;
-
-  // Algorithm selection (tutti addition).
+// -A: one forced algorithm, or the columns of a sweep ("all": --algos, else every algorithm
+// the library has for the collective; none for gather, scatter, the V variants and send/recv).
+void chooseAlgorithms(Run& run, const Collective& coll, const Options& o) {
   if (o.algo == "all") {
     if (!o.algoList.empty()) {
       run.sweep = o.algoList;
-    } else {
-      // Every algorithm the library has for it (none for gather, scatter, the V variants
-      // and send/recv, which have one way each).
-      if (const char* list = tuttiAlgorithms(coll.algoKey)) run.sweep = splitComma(list);
+    } else if (const char* list = tuttiAlgorithms(coll.algoKey)) {
+      run.sweep = splitComma(list);
     }
   } else if (o.algo.find(',') != std::string::npos) {
     run.sweep = splitComma(o.algo);
@@ -487,31 +476,14 @@ int perfMain(const Collective& coll, int argc, char** argv) {
   }
   // "auto" is always a column of a multi-algorithm run, never a forced algorithm.
   std::erase(run.sweep, std::string("auto"));
-  const char* corrupt = getenv("TUTTI_TEST_CORRUPT");
-  b.corrupt = corrupt && (strcmp(corrupt, "1") == 0 || strcasecmp(corrupt, "true") == 0 ||
-                          strcasecmp(corrupt, "yes") == 0 || strcasecmp(corrupt, "on") == 0);
+}
 
-  std::string memError;
-  b.mem = Memory::create(o.memory, localRankFromEnv(), &memError);
-  if (!b.mem) {
-    fprintf(stderr, "%s: %s\n", coll.program, memError.c_str());
-    return EXIT_FAILURE;
-  }
-
-  tuttiConfig_t config = TUTTI_CONFIG_INITIALIZER;
-  if (o.timeoutSec > 0) config.timeoutMs = o.timeoutSec * 1000;
-  PERF_CHECK(&b, tuttiCommInitFromEnv(&b.comm, &config));
-  PERF_CHECK(&b, tuttiCommUserRank(b.comm, &b.rank));
-  PERF_CHECK(&b, tuttiCommCount(b.comm, &b.nranks));
-  run.main = b.rank == 0;
-  if (o.root >= b.nranks) {
-    if (run.main)
-      fprintf(stderr, "%s: invalid root %d for %d ranks\n", coll.program, o.root, b.nranks);
-    tuttiCommDestroy(b.comm);
-    return EXIT_FAILURE;
-  }
-
-  if (run.main && !o.jsonFile.empty()) {
+// Rank 0's JSON (-J) and CSV (--csv) files. False (with the reason on stderr) when the CSV
+// file cannot be written.
+bool openOutputs(Run& run, const Collective& coll, int argc, char** argv) {
+  const Options& o = run.b.opt;
+  if (!run.main) return true;
+  if (!o.jsonFile.empty()) {
     if (run.json.open(o.jsonFile)) {
       printf("# Writing JSON output to %s\n", run.json.path().c_str());
       writeJsonPreamble(run, argc, argv);
@@ -519,19 +491,22 @@ int perfMain(const Collective& coll, int argc, char** argv) {
       printf("# skipping json output; %s not accessible\n", o.jsonFile.c_str());
     }
   }
-  if (run.main && !o.csvFile.empty()) {
-    run.csv = fopen(o.csvFile.c_str(), "w");
-    if (!run.csv) {
-      fprintf(stderr, "%s: cannot write %s: %s\n", coll.program, o.csvFile.c_str(),
-              strerror(errno));
-      return EXIT_FAILURE;
-    }
-    fprintf(run.csv,
-            "collective,nranks,size,count,type,redop,root,placement,algo_requested,algo_used,"
-            "transports,time_us,algbw_GBps,busbw_GBps,wrong\n");
+  if (o.csvFile.empty()) return true;
+  run.csv = fopen(o.csvFile.c_str(), "w");
+  if (!run.csv) {
+    fprintf(stderr, "%s: cannot write %s: %s\n", coll.program, o.csvFile.c_str(), strerror(errno));
+    return false;
   }
+  fprintf(run.csv,
+          "collective,nranks,size,count,type,redop,root,placement,algo_requested,algo_used,"
+          "transports,time_us,algbw_GBps,busbw_GBps,wrong\n");
+  return true;
+}
 
-  // Buffers: maxBytes each (nccl-tests), plus room for -u.
+// Buffers: maxBytes each (nccl-tests), plus room for -u. False (with the reason on stderr)
+// when they cannot be had.
+bool allocateBuffers(Bench& b, const Collective& coll) {
+  const Options& o = b.opt;
   b.maxBytes = o.maxBytes;
   const size_t pad = static_cast<size_t>(o.unalign) * 8;
   b.sendBase = static_cast<char*>(b.mem->alloc(o.maxBytes + pad));
@@ -539,38 +514,36 @@ int perfMain(const Collective& coll, int argc, char** argv) {
   if (!b.sendBase || !b.recvBase) {
     fprintf(stderr, "%s: cannot allocate 2 x %zu bytes of %s memory\n", coll.program,
             o.maxBytes + pad, o.memory.c_str());
-    return EXIT_FAILURE;
+    return false;
   }
   b.stage.assign(o.maxBytes + 64, 0);
   b.expected.assign(o.maxBytes + 64, 0);
+  return true;
+}
 
-  const std::vector<std::string> rankLines = gatherRankLines(run);
-  const char* tr = tuttiCommTransports(b.comm);
-  run.transports = tr ? tr : "";
-
-  if (o.limit) {
-    if (o.linkGbps > 0) {
-      run.ceiling = o.linkGbps / 8.0;
-    } else if (run.transports.find("tcp") == std::string::npos &&
-               run.transports.find("ibverbs") == std::string::npos) {
-      barrier(b);
-      // On a helper thread: the scheduler charges the ~1 s of copying to that thread, not to
-      // rank 0's main thread, which would otherwise get less CPU than the other ranks for
-      // seconds afterwards (time-shared cores: the first sizes measured up to 2x slower).
-      double mine = 0.0;
-      if (b.rank == 0) std::thread([&mine] { mine = measureMemcpyGBps(); }).join();
-      run.ceiling = allreduceTime(b, mine, 0);
-    }
+// --limit: the ceiling busbw is measured against (--link-gbps across hosts, else this host's
+// memory copy speed; none over a network without --link-gbps).
+void measureCeiling(Run& run) {
+  Bench& b = run.b;
+  const Options& o = b.opt;
+  if (!o.limit) return;
+  if (o.linkGbps > 0) {
+    run.ceiling = o.linkGbps / 8.0;
+  } else if (run.transports.find("tcp") == std::string::npos &&
+             run.transports.find("ibverbs") == std::string::npos) {
+    barrier(b);
+    // On a helper thread: the scheduler charges the ~1 s of copying to that thread, not to
+    // rank 0's main thread, which would otherwise get less CPU than the other ranks for
+    // seconds afterwards (time-shared cores: the first sizes measured up to 2x slower).
+    double mine = 0.0;
+    if (b.rank == 0) std::thread([&mine] { mine = measureMemcpyGBps(); }).join();
+    run.ceiling = allreduceTime(b, mine, 0);
   }
+}
 
-  printHeader(run, rankLines);
-  if (run.json.active()) writeJsonConfig(run, rankLines);
-  printTableHeader(run);
-  if (run.json.active()) {
-    run.json.key("results");
-    run.json.beginList();
-  }
-
+// Every type x op x root the options ask for (-d all, -o all, -r all), each over all sizes.
+void runTests(Run& run, const Collective& coll) {
+  const Options& o = run.b.opt;
   const std::vector<tuttiDataType_t> types =
       o.type == -1 ? allTypes()
                    : std::vector<tuttiDataType_t>{static_cast<tuttiDataType_t>(o.type)};
@@ -579,7 +552,7 @@ int perfMain(const Collective& coll, int argc, char** argv) {
                                  : std::vector<tuttiRedOp_t>{static_cast<tuttiRedOp_t>(o.op)};
   std::vector<int> roots;
   if (coll.hasRoot && o.root == -1) {
-    for (int r = 0; r < b.nranks; ++r) roots.push_back(r);
+    for (int r = 0; r < run.b.nranks; ++r) roots.push_back(r);
   } else {
     roots.push_back(coll.hasRoot ? o.root : 0);
   }
@@ -589,7 +562,37 @@ int perfMain(const Collective& coll, int argc, char** argv) {
       for (int root : roots) timeTest(run, t, op, coll.hasOp ? opName(op) : "none", root);
     }
   }
+}
 
+void writeJsonFooter(Run& run, int errors, double avgBw, const char* lastError) {
+  JsonWriter& j = run.json;
+  j.key("out_of_bounds");
+  j.beginObject();
+  j.key("count");
+  j.integer(errors);
+  j.key("okay");
+  j.boolean(errors == 0);
+  j.endObject();
+  j.key("average_bus_bandwidth");
+  j.beginObject();
+  j.key("bandwidth");
+  j.num(avgBw);
+  j.key("okay");
+  j.str("unchecked");
+  j.endObject();
+  j.key("errors");
+  j.beginList();
+  if (lastError && *lastError) j.str(lastError);
+  j.endList();
+  j.key("end_time");
+  j.str(nowString());
+  j.close();
+}
+
+// The summary after the table (every rank takes part: the error count is summed). Returns
+// the job's wrong values.
+int finishRun(Run& run, const Collective& coll) {
+  Bench& b = run.b;
   const int errors = static_cast<int>(allreduceSum(b, b.errors));
   const double avgBw = run.bwCount ? run.bwSum / run.bwCount : 0.0;
   if (run.json.active()) run.json.endList();
@@ -608,31 +611,63 @@ int perfMain(const Collective& coll, int argc, char** argv) {
   } else {
     PRINT("\n");
   }
-  if (run.json.active()) {
-    JsonWriter& j = run.json;
-    j.key("out_of_bounds");
-    j.beginObject();
-    j.key("count");
-    j.integer(errors);
-    j.key("okay");
-    j.boolean(errors == 0);
-    j.endObject();
-    j.key("average_bus_bandwidth");
-    j.beginObject();
-    j.key("bandwidth");
-    j.num(avgBw);
-    j.key("okay");
-    j.str("unchecked");
-    j.endObject();
-    j.key("errors");
-    j.beginList();
-    if (lastError && *lastError) j.str(lastError);
-    j.endList();
-    j.key("end_time");
-    j.str(nowString());
-    j.close();
-  }
+  if (run.json.active()) writeJsonFooter(run, errors, avgBw, lastError);
   if (run.csv) fclose(run.csv);
+  return errors;
+}
+
+bool envTrue(const char* name) {
+  const char* v = getenv(name);
+  return v && (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "yes") == 0 ||
+               strcasecmp(v, "on") == 0);
+}
+
+}  // namespace
+
+int perfMain(const Collective& coll, int argc, char** argv) {
+  setlinebuf(stdout);
+  Run run;
+  Bench& b = run.b;
+  b.coll = &coll;
+  const int parsed = parseOptions(argc, argv, &b.opt, coll.hasOp, coll.hasRoot);
+  if (parsed >= 0) return parsed;
+  const Options& o = b.opt;
+  chooseAlgorithms(run, coll, o);
+  b.corrupt = envTrue("TUTTI_TEST_CORRUPT");
+
+  std::string memError;
+  b.mem = Memory::create(o.memory, localRankFromEnv(), &memError);
+  if (!b.mem) {
+    fprintf(stderr, "%s: %s\n", coll.program, memError.c_str());
+    return EXIT_FAILURE;
+  }
+  tuttiConfig_t config = TUTTI_CONFIG_INITIALIZER;
+  if (o.timeoutSec > 0) config.timeoutMs = o.timeoutSec * 1000;
+  PERF_CHECK(&b, tuttiCommInitFromEnv(&b.comm, &config));
+  PERF_CHECK(&b, tuttiCommUserRank(b.comm, &b.rank));
+  PERF_CHECK(&b, tuttiCommCount(b.comm, &b.nranks));
+  run.main = b.rank == 0;
+  if (o.root >= b.nranks) {
+    if (run.main)
+      fprintf(stderr, "%s: invalid root %d for %d ranks\n", coll.program, o.root, b.nranks);
+    tuttiCommDestroy(b.comm);
+    return EXIT_FAILURE;
+  }
+  if (!openOutputs(run, coll, argc, argv) || !allocateBuffers(b, coll)) return EXIT_FAILURE;
+
+  const std::vector<std::string> rankLines = gatherRankLines(run);
+  const char* tr = tuttiCommTransports(b.comm);
+  run.transports = tr ? tr : "";
+  measureCeiling(run);
+  printHeader(run, rankLines);
+  if (run.json.active()) writeJsonConfig(run, rankLines);
+  printTableHeader(run);
+  if (run.json.active()) {
+    run.json.key("results");
+    run.json.beginList();
+  }
+  runTests(run, coll);
+  const int errors = finishRun(run, coll);
   // Rank 0 has printed everything before any rank exits: a launcher that stops the job when
   // one rank exits non-zero (tuttirun, mpirun) must not cut the footer off.
   fflush(stdout);

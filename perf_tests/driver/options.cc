@@ -98,9 +98,146 @@ std::vector<std::string> splitList(const std::string& s) {
   return out;
 }
 
+// The options whose value is a plain integer, and the member each sets.
+struct IntFlag {
+  int flag;
+  int Options::*member;
+};
+constexpr IntFlag kIntFlags[] = {
+    {'t', &Options::nThreads},       {'g', &Options::nGpus},
+    {'n', &Options::iters},          {'m', &Options::aggIters},
+    {'w', &Options::warmupIters},    {'N', &Options::runCycles},
+    {'p', &Options::parallelInit},   {'c', &Options::check},
+    {'z', &Options::blocking},       {'y', &Options::streamNull},
+    {'T', &Options::timeoutSec},     {'C', &Options::reportCputime},
+    {'a', &Options::average},        {'u', &Options::unalign},
+    {kLimit, &Options::limit},       {kShowAlgo, &Options::showAlgo},
+    {kSyncEach, &Options::syncEach}, {kAlternate, &Options::alternate},
+};
+
+// -o and -d: "all" is -1; a name that does not parse falls back to sum / float32, as in
+// nccl-tests.
+int opOption(const char* arg) {
+  tuttiRedOp_t op;
+  if (strcmp(arg, "all") == 0) return -1;
+  if (parseOp(arg, &op)) return op;
+  printf("invalid op %s, defaulting to %s .. \n", arg, opName(tuttiSum));
+  return tuttiSum;
+}
+
+int typeOption(const char* arg) {
+  tuttiDataType_t t;
+  if (strcmp(arg, "all") == 0) return -1;
+  if (parseType(arg, &t)) return t;
+  printf("invalid type %s, defaulting to %s .. \n", arg, tutti::dataTypeName(tuttiFloat32));
+  return tuttiFloat32;
+}
+
+// Applies one option that getopt_long returned (c, with optarg). Returns -1 to go on, else
+// the exit code (0 after --help).
+int applyOption(int c, const char* arg, Options* o, const char* prog) {
+  for (const IntFlag& f : kIntFlags)
+    if (f.flag == c) {
+      o->*f.member = static_cast<int>(strtol(arg, nullptr, 0));
+      return -1;
+    }
+  double parsed;
+  switch (c) {
+    case 'b':
+    case 'e':
+      if ((parsed = parseSize(arg)) < 0) {
+        fprintf(stderr, "invalid size specified for '%s'\n", c == 'b' ? "minbytes" : "maxbytes");
+        return 1;
+      }
+      (c == 'b' ? o->minBytes : o->maxBytes) = static_cast<size_t>(parsed);
+      return -1;
+    case 'i':
+      o->stepBytes = strtoul(arg, nullptr, 0);
+      return -1;
+    case 'f':
+      o->stepFactor = strtoul(arg, nullptr, 0);
+      return -1;
+    case 'o':
+      o->op = opOption(arg);
+      return -1;
+    case 'd':
+      o->type = typeOption(arg);
+      return -1;
+    case 'r':
+      o->root = strcmp(arg, "all") == 0 ? -1 : static_cast<int>(strtol(arg, nullptr, 0));
+      return -1;
+    case 'G':
+      if (strtol(arg, nullptr, 0) != 0)
+        printf("Option -G (CUDA graph) not supported by tutti. Ignoring\n");
+      o->cudaGraph = 0;
+      return -1;
+    case 'J':
+      o->jsonFile = arg;
+      return -1;
+    case 'A':
+      o->algo = arg;
+      return -1;
+    case kAlgos:
+      o->algoList = splitList(arg);
+      return -1;
+    case kMemory:
+      o->memory = arg;
+      return -1;
+    case kCsv:
+      o->csvFile = arg;
+      return -1;
+    case kLinkGbps:
+      o->linkGbps = strtod(arg, nullptr);
+      return -1;
+    case 'h':
+      usage(prog);
+      return 0;
+    default:
+      if (c != '?') printf("invalid option '%c'\n", c);
+      usage(prog);
+      return 1;
+  }
+}
+
+// The options together: 0 when they make sense, else 1 (with the reason on stderr).
+int checkOptions(Options* o, const char* prog, bool hasOp) {
+  if (o->minBytes > o->maxBytes) {
+    fprintf(stderr, "invalid sizes for 'minbytes' and 'maxbytes': %llu > %llu\n",
+            static_cast<unsigned long long>(o->minBytes),
+            static_cast<unsigned long long>(o->maxBytes));
+    return 1;
+  }
+  if (o->nThreads != 1 || o->nGpus != 1) {
+    fprintf(stderr,
+            "%s: -t and -g must be 1: tutti runs one rank per process (launch N processes "
+            "with tuttirun -np N)\n",
+            prog);
+    return 1;
+  }
+  if (o->iters < 1 || o->aggIters < 1 || o->warmupIters < 0 || o->check < 0 || o->runCycles < 0 ||
+      o->unalign < 0 || o->average < 0 || o->average > 3) {
+    fprintf(stderr, "%s: invalid -n/-m/-w/-c/-N/-u/-a value\n", prog);
+    return 1;
+  }
+  if (o->memory != "host" && o->memory != "host-stream" && o->memory != "cuda") {
+    fprintf(stderr, "%s: --memory must be host, host-stream or cuda\n", prog);
+    return 1;
+  }
+  if (!o->algoList.empty() && o->algo.empty()) o->algo = "all";
+  if (!hasOp) o->op = tuttiSum;
+  if (o->op >= 0 && o->type >= 0 &&
+      !opApplies(static_cast<tuttiDataType_t>(o->type), static_cast<tuttiRedOp_t>(o->op))) {
+    fprintf(stderr, "%s: op %s is not defined on %s (bitwise ops take integer types only)\n", prog,
+            opName(static_cast<tuttiRedOp_t>(o->op)),
+            tutti::dataTypeName(static_cast<tuttiDataType_t>(o->type)));
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
-int parseOptions(int argc, char** argv, Options* o, bool hasOp, bool hasRoot) {
+int parseOptions(int argc, char** argv, Options* o, bool hasOp, bool /*hasRoot*/) {
   static const struct option longopts[] = {{"nthreads", required_argument, 0, 't'},
                                            {"ngpus", required_argument, 0, 'g'},
                                            {"minbytes", required_argument, 0, 'b'},
@@ -143,179 +280,13 @@ int parseOptions(int argc, char** argv, Options* o, bool hasOp, bool hasRoot) {
     const int c = getopt_long(argc, argv, "t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:G:C:a:u:J:A:h",
                               longopts, &longindex);
     if (c == -1) break;
-    double parsed;
-    switch (c) {
-      case 't':
-        o->nThreads = static_cast<int>(strtol(optarg, nullptr, 0));
-        break;
-      case 'g':
-        o->nGpus = static_cast<int>(strtol(optarg, nullptr, 0));
-        break;
-      case 'b':
-        if ((parsed = parseSize(optarg)) < 0) {
-          fprintf(stderr, "invalid size specified for 'minbytes'\n");
-          return 1;
-        }
-        o->minBytes = static_cast<size_t>(parsed);
-        break;
-      case 'e':
-        if ((parsed = parseSize(optarg)) < 0) {
-          fprintf(stderr, "invalid size specified for 'maxbytes'\n");
-          return 1;
-        }
-        o->maxBytes = static_cast<size_t>(parsed);
-        break;
-      case 'i':
-        o->stepBytes = strtoul(optarg, nullptr, 0);
-        break;
-      case 'f':
-        o->stepFactor = strtoul(optarg, nullptr, 0);
-        break;
-      case 'n':
-        o->iters = static_cast<int>(strtol(optarg, nullptr, 0));
-        break;
-      case 'm':
-        o->aggIters = static_cast<int>(strtol(optarg, nullptr, 0));
-        break;
-      case 'w':
-        o->warmupIters = static_cast<int>(strtol(optarg, nullptr, 0));
-        break;
-      case 'N':
-        o->runCycles = static_cast<int>(strtol(optarg, nullptr, 0));
-        break;
-      case 'p':
-        o->parallelInit = static_cast<int>(strtol(optarg, nullptr, 0));
-        break;
-      case 'c':
-        o->check = static_cast<int>(strtol(optarg, nullptr, 0));
-        break;
-      case 'o': {
-        tuttiRedOp_t op;
-        if (strcmp(optarg, "all") == 0) {
-          o->op = -1;
-        } else if (parseOp(optarg, &op)) {
-          o->op = op;
-        } else {
-          printf("invalid op %s, defaulting to %s .. \n", optarg, opName(tuttiSum));
-          o->op = tuttiSum;
-        }
-        break;
-      }
-      case 'd': {
-        tuttiDataType_t t;
-        if (strcmp(optarg, "all") == 0) {
-          o->type = -1;
-        } else if (parseType(optarg, &t)) {
-          o->type = t;
-        } else {
-          printf("invalid type %s, defaulting to %s .. \n", optarg,
-                 tutti::dataTypeName(tuttiFloat32));
-          o->type = tuttiFloat32;
-        }
-        break;
-      }
-      case 'r':
-        o->root = strcmp(optarg, "all") == 0 ? -1 : static_cast<int>(strtol(optarg, nullptr, 0));
-        break;
-      case 'z':
-        o->blocking = static_cast<int>(strtol(optarg, nullptr, 0));
-        break;
-      case 'y':
-        o->streamNull = static_cast<int>(strtol(optarg, nullptr, 0));
-        break;
-      case 'T':
-        o->timeoutSec = static_cast<int>(strtol(optarg, nullptr, 0));
-        break;
-      case 'G':
-        o->cudaGraph = static_cast<int>(strtol(optarg, nullptr, 0));
-        if (o->cudaGraph) printf("Option -G (CUDA graph) not supported by tutti. Ignoring\n");
-        o->cudaGraph = 0;
-        break;
-      case 'C':
-        o->reportCputime = static_cast<int>(strtol(optarg, nullptr, 0));
-        break;
-      case 'a':
-        o->average = static_cast<int>(strtol(optarg, nullptr, 0));
-        break;
-      case 'u':
-        o->unalign = static_cast<int>(strtol(optarg, nullptr, 0));
-        break;
-      case 'J':
-        o->jsonFile = optarg;
-        break;
-      case 'A':
-        o->algo = optarg;
-        break;
-      case kAlgos:
-        o->algoList = splitList(optarg);
-        break;
-      case kMemory:
-        o->memory = optarg;
-        break;
-      case kCsv:
-        o->csvFile = optarg;
-        break;
-      case kLimit:
-        o->limit = static_cast<int>(strtol(optarg, nullptr, 0));
-        break;
-      case kLinkGbps:
-        o->linkGbps = strtod(optarg, nullptr);
-        break;
-      case kShowAlgo:
-        o->showAlgo = static_cast<int>(strtol(optarg, nullptr, 0));
-        break;
-      case kSyncEach:
-        o->syncEach = static_cast<int>(strtol(optarg, nullptr, 0));
-        break;
-      case kAlternate:
-        o->alternate = static_cast<int>(strtol(optarg, nullptr, 0));
-        break;
-      case 'h':
-        usage(prog);
-        return 0;
-      default:
-        if (c != '?') printf("invalid option '%c'\n", c);
-        usage(prog);
-        return 1;
-    }
+    if (const int code = applyOption(c, optarg, o, prog); code >= 0) return code;
   }
   if (optind < argc) {
     fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[optind]);
     return 1;
   }
-  if (o->minBytes > o->maxBytes) {
-    fprintf(stderr, "invalid sizes for 'minbytes' and 'maxbytes': %llu > %llu\n",
-            static_cast<unsigned long long>(o->minBytes),
-            static_cast<unsigned long long>(o->maxBytes));
-    return 1;
-  }
-  if (o->nThreads != 1 || o->nGpus != 1) {
-    fprintf(stderr,
-            "%s: -t and -g must be 1: tutti runs one rank per process (launch N processes "
-            "with tuttirun -np N)\n",
-            prog);
-    return 1;
-  }
-  if (o->iters < 1 || o->aggIters < 1 || o->warmupIters < 0 || o->check < 0 || o->runCycles < 0 ||
-      o->unalign < 0 || o->average < 0 || o->average > 3) {
-    fprintf(stderr, "%s: invalid -n/-m/-w/-c/-N/-u/-a value\n", prog);
-    return 1;
-  }
-  if (o->memory != "host" && o->memory != "host-stream" && o->memory != "cuda") {
-    fprintf(stderr, "%s: --memory must be host, host-stream or cuda\n", prog);
-    return 1;
-  }
-  if (!o->algoList.empty() && o->algo.empty()) o->algo = "all";
-  if (!hasOp) o->op = tuttiSum;
-  if (o->op >= 0 && o->type >= 0 &&
-      !opApplies(static_cast<tuttiDataType_t>(o->type), static_cast<tuttiRedOp_t>(o->op))) {
-    fprintf(stderr, "%s: op %s is not defined on %s (bitwise ops take integer types only)\n", prog,
-            opName(static_cast<tuttiRedOp_t>(o->op)),
-            tutti::dataTypeName(static_cast<tuttiDataType_t>(o->type)));
-    return 1;
-  }
-  (void)hasRoot;
-  return -1;
+  return checkOptions(o, prog, hasOp) == 0 ? -1 : 1;
 }
 
 }  // namespace tutti_perf
