@@ -138,18 +138,45 @@ struct Options {
   bool interleave = false;  // rank r on host r % hosts (else r / ranks-per-host)
 };
 
-int run(const Options& o) {
-  tuning::CostModel m =
-      o.tuningFile.empty() ? tuning::CostModel() : tuning::loadTuningFile(o.tuningFile);
-  std::string intraDesc = "shm " + std::to_string(1e-9 / m.intraHost.beta).substr(0, 5) + " GB/s";
+// The simulated job: its model, topology (if any) and the ranks' places.
+struct Job {
+  tuning::CostModel m;
+  std::string intraDesc;
   topo::Topology t;
-  bool haveTopo = !o.topoFile.empty();
+  bool haveTopo = false;
+  int n = 0, hosts = 0, perHost = 0;
+  bool interleave = false, cpuRanks = false;
+
+  // Rank r's host and device (a GPU of the topology, else a NUMA node).
+  topo::DeviceRef devOf(int r) const {
+    topo::DeviceRef d;
+    d.host = interleave ? r % hosts : r / perHost;
+    int local = interleave ? r / hosts : r % perHost;
+    if (!t.gpus.empty() && !cpuRanks) {
+      d.kind = topo::DevKind::kGpu;
+      d.index = local % static_cast<int>(t.gpus.size());
+    } else {
+      d.kind = topo::DevKind::kCpu;
+      const int numa = std::max<int>(1, t.numaNodes.size());
+      d.index = t.numaNodes.empty() ? -1 : local % numa;
+    }
+    return d;
+  }
+};
+
+// The ranks, hosts and ranks per host from the options and the topology.
+Job placeJob(const Options& o) {
+  Job job;
+  job.m = o.tuningFile.empty() ? tuning::CostModel() : tuning::loadTuningFile(o.tuningFile);
+  job.intraDesc = "shm " + std::to_string(1e-9 / job.m.intraHost.beta).substr(0, 5) + " GB/s";
+  job.haveTopo = !o.topoFile.empty();
+  job.interleave = o.interleave;
+  job.cpuRanks = o.cpuRanks;
   int perHost = o.perHost;
-  std::string netDesc;
-  if (haveTopo) {
-    t = topo::loadTopologyFile(o.topoFile);
-    int g = o.cpuRanks ? 0 : static_cast<int>(t.gpus.size());
-    if (perHost <= 0) perHost = g > 0 ? g : std::max<int>(1, t.numaNodes.size());
+  if (job.haveTopo) {
+    job.t = topo::loadTopologyFile(o.topoFile);
+    int g = o.cpuRanks ? 0 : static_cast<int>(job.t.gpus.size());
+    if (perHost <= 0) perHost = g > 0 ? g : std::max<int>(1, job.t.numaNodes.size());
   }
   int n = o.ranks, hosts = o.hosts;
   if (perHost <= 0) {  // no topology: the ranks spread evenly over the hosts
@@ -159,76 +186,86 @@ int run(const Options& o) {
   if (hosts <= 0) hosts = (n + perHost - 1) / perHost;
   if (static_cast<long>(hosts) * perHost < n)
     tutti::fail(tuttiInvalidArgument, n, " ranks do not fit on ", hosts, " hosts x ", perHost);
-  perHost = std::min(perHost, n);
-  int numa = std::max<int>(1, t.numaNodes.size());
-  auto devOf = [&](int r) {
-    topo::DeviceRef d;
-    d.host = o.interleave ? r % hosts : r / perHost;
-    int local = o.interleave ? r / hosts : r % perHost;
-    if (!t.gpus.empty() && !o.cpuRanks) {
-      d.kind = topo::DevKind::kGpu;
-      d.index = local % static_cast<int>(t.gpus.size());
-    } else {
-      d.kind = topo::DevKind::kCpu;
-      d.index = t.numaNodes.empty() ? -1 : local % numa;
-    }
-    return d;
-  };
-  if (haveTopo) {
+  job.n = n;
+  job.hosts = hosts;
+  job.perHost = std::min(perHost, n);
+  return job;
+}
+
+// The model as the communicator would have it on the topology, then the options' overrides.
+void adjustModel(Job& job, const Options& o) {
+  tuning::CostModel& m = job.m;
+  if (job.haveTopo) {
     // The communicator's model on a topology (tuning/topology_model.h).
-    std::string d = tuning::applyTopology(m, t, devOf, n);
-    if (!d.empty()) intraDesc = d;
+    std::string d = tuning::applyTopology(
+        m, job.t, [&job](int r) { return job.devOf(r); }, job.n);
+    if (!d.empty()) job.intraDesc = d;
   }
   if (o.netGbps > 0) {
     double beta = 8.0 / (o.netGbps * 1e9);
-    m.interHost.beta = haveTopo ? beta : std::max(beta, m.interHost.beta);
+    m.interHost.beta = job.haveTopo ? beta : std::max(beta, m.interHost.beta);
   }
   if (o.netLatencyUs >= 0)
-    m.interHost.alpha = (haveTopo ? 0.0 : m.interHost.alpha) + o.netLatencyUs * 1e-6;
+    m.interHost.alpha = (job.haveTopo ? 0.0 : m.interHost.alpha) + o.netLatencyUs * 1e-6;
   if (o.nics > 0) m.nicsPerHost = o.nics;
   if (o.cores >= 0) m.coresPerHost = o.cores;
   if (o.gammaGbps > 0) m.gammaPerByte = 1.0 / (o.gammaGbps * 1e9);
+}
 
+// One host: the communicator's shm window (communicator.cc: chunks of TUTTI_CHUNK_BYTES with a
+// core per rank, the whole TUTTI_SHM_WINDOW_BYTES when oversubscribed). GPU ranks have it too:
+// device buffers are staged through host memory.
+size_t windowBytesOf(const Job& job, const Options& o) {
+  bool over = job.m.coresPerHost > 0 && job.n > job.m.coresPerHost;
+  auto window = static_cast<size_t>(tutti::env::getInt("TUTTI_SHM_WINDOW_BYTES"));
+  auto chunk =
+      static_cast<size_t>(std::max<int64_t>(4096, tutti::env::getInt("TUTTI_CHUNK_BYTES")));
+  return o.windowBytes >= 0 ? static_cast<size_t>(o.windowBytes)
+                            : (over ? window : std::min(window, chunk));
+}
+
+// The communicator's order on one host (comm/ring_order.h): ranks by their device's position
+// in the best ring over all the host's devices (GPUs, else NUMA nodes). Empty: rank order.
+std::vector<int> hostRingOrder(const Job& job) {
+  const topo::Topology& t = job.t;
+  std::vector<int> pos =
+      topo::devicePositions(t, t.gpus.empty() ? topo::DevKind::kCpu : topo::DevKind::kGpu);
+  std::vector<int> order(job.n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+    int dx = job.devOf(x).index, dy = job.devOf(y).index;
+    return (dx < 0 ? 1 << 30 : pos[dx]) < (dy < 0 ? 1 << 30 : pos[dy]);
+  });
+  bool identity = true;
+  for (int r = 0; r < job.n; ++r) identity = identity && order[r] == r;
+  return identity ? std::vector<int>{} : order;
+}
+
+// The arguments every size shares: the window on one host, the ring order.
+algo::CollArgs baseArgs(const Job& job, const Options& o) {
   algo::CollArgs base;
   base.coll = o.coll;
   base.dtype = o.dtype;
-  base.nranks = n;
-  if (hosts == 1) {
-    // One host: the communicator's shm window (communicator.cc: chunks of TUTTI_CHUNK_BYTES
-    // with a core per rank, the whole TUTTI_SHM_WINDOW_BYTES when oversubscribed). GPU ranks
-    // have it too: device buffers are staged through host memory.
-    bool over = m.coresPerHost > 0 && n > m.coresPerHost;
-    auto window = static_cast<size_t>(tutti::env::getInt("TUTTI_SHM_WINDOW_BYTES"));
-    auto chunk =
-        static_cast<size_t>(std::max<int64_t>(4096, tutti::env::getInt("TUTTI_CHUNK_BYTES")));
-    base.windowBytes = o.windowBytes >= 0 ? static_cast<size_t>(o.windowBytes)
-                                          : (over ? window : std::min(window, chunk));
-  }
-  if (hosts == 1 && haveTopo) {
-    // The communicator's order on one host (comm/ring_order.h): ranks by their device's
-    // position in the best ring over all the host's devices (GPUs, else NUMA nodes).
-    std::vector<int> pos =
-        topo::devicePositions(t, t.gpus.empty() ? topo::DevKind::kCpu : topo::DevKind::kGpu);
-    std::vector<int> order(n);
-    for (int r = 0; r < n; ++r) order[r] = r;
-    std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
-      int dx = devOf(x).index, dy = devOf(y).index;
-      return (dx < 0 ? 1 << 30 : pos[dx]) < (dy < 0 ? 1 << 30 : pos[dy]);
-    });
-    bool identity = true;
-    for (int r = 0; r < n; ++r) identity = identity && order[r] == r;
-    if (!identity) base.ringOrder = order;
-  }
-  if (hosts > 1) {
+  base.nranks = job.n;
+  if (job.hosts == 1) base.windowBytes = windowBytesOf(job, o);
+  if (job.hosts == 1 && job.haveTopo) base.ringOrder = hostRingOrder(job);
+  if (job.hosts > 1) {
     // The communicator's order across hosts (comm/ring_order.h): hosts in the order of their
     // first rank, each host's ranks in rank order.
-    base.hostOf.resize(n);
-    for (int r = 0; r < n; ++r) base.hostOf[r] = devOf(r).host;
-    base.ringOrder.resize(n);
+    base.hostOf.resize(job.n);
+    for (int r = 0; r < job.n; ++r) base.hostOf[r] = job.devOf(r).host;
+    base.ringOrder.resize(job.n);
     std::iota(base.ringOrder.begin(), base.ringOrder.end(), 0);
     std::stable_sort(base.ringOrder.begin(), base.ringOrder.end(),
                      [&](int x, int y) { return base.hostOf[x] < base.hostOf[y]; });
   }
+  return base;
+}
+
+// The registry's algorithms of the collective that --algos names (all without it) and that
+// apply to the job.
+std::vector<const algo::AlgorithmInfo*> algorithmsFor(const algo::CollArgs& base,
+                                                      const Options& o) {
   std::vector<const algo::AlgorithmInfo*> algos;
   for (const algo::AlgorithmInfo& info : algo::registry()) {
     if (info.coll != o.coll) continue;
@@ -241,102 +278,130 @@ int run(const Options& o) {
   if (algos.empty())
     tutti::fail(tuttiInvalidArgument, "no ", algo::collName(o.coll),
                 " algorithm applies (or matches --algos '", o.algos, "')");
-  tuning::TimedOptions topt;
-  topt.exactUpTo = o.exact ? (1 << 30) : 256;
-  // --neighbor: the graph over the ranks and its time per call (mean over its steps).
-  std::unique_ptr<algo::NeighborGraph> graph;
-  if (!o.neighbor.empty()) {
-    static const std::map<std::string, algo::GraphKind> kKinds = {
-        {"ring", algo::GraphKind::kRing},
-        {"torus", algo::GraphKind::kTorus2D},
-        {"grid", algo::GraphKind::kGrid2D},
-        {"hypercube", algo::GraphKind::kHypercube},
-        {"exponential", algo::GraphKind::kExponential},
-        {"one_peer_exponential", algo::GraphKind::kOnePeerExponential}};
-    auto it = kKinds.find(o.neighbor);
-    if (it == kKinds.end())
-      tutti::fail(tuttiInvalidArgument, "--neighbor ", o.neighbor,
-                  ": use ring, torus, grid, hypercube, exponential or one_peer_exponential");
-    if (o.coll != algo::Coll::kAllReduce)
-      tutti::fail(tuttiInvalidArgument, "--neighbor compares with allreduce (--coll allreduce)");
-    graph = std::make_unique<algo::NeighborGraph>(algo::NeighborGraph::builtin(it->second, n));
+  return algos;
+}
+
+// --neighbor: the graph over the ranks (null without it).
+std::unique_ptr<algo::NeighborGraph> neighborGraph(const Options& o, int n) {
+  if (o.neighbor.empty()) return nullptr;
+  static const std::map<std::string, algo::GraphKind> kKinds = {
+      {"ring", algo::GraphKind::kRing},
+      {"torus", algo::GraphKind::kTorus2D},
+      {"grid", algo::GraphKind::kGrid2D},
+      {"hypercube", algo::GraphKind::kHypercube},
+      {"exponential", algo::GraphKind::kExponential},
+      {"one_peer_exponential", algo::GraphKind::kOnePeerExponential}};
+  auto it = kKinds.find(o.neighbor);
+  if (it == kKinds.end())
+    tutti::fail(tuttiInvalidArgument, "--neighbor ", o.neighbor,
+                ": use ring, torus, grid, hypercube, exponential or one_peer_exponential");
+  if (o.coll != algo::Coll::kAllReduce)
+    tutti::fail(tuttiInvalidArgument, "--neighbor compares with allreduce (--coll allreduce)");
+  return std::make_unique<algo::NeighborGraph>(algo::NeighborGraph::builtin(it->second, n));
+}
+
+// The neighbour all-reduce's time per call over graph g (the mean over its steps).
+double neighborTime(const algo::CollArgs& a, const algo::NeighborGraph& g,
+                    const tuning::CostModel& m, const tuning::TimedOptions& topt) {
+  algo::CollArgs na = a;
+  na.coll = algo::Coll::kNeighborAllReduce;
+  na.graph = &g;
+  na.windowBytes = 0;
+  double sum = 0;
+  for (int step = 0; step < g.period(); ++step) {
+    na.graphStep = static_cast<uint64_t>(step);
+    sum += tuning::timeCollective(algo::neighborAlgorithms()[0], na, m, topt).seconds;
   }
-  auto neighborTime = [&](const algo::CollArgs& a) {
-    algo::CollArgs na = a;
-    na.coll = algo::Coll::kNeighborAllReduce;
-    na.graph = graph.get();
-    na.windowBytes = 0;
-    double sum = 0;
-    for (int step = 0; step < graph->period(); ++step) {
-      na.graphStep = static_cast<uint64_t>(step);
-      sum += tuning::timeCollective(algo::neighborAlgorithms()[0], na, m, topt).seconds;
-    }
-    return sum / graph->period();
-  };
-  size_t es = tutti::dtypeSize(o.dtype);
-  double bf = busFactor(o.coll, n);
+  return sum / g.period();
+}
+
+void printHeader(const Job& job, const Options& o,
+                 const std::vector<const algo::AlgorithmInfo*>& algos, bool neighbor,
+                 const tuning::TimedOptions& topt) {
+  const tuning::CostModel& m = job.m;
   if (o.csv) {
     std::printf("collective,nranks,hosts,size,algo,time_us,algbw_GBps,busbw_GBps,exact\n");
-  } else {
-    std::printf("# tutti-sim: %s, %d ranks on %d host(s) x %d, %s\n", algo::collName(o.coll), n,
-                hosts, perHost, haveTopo ? ("topology " + o.topoFile).c_str() : "no topology");
-    std::printf(
-        "# intra-host: %s%s; network: %.1f Gbit/s x %d NIC(s)/host, "
-        "alpha %.1f us; gamma %.0f GB/s; model from %s\n",
-        (m.intraPair ? intraDesc
-                     : intraDesc + ", alpha " +
-                           std::to_string(m.intraHost.alpha * 1e6).substr(0, 5) + " us")
-            .c_str(),
-        m.coresPerHost > 0 ? (", " + std::to_string(m.coresPerHost) + " cores").c_str() : "",
-        8e-9 / m.interHost.beta, m.nicsPerHost, m.interHost.alpha * 1e6, 1e-9 / m.gammaPerByte,
-        m.origin.c_str());
-    std::printf(
-        "# time in us, busbw in GB/s; %s\n#%11s",
-        n <= topt.exactUpTo ? "every rank simulated" : "symmetric mode (representative hosts)",
-        "size(B)");
-    for (auto* a : algos) std::printf(" %12s %7s", a->name, "busbw");
-    if (graph) std::printf(" %12s %7s", "neighbor", "best/nb");
-    std::printf("  %s\n", "best");
+    return;
   }
+  std::printf("# tutti-sim: %s, %d ranks on %d host(s) x %d, %s\n", algo::collName(o.coll), job.n,
+              job.hosts, job.perHost,
+              job.haveTopo ? ("topology " + o.topoFile).c_str() : "no topology");
+  std::printf(
+      "# intra-host: %s%s; network: %.1f Gbit/s x %d NIC(s)/host, "
+      "alpha %.1f us; gamma %.0f GB/s; model from %s\n",
+      (m.intraPair ? job.intraDesc
+                   : job.intraDesc + ", alpha " +
+                         std::to_string(m.intraHost.alpha * 1e6).substr(0, 5) + " us")
+          .c_str(),
+      m.coresPerHost > 0 ? (", " + std::to_string(m.coresPerHost) + " cores").c_str() : "",
+      8e-9 / m.interHost.beta, m.nicsPerHost, m.interHost.alpha * 1e6, 1e-9 / m.gammaPerByte,
+      m.origin.c_str());
+  std::printf(
+      "# time in us, busbw in GB/s; %s\n#%11s",
+      job.n <= topt.exactUpTo ? "every rank simulated" : "symmetric mode (representative hosts)",
+      "size(B)");
+  for (auto* a : algos) std::printf(" %12s %7s", a->name, "busbw");
+  if (neighbor) std::printf(" %12s %7s", "neighbor", "best/nb");
+  std::printf("  %s\n", "best");
+}
+
+// One size: every algorithm's time (a row, or CSV lines), the best, and the neighbour
+// all-reduce's when asked for.
+void printSize(const Job& job, const Options& o, const algo::CollArgs& a, size_t bytes,
+               const std::vector<const algo::AlgorithmInfo*>& algos,
+               const algo::NeighborGraph* graph, const tuning::TimedOptions& topt) {
+  const double bf = busFactor(o.coll, job.n);
+  if (!o.csv) std::printf("%12zu", bytes);
+  const algo::AlgorithmInfo* best = nullptr;
+  double bestT = 0;
+  for (auto* info : algos) {
+    if (!info->applicable(a)) {  // a size limit (line): its columns stay empty
+      if (!o.csv) std::printf(" %12s %7s", "-", "-");
+      continue;
+    }
+    tuning::TimedResult r = tuning::timeCollective(*info, a, job.m, topt);
+    double algbw = r.seconds > 0 ? bytes / r.seconds / 1e9 : 0;
+    if (o.csv) {
+      std::printf("%s,%d,%d,%zu,%s,%.3f,%.6f,%.6f,%d\n", algo::collName(o.coll), job.n, job.hosts,
+                  bytes, info->name, r.seconds * 1e6, algbw, algbw * bf, r.exact ? 1 : 0);
+    } else {
+      std::printf(" %12.1f %7.2f", r.seconds * 1e6, algbw * bf);
+    }
+    if (!best || r.seconds < bestT) best = info, bestT = r.seconds;
+  }
+  // The automatic choice whatever the model says (the line all-reduce), when listed.
+  if (const algo::AlgorithmInfo* rule = tuning::ruleChoice(a);
+      rule != nullptr && std::find(algos.begin(), algos.end(), rule) != algos.end())
+    best = rule;
+  if (graph) {
+    double nt = neighborTime(a, *graph, job.m, topt);
+    if (o.csv) {
+      std::printf("%s,%d,%d,%zu,neighbor:%s,%.3f,%.6f,%.6f,%d\n", algo::collName(o.coll), job.n,
+                  job.hosts, bytes, o.neighbor.c_str(), nt * 1e6, nt > 0 ? bytes / nt / 1e9 : 0.0,
+                  0.0, job.n <= topt.exactUpTo ? 1 : 0);
+    } else {
+      std::printf(" %12.1f %7.2f", nt * 1e6, nt > 0 ? bestT / nt : 0.0);
+    }
+  }
+  if (!o.csv) std::printf("  %s\n", best->name);
+  std::fflush(stdout);
+}
+
+int run(const Options& o) {
+  Job job = placeJob(o);
+  adjustModel(job, o);
+  const algo::CollArgs base = baseArgs(job, o);
+  const std::vector<const algo::AlgorithmInfo*> algos = algorithmsFor(base, o);
+  tuning::TimedOptions topt;
+  topt.exactUpTo = o.exact ? (1 << 30) : 256;
+  const std::unique_ptr<algo::NeighborGraph> graph = neighborGraph(o, job.n);
+  printHeader(job, o, algos, graph != nullptr, topt);
+  const size_t es = tutti::dtypeSize(o.dtype);
   for (double s = static_cast<double>(o.minBytes); s <= static_cast<double>(o.maxBytes) * 1.0001;
        s = o.factor > 1 ? s * o.factor : s + static_cast<double>(o.maxBytes)) {
     algo::CollArgs a = base;
-    a.count = countFor(o.coll, static_cast<size_t>(s), es, n);
-    size_t bytes = sizeFor(o.coll, a.count, es, n);
-    if (!o.csv) std::printf("%12zu", bytes);
-    const algo::AlgorithmInfo* best = nullptr;
-    double bestT = 0;
-    for (auto* info : algos) {
-      if (!info->applicable(a)) {  // a size limit (line): its columns stay empty
-        if (!o.csv) std::printf(" %12s %7s", "-", "-");
-        continue;
-      }
-      tuning::TimedResult r = tuning::timeCollective(*info, a, m, topt);
-      double algbw = r.seconds > 0 ? bytes / r.seconds / 1e9 : 0;
-      if (o.csv) {
-        std::printf("%s,%d,%d,%zu,%s,%.3f,%.6f,%.6f,%d\n", algo::collName(o.coll), n, hosts, bytes,
-                    info->name, r.seconds * 1e6, algbw, algbw * bf, r.exact ? 1 : 0);
-      } else {
-        std::printf(" %12.1f %7.2f", r.seconds * 1e6, algbw * bf);
-      }
-      if (!best || r.seconds < bestT) best = info, bestT = r.seconds;
-    }
-    // The automatic choice whatever the model says (the line all-reduce), when listed.
-    if (const algo::AlgorithmInfo* rule = tuning::ruleChoice(a);
-        rule != nullptr && std::find(algos.begin(), algos.end(), rule) != algos.end())
-      best = rule;
-    if (graph) {
-      double nt = neighborTime(a);
-      if (o.csv) {
-        std::printf("%s,%d,%d,%zu,neighbor:%s,%.3f,%.6f,%.6f,%d\n", algo::collName(o.coll), n,
-                    hosts, bytes, o.neighbor.c_str(), nt * 1e6, nt > 0 ? bytes / nt / 1e9 : 0.0,
-                    0.0, n <= topt.exactUpTo ? 1 : 0);
-      } else {
-        std::printf(" %12.1f %7.2f", nt * 1e6, nt > 0 ? bestT / nt : 0.0);
-      }
-    }
-    if (!o.csv) std::printf("  %s\n", best->name);
-    std::fflush(stdout);
+    a.count = countFor(o.coll, static_cast<size_t>(s), es, job.n);
+    printSize(job, o, a, sizeFor(o.coll, a.count, es, job.n), algos, graph.get(), topt);
     if (o.factor <= 1) break;
   }
   return 0;
