@@ -52,9 +52,7 @@ TcpStore::TcpStore(const std::string& serverHostPort, const Secret& secret,
                connectDeadline) {}
 
 TcpStore::TcpStore(const SockAddr& server, const Secret& secret, const Deadline& connectDeadline)
-    : server_(server), secret_(secret), opTimeout_(timeoutFromEnv()) {
-  abortFd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!abortFd_.valid()) throwSystemError("TcpStore: eventfd");
+    : TcpStore(server, secret, timeoutFromEnv()) {
   connect(connectDeadline);
 }
 
