@@ -328,6 +328,15 @@ TUTTI_API tuttiResult_t tuttiSend(const void* sendbuff, size_t count, tuttiDataT
                                   int peer, tuttiComm_t comm, tuttiStream_t stream);
 TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t datatype, int peer,
                                   tuttiComm_t comm, tuttiStream_t stream);
+/* Receives the first tuttiSend message to arrive from any peer (MPI_ANY_SOURCE) and sets *peer
+ * to its sender (on a host stream: when the stream reaches the call). Messages from one peer
+ * still arrive in order; a collective's message is never taken. The message must hold count
+ * elements: another size is tuttiInvalidUsage and the message stays for a receive of its size.
+ * Not in a group (tuttiInvalidUsage); host memory and host streams only; over transports that
+ * carry no message headers (ibverbs, cuda_ipc) tuttiUnsupported. Waits up to the
+ * communicator's timeout (tuttiTimeout). */
+TUTTI_API tuttiResult_t tuttiRecvAny(void* recvbuff, size_t count, tuttiDataType_t datatype,
+                                     int* peer, tuttiComm_t comm, tuttiStream_t stream);
 
 /* ---- Group calls ----
  * Calls between Start and End (nestable; per thread) are recorded and run at the outermost End. Per

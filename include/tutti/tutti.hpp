@@ -282,6 +282,13 @@ class Comm {
             tuttiStream_t stream = nullptr) const {
     check(tuttiRecv(buf, count, t, peer, comm_, stream), comm_);
   }
+  // The first message of a send from any peer; returns the sender (with a host stream: the
+  // sender is written to *peer when the stream reaches the call, use the C form).
+  int recvAny(void* buf, size_t count, tuttiDataType_t t) const {
+    int peer = -1;
+    check(tuttiRecvAny(buf, count, t, &peer, comm_, nullptr), comm_);
+    return peer;
+  }
   void allReduceCompressed(const void* send, void* recv, size_t count, tuttiDataType_t t,
                            const std::string& compressor, uint64_t key, bool errorFeedback) const {
     check(tuttiAllReduceCompressed(send, recv, count, t, compressor.c_str(), key,
@@ -349,6 +356,10 @@ class Comm {
   template <typename T>
   void recv(std::span<T> buf, int peer) const {
     recv(buf.data(), buf.size(), dataTypeOf<T>(), peer);
+  }
+  template <typename T>
+  int recvAny(std::span<T> buf) const {
+    return recvAny(buf.data(), buf.size(), dataTypeOf<T>());
   }
 
  private:

@@ -331,6 +331,32 @@ tuttiResult_t issueP2p(bool isSend, void* buffer, size_t count, const tuttiDataT
   return tuttiSuccess;
 }
 
+// A receive from any source: runs alone in the communicator's call order (never absorbed into
+// a point-to-point batch, and never in a group: its peer is known only once a message came).
+tuttiResult_t issueRecvAny(void* buffer, size_t count, const tuttiDataType_t& datatype, int* peer,
+                           tuttiComm_t comm, tuttiStream_t stream) {
+  tutti::api::checkDatatype(datatype);
+  TUTTI_CHECK_ARG(count == 0 || buffer != nullptr, "recvbuff is NULL with count ", count);
+  TUTTI_CHECK_ARG(peer != nullptr, "peer is NULL (the call sets it to the sender's rank)");
+  tutti::api::ready(comm);
+  if (tutti::api::groupDepth() > 0)
+    tutti::fail(tuttiInvalidUsage,
+                "tuttiRecvAny cannot be part of a group (its peer is known only once a message "
+                "arrived): call it outside tuttiGroupStart/tuttiGroupEnd");
+  tutti::api::CallBuffers bufs;
+  bufs.recv = buffer;
+  bufs.recvBytes = count == 0 ? 0 : 1;
+  TUTTI_CHECK_ARG(!tutti::api::buffersOnDevice("tuttiRecvAny", bufs),
+                  "recvbuff is CUDA device memory: tuttiRecvAny takes host memory only");
+  const size_t bytes = tutti::api::bufferBytes("count", count, datatype);
+  ++comm->opCount;
+  tutti::api::runInOrder(
+      comm, "tuttiRecvAny", tutti::api::hostStreamOf(stream), [comm, buffer, bytes, peer] {
+        *peer = tutti::api::ready(comm).recvAny(static_cast<std::byte*>(buffer), bytes);
+      });
+  return tuttiSuccess;
+}
+
 }  // namespace
 
 extern "C" {
@@ -433,6 +459,13 @@ TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t 
                                   tuttiComm_t comm, tuttiStream_t stream) {
   return tutti::api::guarded(comm, "tuttiRecv", [&] {
     return issueP2p(false, recvbuff, count, datatype, peer, comm, stream);
+  });
+}
+
+TUTTI_API tuttiResult_t tuttiRecvAny(void* recvbuff, size_t count, tuttiDataType_t datatype,
+                                     int* peer, tuttiComm_t comm, tuttiStream_t stream) {
+  return tutti::api::guarded(comm, "tuttiRecvAny", [&] {
+    return issueRecvAny(recvbuff, count, datatype, peer, comm, stream);
   });
 }
 

@@ -47,7 +47,7 @@ class CallState {
     Reset<size_t> reset{packedMembers_, 0};
     body();
   }
-  // The tag of the call being executed ({0, 0}: none, or a point-to-point batch).
+  // The tag of the call being executed ({0, 0}: none; p2pMessageTag: a point-to-point batch).
   const CallTag& current() const { return current_; }
   // Runs body() with current() == tag.
   template <typename Body>

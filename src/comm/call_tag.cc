@@ -28,6 +28,8 @@ CallTag collectiveCallTag(const algo::CollArgs& a, tuttiRedOp_t userOp, bool bar
 
 CallTag p2pCallTag(size_t operations) { return {operations, kP2pCode}; }
 
+CallTag p2pMessageTag() { return {0, kP2pCode}; }
+
 CallTag fusedCallTag(size_t members, uint64_t digest, uint64_t callNumber) {
   return {(digest & kLow40) | (callNumber << kCountBits),
           kFusedCode | ((static_cast<uint64_t>(members) & kMembers16) << 8) |

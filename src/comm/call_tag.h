@@ -3,9 +3,11 @@
 // window's tag slots, so a peer in another call is caught; the flight recorder keeps it, and
 // errors name calls by it.
 //   word 0 = count (low 40 bits) | call number (low 24 bits) << 40
-//   word 1 = collective + 1 (0xff: a barrier; 0xfe: a point-to-point batch, in the flight
-//            recorder only: messages of point-to-point calls carry no tag)
+//   word 1 = collective + 1 (0xff: a barrier; 0xfe: point-to-point)
 //            | dtype << 8 | the caller's op << 16 | root << 24
+// Point-to-point: the messages of sends carry {0, 0xfe} (p2pMessageTag; sends and receives
+// are matched per peer in order, so they carry no call number), which a receive from any
+// source looks for; the flight recorder names a batch {operations, 0xfe} (p2pCallTag).
 // A fused group (several collectives run as one schedule, comm/fused_plans.h):
 //   word 0 = a digest of the members' shapes (low 40 bits) | call number << 40
 //   word 1 = 0xfd | members << 8 | digest >> 40 << 40
@@ -16,7 +18,7 @@
 // The digests cover every member's shape, so ranks whose packed or fused members differ (counts
 // 16 + 32 against 32 + 16) send different tags and fail with a mismatch before any data is
 // combined.
-// {0, 0}: no collective (point-to-point traffic, internal exchanges).
+// {0, 0}: no call (internal exchanges).
 #pragma once
 
 #include <cstddef>
@@ -37,6 +39,7 @@ static_assert(std::is_same_v<CallTag, transport::Window::Tag>,
 CallTag collectiveCallTag(const algo::CollArgs& args, tuttiRedOp_t userOp, bool barrier,
                           uint64_t callNumber);
 CallTag p2pCallTag(size_t operations);
+CallTag p2pMessageTag();
 CallTag fusedCallTag(size_t members, uint64_t digest, uint64_t callNumber);
 CallTag packedCallTag(tuttiDataType_t dtype, tuttiRedOp_t userOp, size_t members, uint64_t digest,
                       uint64_t callNumber);

@@ -23,8 +23,8 @@ namespace tutti {
 
 class CallWatch {
  public:
-  // current: the tag of the call being made ({0, 0} between calls and in point-to-point
-  // batches); trace: the owner's flight recorder (the recent calls it publishes).
+  // current: the tag of the call being made ({0, 0} between calls, p2pMessageTag in
+  // point-to-point batches); trace: the owner's flight recorder (the recent calls it publishes).
   CallWatch(bootstrap::Store* store, int rank, const CallTag* current, const CallTrace* trace,
             std::function<std::string(int peer)> describePeer);
 

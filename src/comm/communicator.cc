@@ -460,7 +460,9 @@ void Communicator::runP2p(std::span<const P2pOp> ops) {
   if (messages == 0) return;
   monitor_->trace().begin(p2pCallTag(messages), "p2p");
   try {
-    execute(batch.schedule, batch.buffers);
+    std::vector<int> peers = exec::peersOf(batch.schedule);
+    announceP2pContact(peers);
+    calls_.executing(p2pMessageTag(), [&] { execute(batch.schedule, peers, batch.buffers); });
   } catch (const Error&) {
     rethrowCallFailure();
   }
@@ -499,26 +501,31 @@ void Communicator::runP2pOpen(std::span<const P2pOp> first,
     std::vector<int> peers = append(ops_, to, bufs);
     if (!links_->needsConnection(peers)) return;
     testDieAt("connect", rank_);
+    announceP2pContact(peers);
     std::vector<P2pOp> late;
     links_->connect(peers, options_.timeoutSec, [&]() -> std::vector<int> {
       late.clear();
       if (!more(late)) return {};
-      return append(late, to, bufs);
+      std::vector<int> added = append(late, to, bufs);
+      announceP2pContact(added);
+      return added;
     });
   };
   monitor_->trace().begin(p2pCallTag(first.size()), "p2p");
   try {
     add(first, ops, buffers);
     std::vector<P2pOp> extra;
-    exec::executeOpenRound(
-        ops, buffers, links_->table(), callOptions(),
-        [&](std::deque<exec::Op>& to, std::vector<std::byte*>& bufs) {
-          extra.clear();
-          if (!more(extra)) return false;
-          add(extra, to, bufs);
-          return true;
-        },
-        wakeFd);
+    calls_.executing(p2pMessageTag(), [&] {
+      exec::executeOpenRound(
+          ops, buffers, links_->table(), callOptions(),
+          [&](std::deque<exec::Op>& to, std::vector<std::byte*>& bufs) {
+            extra.clear();
+            if (!more(extra)) return false;
+            add(extra, to, bufs);
+            return true;
+          },
+          wakeFd);
+    });
   } catch (const Error&) {
     rethrowCallFailure();
   }

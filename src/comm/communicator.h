@@ -8,6 +8,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
@@ -150,6 +151,13 @@ class Communicator {
   // call returns. wakeFd (-1: none) is readable when `more` may have some.
   void runP2pOpen(std::span<const P2pOp> first,
                   const std::function<bool(std::vector<P2pOp>&)>& more, int wakeFd);
+  // Receives the first point-to-point message to arrive from any peer (tuttiRecvAny) into
+  // `buffer` (`bytes`, which the message must have: otherwise tuttiInvalidUsage, and the
+  // message stays for a receive of its size); returns the sender. Looks at the head of every
+  // connection, and connects the peers that announced a first contact to this rank (sends
+  // announce one in the store before they connect); a collective's message at a head is left
+  // for its collective. tuttiTimeout after the communicator's timeout.
+  int recvAny(std::byte* buffer, size_t bytes);
 
   std::unique_ptr<Communicator> split(int color, int key, CommOptions options);
 
@@ -268,6 +276,15 @@ class Communicator {
   static bool allReduceAutomatic(const std::string& spec);
   // An all-reduce over the window's line slots (exec/line_allreduce.h): as a call of its own
   // (the automatic choice), or inside a planned call whose schedule asks for it.
+  // The peer and size of the first point-to-point message found at a connection's head
+  // (recvAny); waits for one.
+  std::pair<int, size_t> waitAnyP2pMessage();
+  // Connects the peers not connected yet that announced a first contact to this rank
+  // (announceP2pContact); whether there were any.
+  bool connectAnnouncedPeers();
+  // Writes the first-contact notices of this rank's point-to-point operations to `peers` not
+  // connected yet (recvAny on those peers looks for them).
+  void announceP2pContact(std::span<const int> peers);
   void runLineCall(const algo::CollArgs& args, const void* send, void* recv, tuttiRedOp_t userOp);
   void runLine(const algo::CollArgs& args, const void* send, void* recv);
   // A collective as the planner plans it (collective() without the line all-reduce and avg).
@@ -292,6 +309,7 @@ class Communicator {
   CommStores stores_;
   int rank_;
   int nranks_;
+  int anySourceFirst_ = 0;  // the peer recvAny looks at first (rotates: none is starved)
   CommOptions options_;
   std::string initialAlgo_;  // options_.algo as made at init (setAlgorithm("") restores it)
   // options_.algo leaves all-reduce automatic (allReduceAutomatic): small ones on one host

@@ -87,7 +87,7 @@ struct PeerInfo {
   std::string hostId;    // equal for ranks on one host (boot id + net namespace, TUTTI_HOSTID)
   std::string hostname;  // for messages
   pid_t pid = 0;
-  uint64_t pidNs = 0;  // inode of its pid namespace: pids compare only within one
+  uint64_t pidNs = 0;     // inode of its pid namespace: pids compare only within one
   std::string inspect{};  // its process's tutti-inspect responder, "host:port|token" ("": none)
 };
 
@@ -124,6 +124,11 @@ class Connection {
   virtual void startRecv(RecvTarget target) = 0;
   // Advances the active receive without blocking; returns the bytes delivered so far.
   virtual size_t progressRecv() = 0;
+  // With no receive active and none owed: whether the next message from the peer has arrived
+  // (its header at least), with its tag and size, without taking it; the next startRecv
+  // receives it. Non-blocking. Transports that carry no tags (ibverbs, cuda_ipc) throw
+  // tuttiUnsupported. A receive from any source (tuttiRecvAny) looks with it.
+  virtual bool peekMessage(MsgTag& tag, size_t& bytes);
 
   // Sleeping support (so idle ranks do not burn the CPU they share):
   // fds that become readable when this connection may progress (data, space, peer death).
@@ -134,6 +139,12 @@ class Connection {
   // Called after waking: disarms and drains.
   virtual void afterSleep() = 0;
 };
+
+inline bool Connection::peekMessage(MsgTag&, size_t&) {
+  throw Error(tuttiUnsupported, std::string(transportName()) + ": the connection to rank " +
+                                    std::to_string(peer()) +
+                                    " carries no message headers to look at before receiving");
+}
 
 // What a transport may use while connecting.
 struct Context {

@@ -263,6 +263,23 @@ bool ShmConnection::flushZeroRecvs(bool& moved) {
   return true;
 }
 
+bool ShmConnection::peekMessage(MsgTag& tag, size_t& bytes) {
+  if (rstate_ != RecvState::kIdle && rstate_ != RecvState::kDone)
+    fail(tuttiInvalidUsage, "shm: rank ", p_.rank, ": peekMessage from rank ", p_.peer.rank,
+         " while a receive is active");
+  bool moved = false;
+  MsgHeader h;
+  if (flushZeroRecvs(moved) && readHeader(h, moved)) {
+    rtail_ -= kRecord;  // not taken: the next receive reads this header again
+    tag = {h.tag[0], h.tag[1]};
+    bytes = h.bytes;
+    return true;
+  }
+  if (moved) publishTail();
+  if (peerGone()) throwPeerDied("a look for a message");
+  return false;
+}
+
 // Reads the next message header, skipping restart records; false if none has arrived.
 bool ShmConnection::readHeader(MsgHeader& h, bool& moved) {
   for (;;) {

@@ -38,6 +38,7 @@ class ShmConnection final : public Connection {
   size_t progressSend() override;
   void startRecv(RecvTarget target) override;
   size_t progressRecv() override;
+  bool peekMessage(MsgTag& tag, size_t& bytes) override;
   void collectWaitFds(std::vector<int>& fds) override;
   bool prepareToSleep() override;
   void afterSleep() override;

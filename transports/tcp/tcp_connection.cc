@@ -248,13 +248,7 @@ bool TcpConnection::readHeader(uint64_t expected, bool withPayload) {
   n -= take;
   if (hdrGot_ < sizeof(Header)) return false;
   hdrGot_ = 0;
-  if (hdr_.magic != kMagic || hdr_.seq != recvSeq_) {
-    brokenCode_ = tuttiInternalError;
-    broken_ = "tcp: stream from " + describePeer() + " out of sync (message #" +
-              std::to_string(recvSeq_) + ": magic " + std::to_string(hdr_.magic) + ", seq " +
-              std::to_string(hdr_.seq) + ")";
-    throw Error(brokenCode_, broken_);
-  }
+  checkInSync(hdr_);
   ++recvSeq_;
   // The tag first: a message of another call usually differs in size too, and the tag says
   // which call it came from.
@@ -287,6 +281,33 @@ bool TcpConnection::readOwedHeaders() {
     if (!readHeader(0, false)) return false;
     --owedZero_;
   }
+  return true;
+}
+
+void TcpConnection::checkInSync(const Header& h) {
+  if (h.magic == kMagic && h.seq == recvSeq_) return;
+  brokenCode_ = tuttiInternalError;
+  broken_ = "tcp: stream from " + describePeer() + " out of sync (message #" +
+            std::to_string(recvSeq_) + ": magic " + std::to_string(h.magic) + ", seq " +
+            std::to_string(h.seq) + ")";
+  throw Error(brokenCode_, broken_);
+}
+
+bool TcpConnection::peekMessage(MsgTag& tag, size_t& bytes) {
+  rethrowBroken();
+  if (recvActive_)
+    fail(tuttiInvalidUsage, "tcp: peekMessage from rank ", peer_, " while a receive is active");
+  if (!readOwedHeaders() || hdrGot_ != 0) return false;
+  Header h;
+  ssize_t r;
+  do {
+    r = ::recv(socks_[0].fd.get(), &h, sizeof h, MSG_PEEK | MSG_DONTWAIT);
+  } while (r < 0 && errno == EINTR);
+  r = checkIo(r, 0, "recv");
+  if (r < static_cast<ssize_t>(sizeof h)) return false;
+  checkInSync(h);
+  tag = h.tag;
+  bytes = h.size;
   return true;
 }
 

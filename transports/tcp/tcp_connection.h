@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "socket_util.h"
 #include "interfaces/transport.h"
+#include "socket_util.h"
 #include "tutti/tutti.h"
 
 namespace tutti::transport::tcp {
@@ -50,6 +50,7 @@ class TcpConnection : public Connection {
   size_t progressSend() override;
   void startRecv(RecvTarget target) override;
   size_t progressRecv() override;
+  bool peekMessage(MsgTag& tag, size_t& bytes) override;
   void collectWaitFds(std::vector<int>& fds) override;
   bool prepareToSleep() override;
   void afterSleep() override;
@@ -82,6 +83,8 @@ class TcpConnection : public Connection {
   // Receive side.
   bool readOwedHeaders();
   bool readHeader(uint64_t expected, bool withPayload);
+  // Throws (the stream is then broken) unless h is the next message's header.
+  void checkInSync(const Header& h);
   bool pullSocket(int s);  // true if it made progress
   bool deliverStaged();
   size_t recvCompleted() const;

@@ -169,6 +169,22 @@ void collectives(int rank, const tuttiUniqueId& id) {
     g.end();
     ASSERT_EQ(in, inputs(call, (rank + kRanks - 1) % kRanks, n));
   }
+  {  // rank 0 receives from any source: ranks 1 and 2, each message its sender's
+    ++call;
+    if (rank == 0) {
+      std::vector<int> senders;
+      for (int k = 0; k < kRanks - 1; ++k) {
+        std::vector<int64_t> in(n, -1);
+        const int from = comm.recvAny(std::span<int64_t>(in));
+        ASSERT_EQ(in, inputs(call, from, n)) << "from rank " << from;
+        senders.push_back(from);
+      }
+      std::sort(senders.begin(), senders.end());
+      ASSERT_EQ(senders, (std::vector<int>{1, 2}));
+    } else {
+      comm.send(std::span<const int64_t>(inputs(call, rank, n)), 0);
+    }
+  }
   comm.barrier();
   {  // split: even and odd ranks
     tutti::Comm sub = comm.split(rank % 2, rank);

@@ -20,6 +20,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,7 @@ struct Op {
   Connection* conn = nullptr;
   bool send = false;
   std::span<const std::byte> data;  // send
+  MsgTag tag{};                     // send
   RecvTarget target;                // receive
   size_t bytes() const { return send ? data.size() : target.bytes; }
 };
@@ -112,7 +114,7 @@ inline DriveStats drive(std::vector<Op> ops, double timeoutSec = 120) {
         Op& op = *q.ops[q.next];
         if (!q.started) {
           if (op.send)
-            q.conn->startSend(op.data);
+            q.conn->startSend(op.data, op.tag);
           else
             q.conn->startRecv(op.target);
           q.started = true;
@@ -342,10 +344,73 @@ inline void manySmall(const RankConns& rc, int count) {
                     "manySmall message " + std::to_string(k));
 }
 
+// peekMessage: every rank sends each peer a tagged 0-byte message, which the peer receives
+// (its header may still be owed), then starts a tagged 3000-byte send to each peer. Each rank
+// looks at every peer until peekMessage shows that message's tag and size, twice (it takes
+// nothing), then receives it whole. Sends progress throughout (a single-copy send waits for
+// its receiver).
+inline void peekThenReceive(const RankConns& rc) {
+  auto peers = rc.peers();
+  const size_t bytes = 3000;
+  auto tagOf = [](int from, int to, int k) {
+    return MsgTag{uint64_t(from) << 32 | uint64_t(to), 0x7e57ull + uint64_t(k)};
+  };
+  std::vector<Op> empties;
+  for (int peer : peers) {
+    Op out = sendOp(rc.byPeer[peer], {});
+    out.tag = tagOf(rc.rank, peer, 0);
+    Op in = recvOp(rc.byPeer[peer], {});
+    in.target.tag = tagOf(peer, rc.rank, 0);
+    empties.insert(empties.end(), {out, in});
+  }
+  drive(std::move(empties));
+  std::vector<std::vector<std::byte>> outs(peers.size()), ins(peers.size());
+  for (size_t p = 0; p < peers.size(); ++p) {
+    outs[p].resize(bytes);
+    fillPattern(outs[p], rc.rank, peers[p], 4242);
+    ins[p].assign(bytes, std::byte{0});
+    rc.byPeer[peers[p]]->startSend(outs[p], tagOf(rc.rank, peers[p], 1));
+  }
+  std::vector<bool> seen(peers.size(), false), started(peers.size(), false);
+  Deadline deadline(60);
+  for (;;) {
+    bool done = true;
+    for (size_t p = 0; p < peers.size(); ++p) {
+      Connection* c = rc.byPeer[peers[p]];
+      done = c->progressSend() == bytes && done;
+      if (!seen[p]) {
+        MsgTag tag{};
+        size_t size = 0;
+        for (int look = 0; look < 2 && c->peekMessage(tag, size); ++look) {
+          if (tag != tagOf(peers[p], rc.rank, 1) || size != bytes)
+            throw ConformanceError("peekMessage: wrong tag or size (" + std::to_string(size) +
+                                   " bytes)");
+          seen[p] = look == 1;  // the second look found it again
+        }
+      }
+      if (seen[p] && !started[p]) {
+        RecvTarget t;
+        t.direct = ins[p].data();
+        t.bytes = bytes;
+        t.tag = tagOf(peers[p], rc.rank, 1);
+        c->startRecv(t);
+        started[p] = true;
+      }
+      done = started[p] && c->progressRecv() == bytes && done;
+    }
+    if (done) break;
+    if (deadline.expired()) throw ConformanceError("peekThenReceive: timed out");
+    std::this_thread::yield();
+  }
+  for (size_t p = 0; p < peers.size(); ++p)
+    expectPattern(ins[p], peers[p], rc.rank, 4242, "the message looked at");
+}
+
 // The whole suite; `bigBytes` is the large exchange (256 MiB in the full suite).
 inline void runAll(const RankConns& rc, size_t bigBytes) {
   auto sizes = standardSizes();
   exchangeSizes(rc, sizes);
+  peekThenReceive(rc);
   consumeReduce(rc, 1 << 20);
   manySmall(rc, 2000);
   if (bigBytes) exchangeRounds(rc, bigBytes);
