@@ -1085,10 +1085,22 @@ void PendingP2p::flush() {
   for (auto& p : batch) p.work->complete(error);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::recvAnysource(std::vector<at::Tensor>&, int) {
-  throw std::invalid_argument(
-      "tutti: recv from any source is not supported (tutti matches messages per peer, as NCCL "
-      "does); pass src");
+// The first message of a send from any rank (tuttiRecvAny), in stream order after what was
+// posted before it; the work's sourceRank() names the sender once it completed.
+c10::intrusive_ptr<c10d::Work> ProcessGroupTutti::recvAnysource(std::vector<at::Tensor>& tensors,
+                                                                int tag) {
+  at::Tensor t = single(tensors, "recv");
+  auto source = std::make_shared<int>(-1);
+  Dense d(t);
+  WorkSteps s;
+  s.issue = [this, d, source](tuttiStream_t st) {
+    return tuttiRecvAny(ptr(d.buf), d.buf.numel(), dataTypeOf(d.buf), source.get(), comm_, st);
+  };
+  s.after = when(d.staged(), [d] { d.out(); });
+  auto work =
+      enqueue({OpType::RECVANYSOURCE, "tutti:recvAnySource", "recv", kNeverNow}, {t}, std::move(s));
+  if (auto* mine = dynamic_cast<TuttiWork*>(work.get())) mine->setSourceSlot(source);
+  return work;
 }
 
 void ProcessGroupTutti::startCoalescing() {

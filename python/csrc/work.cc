@@ -25,6 +25,15 @@ void TuttiWork::markStarted() {
     FlightRecorder::get().started(record_);
 }
 
+int TuttiWork::sourceRank() const {
+  if (!source_) return c10d::Work::sourceRank();  // torch's refusal: not a recv from any source
+  if (*source_ < 0)
+    throw std::runtime_error(
+        "tutti: the receive from any source has not completed yet: wait "
+        "for it before asking for its sender");
+  return *source_;
+}
+
 float TuttiWork::getDuration() const {
   if (!timing_)
     throw std::runtime_error(

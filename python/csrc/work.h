@@ -41,6 +41,10 @@ class TuttiWork : public c10d::Work {
   bool timingEnabled() const { return timing_; }
   void markStarted();
   float getDuration() const override;
+  // A receive from any source: the slot its sender's rank is written to before it completes
+  // (-1 until then); sourceRank() reads it.
+  void setSourceSlot(std::shared_ptr<const int> slot) { source_ = std::move(slot); }
+  int sourceRank() const override;
   // The group's on-completion hooks (completion_hooks.h), told of this work's completion.
   void reportTo(std::shared_ptr<CompletionHooks> hooks) { hooks_ = std::move(hooks); }
   // Its entry in the flight recorder (flight_recorder.h), told of its start and completion.
@@ -84,6 +88,7 @@ class TuttiWork : public c10d::Work {
   std::atomic<int64_t> startedNs_{-1};   // since created_; -1: not started
   std::atomic<int64_t> finishedNs_{-1};  // since created_; -1: not completed
   std::shared_ptr<CompletionHooks> hooks_;
+  std::shared_ptr<const int> source_;
   uint64_t record_ = FlightRecorder::kNone;
   tuttiEvent_t event_ = nullptr;
   std::weak_ptr<SyncUse> syncUse_;

@@ -10,17 +10,10 @@ _TORCH_GATES_MONITORED_BARRIER = "torch's dist.monitored_barrier refuses every b
 # from its BackendType); DDP's logger records that name (docs/pytorch.md, "Refused, and why").
 _TORCH_NAMES_PLUGINS_CUSTOM = "torch's ProcessGroup names every plugin backend 'custom'"
 
-# Not built yet: tutti matches point-to-point messages per peer; a receive from any source
-# needs a probe of every connection for the first message (transports and executor).
-_NO_ANY_SOURCE = "recv from any source is not implemented in tutti yet"
-
 _COMMON = {
     "test_monitored_barrier_gloo": _TORCH_GATES_MONITORED_BARRIER,
     "test_monitored_barrier_gloo_subgroup": _TORCH_GATES_MONITORED_BARRIER,
     "test_ddp_logging_data_cpu": _TORCH_NAMES_PLUGINS_CUSTOM,
-    "test_send_recv_any_source": _NO_ANY_SOURCE,
-    "test_send_recv_any_source_autograd_profiler": _NO_ANY_SOURCE,
-    "test_send_recv_any_source_torch_profiler": _NO_ANY_SOURCE,
 }
 
 _BY_WORLD_SIZE = {2: {}, 4: {}}
