@@ -10,6 +10,8 @@
 #    FailureMonitor, PeerProbe, SharedWindow, Planner, FusedPlans, ConnectionSet, the call trace, tags and
 #    watch, liveness, places, ring order) know nothing of their owner: none includes
 #    communicator.h.
+# 4. The torch backend (python/csrc) is a client of the C API: it includes tutti/ headers and
+#    its own, nothing of src/.
 # Exit 0 when clean, 1 listing every offending include.
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -56,5 +58,10 @@ while IFS= read -r line; do
   bad=1
 done < <(grep -rn '#include "comm/communicator.h"' src/comm --include=*.h --include=*.cc |
            grep -vE '^src/comm/(communicator|collective_calls|estimate_calls|fused_calls|neighbor_allreduce|self_tuning_calls|any_source)\.(h|cc):' || true)
+while IFS= read -r line; do
+  echo "layering: python/csrc includes a library header (only tutti/ and its own): $line"
+  bad=1
+done < <(grep -rnE '#include "[a-z_]+/' python/csrc --include=*.cc --include=*.h |
+           grep -v '#include "tutti/' || true)
 [ "$bad" = 0 ] && echo "layering: clean (${#allowed[@]} modules)"
 exit "$bad"
