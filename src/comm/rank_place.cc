@@ -15,6 +15,7 @@
 #include "comm/place_topology.h"
 #include "common/env.h"
 #include "common/error.h"
+#include "common/host_name.h"
 #include "common/log.h"
 #include "topology/binding.h"
 #include "topology/json.h"
@@ -23,7 +24,6 @@
 #include "topology/rings.h"
 #include "tutti/config.h"
 #if TUTTI_HAVE_CUDA
-#include "common/host_name.h"
 #include "reduce/cuda/cuda_probe.h"
 #endif
 
