@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "topology/paths.h"
 #include "topology/rings.h"
@@ -55,15 +57,16 @@ std::string deviceKey(const Topology& t, DeviceRef d) {
   return n.names.empty() ? "nic" + std::to_string(d.index) : n.names[0];
 }
 
-}  // namespace
-
-std::string topologyJson(const Topology& t, int ringRanks) {
-  std::ostringstream o;
+void writeHeader(std::ostream& o, const Topology& t) {
   const char* source = t.source == Source::kNcclXml    ? "nccl-xml"
                        : t.source == Source::kHwlocXml ? "hwloc-xml"
                                                        : "hwloc-live";
   o << "{\n  \"source\": " << quote(source) << ",\n  \"origin\": " << quote(t.origin)
     << ",\n  \"hostname\": " << quote(t.hostName) << ",\n  \"arch\": " << quote(t.arch) << ",\n";
+}
+
+// "packages", "numa_nodes", "numa" and "total_cores".
+void writeCpus(std::ostream& o, const Topology& t) {
   o << "  \"packages\": [";
   for (size_t i = 0; i < t.packages.size(); ++i) {
     const auto& p = t.packages[i];
@@ -80,7 +83,11 @@ std::string topologyJson(const Topology& t, int ringRanks) {
       << ", \"cores\": " << n.cores << ", \"pus\": " << n.pus
       << ", \"memory_bytes\": " << n.memoryBytes << ", \"cpuset\": " << quote(n.cpuset) << "}";
   }
-  o << "],\n  \"total_cores\": " << t.totalCores() << ",\n  \"gpus\": [";
+  o << "],\n  \"total_cores\": " << t.totalCores() << ",\n";
+}
+
+void writeGpus(std::ostream& o, const Topology& t) {
+  o << "  \"gpus\": [";
   for (size_t i = 0; i < t.gpus.size(); ++i) {
     const Gpu& g = t.gpus[i];
     const PciNode& p = t.pci[g.pci];
@@ -97,7 +104,11 @@ std::string topologyJson(const Topology& t, int ringRanks) {
     for (size_t k = 0; k < g.osDevices.size(); ++k) o << (k ? ", " : "") << quote(g.osDevices[k]);
     o << "]}";
   }
-  o << "\n  ],\n  \"nics\": [";
+  o << "\n  ],\n";
+}
+
+void writeNics(std::ostream& o, const Topology& t) {
+  o << "  \"nics\": [";
   for (size_t i = 0; i < t.nics.size(); ++i) {
     const Nic& n = t.nics[i];
     o << (i ? "," : "") << "\n    {\"busid\": " << (n.pci >= 0 ? quote(t.pci[n.pci].busId) : "null")
@@ -108,7 +119,12 @@ std::string topologyJson(const Topology& t, int ringRanks) {
       << ", \"ports\": " << n.ports << ", \"rdma\": " << (n.rdma ? "true" : "false")
       << ", \"numa\": " << numaJson(t, n.numa) << "}";
   }
-  o << "\n  ],\n  \"nvswitches\": [";
+  o << "\n  ],\n";
+}
+
+// "nvswitches" and "nvlink".
+void writeNvlinks(std::ostream& o, const Topology& t) {
+  o << "  \"nvswitches\": [";
   for (size_t i = 0; i < t.nvSwitches.size(); ++i) {
     o << (i ? ", " : "") << quote(t.nvSwitches[i].busId);
   }
@@ -134,7 +150,12 @@ std::string topologyJson(const Topology& t, int ringRanks) {
       << ", \"bandwidth_mbps\": "
       << (l.bandwidthMBps > 0 ? std::to_string(l.bandwidthMBps * 8) : "null") << "}";
   }
-  o << "\n  ],\n  \"paths\": {";
+  o << "\n  ],\n";
+}
+
+// The path label between every pair of GPUs and PCI NICs.
+void writePaths(std::ostream& o, const Topology& t) {
+  o << "  \"paths\": {";
   std::vector<DeviceRef> devs;
   for (size_t i = 0; i < t.gpus.size(); ++i) devs.push_back({0, DevKind::kGpu, int(i)});
   for (size_t i = 0; i < t.nics.size(); ++i) {
@@ -151,26 +172,46 @@ std::string topologyJson(const Topology& t, int ringRanks) {
     }
     o << "}";
   }
-  o << "\n  },\n  \"warnings\": [";
+  o << "\n  },\n";
+}
+
+void writeWarnings(std::ostream& o, const Topology& t) {
+  o << "  \"warnings\": [";
   auto warnings = topologyWarnings(t);
   for (size_t i = 0; i < warnings.size(); ++i) {
     o << (i ? "," : "") << "\n    " << quote(warnings[i]);
   }
   o << "\n  ]";
-  if (ringRanks > 0) {
-    auto rdevs = devicesForRanks(t, ringRanks);
-    auto ring = bestRing(t, rdevs);
-    RingScore s = scoreRing(t, rdevs, ring);
-    Tree tree = binaryTree(ring);
-    o << ",\n  \"ring\": {\"ranks\": [";
-    for (size_t i = 0; i < ring.size(); ++i) o << (i ? ", " : "") << ring[i];
-    o << "], \"bottleneck_GBps\": " << s.bottleneckMBps / 1000.0
-      << ", \"slow_edges\": " << s.slowEdges << ", \"socket_changes\": " << s.socketChanges
-      << ", \"total_GBps\": " << s.totalMBps / 1000.0 << "},\n  \"tree\": {\"root\": " << tree.root
-      << ", \"depth\": " << tree.depth << ", \"parent\": [";
-    for (size_t i = 0; i < tree.parent.size(); ++i) o << (i ? ", " : "") << tree.parent[i];
-    o << "]}";
-  }
+}
+
+// The ring and binary tree over `ringRanks` ranks placed on the topology's devices.
+void writeRingAndTree(std::ostream& o, const Topology& t, int ringRanks) {
+  auto rdevs = devicesForRanks(t, ringRanks);
+  auto ring = bestRing(t, rdevs);
+  RingScore s = scoreRing(t, rdevs, ring);
+  Tree tree = binaryTree(ring);
+  o << ",\n  \"ring\": {\"ranks\": [";
+  for (size_t i = 0; i < ring.size(); ++i) o << (i ? ", " : "") << ring[i];
+  o << "], \"bottleneck_GBps\": " << s.bottleneckMBps / 1000.0
+    << ", \"slow_edges\": " << s.slowEdges << ", \"socket_changes\": " << s.socketChanges
+    << ", \"total_GBps\": " << s.totalMBps / 1000.0 << "},\n  \"tree\": {\"root\": " << tree.root
+    << ", \"depth\": " << tree.depth << ", \"parent\": [";
+  for (size_t i = 0; i < tree.parent.size(); ++i) o << (i ? ", " : "") << tree.parent[i];
+  o << "]}";
+}
+
+}  // namespace
+
+std::string topologyJson(const Topology& t, int ringRanks) {
+  std::ostringstream o;
+  writeHeader(o, t);
+  writeCpus(o, t);
+  writeGpus(o, t);
+  writeNics(o, t);
+  writeNvlinks(o, t);
+  writePaths(o, t);
+  writeWarnings(o, t);
+  if (ringRanks > 0) writeRingAndTree(o, t, ringRanks);
   o << "\n}\n";
   return o.str();
 }
