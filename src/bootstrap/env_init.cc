@@ -136,86 +136,94 @@ int slurmPort(uint64_t jobId, uint64_t stepId) {
   return static_cast<int>(kSlurmPortBase + (jobId * 16 + stepId) % kSlurmPortRange);
 }
 
-LaunchInfo launchInfoFromEnv() {
-  struct Launcher {
-    const char* source;
-    const char* rank;
-    const char* size;
-    const char* local;
-  };
-  static const Launcher kLaunchers[] = {
-      {"tuttirun", "TUTTI_RANK", "TUTTI_WORLD_SIZE", "TUTTI_LOCAL_RANK"},
-      {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
-      {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
-      {"hydra", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
-      {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
-  };
-  const Launcher* l = nullptr;
-  for (const auto& cand : kLaunchers) {
-    if (anyVar(cand.rank)) {
-      l = &cand;
-      break;
-    }
-  }
-  bool explicitAddr =
-      env::isSet("TUTTI_ADDR") || foreign("MASTER_ADDR") || env::isSet("TUTTI_STORE_FILE");
-  bool byTutti = l != nullptr && (l == &kLaunchers[0] || l == &kLaunchers[1]);
-  if (!byTutti && !explicitAddr && underPmixServer() && pmixAvailable()) {
-    PmixJob job = pmixJob();
-    LaunchInfo info;
-    info.source = "pmix";
-    info.rank = job.rank;
-    info.nranks = job.nranks;
-    info.localRank = job.localRank;
-    info.viaLauncher = true;
-    return info;
-  }
-  if (!l)
-    fail(tuttiInvalidArgument,
-         "init from environment: no launcher variables found (set TUTTI_RANK/TUTTI_WORLD_SIZE/"
-         "TUTTI_ADDR, launch with tuttirun, torchrun, mpirun or srun)");
+namespace {
+
+struct Launcher {
+  const char* source;
+  const char* rank;
+  const char* size;
+  const char* local;
+};
+constexpr Launcher kLaunchers[] = {
+    {"tuttirun", "TUTTI_RANK", "TUTTI_WORLD_SIZE", "TUTTI_LOCAL_RANK"},
+    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
+    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+    {"hydra", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
+    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+};
+
+// The first launcher whose rank variable is set; null when none is.
+const Launcher* launcherInEnv() {
+  for (const auto& cand : kLaunchers)
+    if (anyVar(cand.rank)) return &cand;
+  return nullptr;
+}
+
+LaunchInfo pmixLaunchInfo() {
+  PmixJob job = pmixJob();
   LaunchInfo info;
-  info.source = l->source;
-  info.rank = required(l->rank, l->source);
-  info.nranks = required(l->size, l->source);
+  info.source = "pmix";
+  info.rank = job.rank;
+  info.nranks = job.nranks;
+  info.localRank = job.localRank;
+  info.viaLauncher = true;
+  return info;
+}
+
+// The launcher's rank, rank count and local rank, checked.
+LaunchInfo ranksOf(const Launcher& l) {
+  LaunchInfo info;
+  info.source = l.source;
+  info.rank = required(l.rank, l.source);
+  info.nranks = required(l.size, l.source);
   if (info.nranks <= 0)
-    fail(tuttiInvalidArgument, l->size, "=", info.nranks, " must be a positive rank count");
+    fail(tuttiInvalidArgument, l.size, "=", info.nranks, " must be a positive rank count");
   if (info.rank < 0 || info.rank >= info.nranks)
-    fail(tuttiInvalidArgument, l->rank, "=", info.rank, " is out of range for ", l->size, "=",
+    fail(tuttiInvalidArgument, l.rank, "=", info.rank, " is out of range for ", l.size, "=",
          info.nranks, " (0..", info.nranks - 1, ")");
-  if (auto v = anyVar(l->local)) {
-    info.localRank = parseInt(l->local, *v);
+  if (auto v = anyVar(l.local)) {
+    info.localRank = parseInt(l.local, *v);
     if (info.localRank < 0 || info.localRank >= info.nranks)
-      fail(tuttiInvalidArgument, l->local, "=", info.localRank, " is out of range (0..",
+      fail(tuttiInvalidArgument, l.local, "=", info.localRank, " is out of range (0..",
            info.nranks - 1, ")");
   }
+  return info;
+}
 
+// MASTER_ADDR's host with tutti's port: TUTTI_PORT, else MASTER_PORT + 1 (torch's own store
+// listens on MASTER_PORT; docs/bootstrap.md).
+std::string masterAddress(const LaunchInfo& info, const std::string& host) {
+  auto port = foreign("MASTER_PORT");
+  if (!port)
+    fail(tuttiInvalidArgument, info.source, " launch: MASTER_ADDR is set but MASTER_PORT is not");
+  int masterPort = parsePort(*port, "MASTER_PORT");
+  int tuttiPort = masterPort + 1;
+  if (auto p = env::raw("TUTTI_PORT")) {
+    tuttiPort = parsePort(*p, "TUTTI_PORT");
+  } else if (tuttiPort > 65535) {
+    fail(tuttiInvalidArgument, info.source, " launch: MASTER_PORT=", masterPort,
+         " leaves no MASTER_PORT + 1 for tutti's rendezvous: set TUTTI_PORT");
+  }
+  bool v6 = host.find(':') != std::string::npos && host[0] != '[';
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(tuttiPort);
+}
+
+// Where the rendezvous is: info.addr, or a store file (TUTTI_STORE_FILE, read later). False
+// when the launcher gives it instead (hydra's PMI-1: rank 0's address and secret, rendezvous.cc).
+bool findRendezvous(LaunchInfo& info, const Launcher& l) {
+  const bool storeFile = env::isSet("TUTTI_STORE_FILE");
   if (auto a = env::raw("TUTTI_ADDR")) {
     checkHostPort("TUTTI_ADDR", *a);
     info.addr = *a;
   } else if (auto host = foreign("MASTER_ADDR")) {
-    auto port = foreign("MASTER_PORT");
-    if (!port)
-      fail(tuttiInvalidArgument, info.source, " launch: MASTER_ADDR is set but MASTER_PORT is not");
-    // torch's own store listens on MASTER_PORT: tutti's rendezvous takes TUTTI_PORT, else
-    // MASTER_PORT + 1 (docs/bootstrap.md).
-    int masterPort = parsePort(*port, "MASTER_PORT");
-    int tuttiPort = masterPort + 1;
-    if (auto p = env::raw("TUTTI_PORT")) {
-      tuttiPort = parsePort(*p, "TUTTI_PORT");
-    } else if (tuttiPort > 65535) {
-      fail(tuttiInvalidArgument, info.source, " launch: MASTER_PORT=", masterPort,
-           " leaves no MASTER_PORT + 1 for tutti's rendezvous: set TUTTI_PORT");
-    }
-    bool v6 = host->find(':') != std::string::npos && (*host)[0] != '[';
-    info.addr = (v6 ? "[" + *host + "]" : *host) + ":" + std::to_string(tuttiPort);
-  } else if (!env::isSet("TUTTI_STORE_FILE") && info.source == "slurm") {
+    info.addr = masterAddress(info, *host);
+  } else if (!storeFile && info.source == "slurm") {
     slurmAddress(info);
-  } else if (!env::isSet("TUTTI_STORE_FILE") && info.source == "hydra" && underPmiSimple()) {
-    info.viaLauncher = true;  // rank 0's address and secret through PMI-1 (rendezvous.cc)
-    return info;
-  } else if (!env::isSet("TUTTI_STORE_FILE")) {
-    fail(tuttiInvalidArgument, info.source, " launch: no rendezvous address for ", l->rank, "=",
+  } else if (!storeFile && info.source == "hydra" && underPmiSimple()) {
+    info.viaLauncher = true;
+    return false;
+  } else if (!storeFile) {
+    fail(tuttiInvalidArgument, info.source, " launch: no rendezvous address for ", l.rank, "=",
          info.rank,
          underPmixServer() && !pmixAvailable()
              ? " (a PMIx server would give it, but tutti was built without PMIx: install "
@@ -224,7 +232,23 @@ LaunchInfo launchInfoFromEnv() {
          ": set TUTTI_ADDR=host:port, or MASTER_ADDR and MASTER_PORT, or "
          "TUTTI_STORE_FILE=<shared directory>");
   }
+  return true;
+}
 
+}  // namespace
+
+LaunchInfo launchInfoFromEnv() {
+  const Launcher* l = launcherInEnv();
+  bool explicitAddr =
+      env::isSet("TUTTI_ADDR") || foreign("MASTER_ADDR") || env::isSet("TUTTI_STORE_FILE");
+  bool byTutti = l != nullptr && (l == &kLaunchers[0] || l == &kLaunchers[1]);
+  if (!byTutti && !explicitAddr && underPmixServer() && pmixAvailable()) return pmixLaunchInfo();
+  if (!l)
+    fail(tuttiInvalidArgument,
+         "init from environment: no launcher variables found (set TUTTI_RANK/TUTTI_WORLD_SIZE/"
+         "TUTTI_ADDR, launch with tuttirun, torchrun, mpirun or srun)");
+  LaunchInfo info = ranksOf(*l);
+  if (!findRendezvous(info, *l)) return info;
   if (auto s = env::raw("TUTTI_SECRET")) {
     secretFromHex(*s, "TUTTI_SECRET");
     info.secretHex = *s;
