@@ -79,6 +79,15 @@ class TcpTransport : public Transport {
   void readHellos();
   [[noreturn]] void timeout(const std::vector<int>& peers, const std::vector<Dial>& dials,
                             const Deadline& deadline);
+  // The dials to the higher ranks among peers (nsocks_ each), from their published addresses.
+  std::vector<Dial> dialsTo(const std::vector<int>& peers, const Deadline& deadline);
+  // Whether every dial is done and every lower peer's sockets have been accepted.
+  bool allConnected(const std::vector<int>& peers, const std::vector<Dial>& dials) const;
+  // Sleeps in poll(2) until the listener, a pending hello or a dial may move (100 ms at most).
+  void waitForSockets(std::vector<Dial>& dials, const Deadline& deadline);
+  // The connections by peer, from the accepted and dialled sockets.
+  std::vector<std::unique_ptr<Connection>> takeConnections(const std::vector<int>& peers,
+                                                           std::vector<Dial>& dials);
   std::string who(int peer) const {
     return "rank " + std::to_string(peer) + " (host " + peers_[peer].hostname + ")";
   }
@@ -313,17 +322,8 @@ void TcpTransport::timeout(const std::vector<int>& peers, const std::vector<Dial
        " s connecting to ", missing);
 }
 
-std::vector<std::unique_ptr<Connection>> TcpTransport::connect(std::span<const int> peerSpan,
-                                                               const Deadline& deadline) {
-  TUTTI_CHECK_ARG(listen_.valid(), "tcp connect before setup");
-  std::vector<int> peers(peerSpan.begin(), peerSpan.end());
-  std::set<int> seen;
-  for (int p : peers) {
-    TUTTI_CHECK_ARG(p >= 0 && p < nranks_ && p != rank_, "tcp connect: bad peer rank ", p,
-                    " (rank ", rank_, " of ", nranks_, ")");
-    TUTTI_CHECK_ARG(seen.insert(p).second, "tcp connect: peer ", p, " listed twice");
-  }
-
+std::vector<TcpTransport::Dial> TcpTransport::dialsTo(const std::vector<int>& peers,
+                                                      const Deadline& deadline) {
   // Our half (the listener) was published in setup(); now fetch the higher ranks' addresses.
   std::vector<Dial> dials;
   for (int p : peers) {
@@ -349,49 +349,42 @@ std::vector<std::unique_ptr<Connection>> TcpTransport::connect(std::span<const i
       dials.push_back(std::move(d));
     }
   }
-  for (Dial& d : dials) startDial(d);
+  return dials;
+}
 
-  std::vector<pollfd> pfds;
-  // The first look for dead peers after a quarter second: a healthy connect is done by then.
-  auto nextWatch = Clock::now() + std::chrono::milliseconds(250);
-  for (;;) {
-    for (Dial& d : dials) advanceDial(d);
-    acceptNew();
-    readHellos();
-
-    bool done = std::all_of(dials.begin(), dials.end(),
-                            [](const Dial& d) { return d.state == Dial::kDone; });
-    for (int p : peers) {
-      if (!done || p > rank_) continue;
-      auto it = accepted_.find(p);
-      done = it != accepted_.end() && std::all_of(it->second.begin(), it->second.end(),
-                                                  [](const Fd& f) { return f.valid(); });
-    }
-    if (done) break;
-    if (aborted_ && aborted_->load()) {
-      fail(tuttiRemoteError, "tcp: rank ", rank_, " connect aborted (communicator abort)");
-    }
-    if (deadline.expired()) timeout(peers, dials, deadline);
-    if (watchPeers_ && Clock::now() >= nextWatch) {
-      watchPeers_();
-      nextWatch = Clock::now() + std::chrono::milliseconds(250);
-    }
-
-    pfds.clear();
-    pfds.push_back({listen_.get(), POLLIN, 0});
-    for (Pending& p : pending_) pfds.push_back({p.fd.get(), POLLIN, 0});
-    size_t dialBase = pfds.size();
-    for (Dial& d : dials) {
-      short ev = (d.state == Dial::kConnecting || d.state == Dial::kHello) ? POLLOUT : 0;
-      pfds.push_back({d.fd.valid() ? d.fd.get() : -1, ev, 0});
-    }
-    int ms = std::min(deadline.msLeft(), 100);
-    int r = ::poll(pfds.data(), pfds.size(), ms);
-    if (r < 0 && errno != EINTR) throwSystemError("tcp: poll() while connecting");
-    for (size_t i = 0; i < dials.size(); ++i)
-      dials[i].revents = r > 0 ? pfds[dialBase + i].revents : 0;
+bool TcpTransport::allConnected(const std::vector<int>& peers,
+                                const std::vector<Dial>& dials) const {
+  if (!std::all_of(dials.begin(), dials.end(),
+                   [](const Dial& d) { return d.state == Dial::kDone; }))
+    return false;
+  for (int p : peers) {
+    if (p > rank_) continue;
+    auto it = accepted_.find(p);
+    if (it == accepted_.end() ||
+        !std::all_of(it->second.begin(), it->second.end(), [](const Fd& f) { return f.valid(); }))
+      return false;
   }
+  return true;
+}
 
+void TcpTransport::waitForSockets(std::vector<Dial>& dials, const Deadline& deadline) {
+  std::vector<pollfd> pfds;
+  pfds.push_back({listen_.get(), POLLIN, 0});
+  for (Pending& p : pending_) pfds.push_back({p.fd.get(), POLLIN, 0});
+  size_t dialBase = pfds.size();
+  for (Dial& d : dials) {
+    short ev = (d.state == Dial::kConnecting || d.state == Dial::kHello) ? POLLOUT : 0;
+    pfds.push_back({d.fd.valid() ? d.fd.get() : -1, ev, 0});
+  }
+  int ms = std::min(deadline.msLeft(), 100);
+  int r = ::poll(pfds.data(), pfds.size(), ms);
+  if (r < 0 && errno != EINTR) throwSystemError("tcp: poll() while connecting");
+  for (size_t i = 0; i < dials.size(); ++i)
+    dials[i].revents = r > 0 ? pfds[dialBase + i].revents : 0;
+}
+
+std::vector<std::unique_ptr<Connection>> TcpTransport::takeConnections(
+    const std::vector<int>& peers, std::vector<Dial>& dials) {
   std::vector<std::unique_ptr<Connection>> out;
   for (int p : peers) {
     std::vector<Fd> socks(nsocks_);
@@ -413,6 +406,38 @@ std::vector<std::unique_ptr<Connection>> TcpTransport::connect(std::span<const i
     out.push_back(std::move(conn));
   }
   return out;
+}
+
+std::vector<std::unique_ptr<Connection>> TcpTransport::connect(std::span<const int> peerSpan,
+                                                               const Deadline& deadline) {
+  TUTTI_CHECK_ARG(listen_.valid(), "tcp connect before setup");
+  std::vector<int> peers(peerSpan.begin(), peerSpan.end());
+  std::set<int> seen;
+  for (int p : peers) {
+    TUTTI_CHECK_ARG(p >= 0 && p < nranks_ && p != rank_, "tcp connect: bad peer rank ", p,
+                    " (rank ", rank_, " of ", nranks_, ")");
+    TUTTI_CHECK_ARG(seen.insert(p).second, "tcp connect: peer ", p, " listed twice");
+  }
+  std::vector<Dial> dials = dialsTo(peers, deadline);
+  for (Dial& d : dials) startDial(d);
+  // The first look for dead peers after a quarter second: a healthy connect is done by then.
+  auto nextWatch = Clock::now() + std::chrono::milliseconds(250);
+  for (;;) {
+    for (Dial& d : dials) advanceDial(d);
+    acceptNew();
+    readHellos();
+    if (allConnected(peers, dials)) break;
+    if (aborted_ && aborted_->load()) {
+      fail(tuttiRemoteError, "tcp: rank ", rank_, " connect aborted (communicator abort)");
+    }
+    if (deadline.expired()) timeout(peers, dials, deadline);
+    if (watchPeers_ && Clock::now() >= nextWatch) {
+      watchPeers_();
+      nextWatch = Clock::now() + std::chrono::milliseconds(250);
+    }
+    waitForSockets(dials, deadline);
+  }
+  return takeConnections(peers, dials);
 }
 
 }  // namespace
