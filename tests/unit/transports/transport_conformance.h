@@ -349,8 +349,18 @@ inline void manySmall(const RankConns& rc, int count) {
 // looks at every peer until peekMessage shows that message's tag and size, twice (it takes
 // nothing), then receives it whole. Sends progress throughout (a single-copy send waits for
 // its receiver).
+// Transports without message headers (ibverbs, cuda_ipc) refuse to look: nothing to check.
 inline void peekThenReceive(const RankConns& rc) {
   auto peers = rc.peers();
+  if (peers.empty()) return;
+  try {
+    MsgTag tag{};
+    size_t size = 0;
+    rc.byPeer[peers[0]]->peekMessage(tag, size);  // takes nothing, whatever it finds
+  } catch (const Error& e) {
+    if (e.code() == tuttiUnsupported) return;
+    throw;
+  }
   const size_t bytes = 3000;
   auto tagOf = [](int from, int to, int k) {
     return MsgTag{uint64_t(from) << 32 | uint64_t(to), 0x7e57ull + uint64_t(k)};
