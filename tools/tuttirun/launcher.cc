@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <stdexcept>
 
 #include "bootstrap/secret.h"
@@ -45,20 +46,39 @@ struct OutPipe {
 };
 
 // A free TCP port on 127.0.0.1 (bound and released; rank 0 binds it again at once).
-int freeLoopbackPort() {
+// Whether `port` on 127.0.0.1 can be bound now (0: any; then the port the kernel chose).
+int bindLoopback(int port) {
   const tutti::UniqueFd owned(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   const int fd = owned.get();
   if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
   socklen_t len = sizeof(a);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    if (port != 0 && errno == EADDRINUSE) return -1;
     throw std::runtime_error(std::string("cannot pick a port on 127.0.0.1: ") +
                              std::strerror(errno));
   }
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    throw std::runtime_error(std::string("getsockname: ") + std::strerror(errno));
   return ntohs(a.sin_port);
+}
+
+// A free port on 127.0.0.1, drawn from 10000-19999: below the kernel's ephemeral range
+// (32768-60999 by default) and the Slurm launch's ports (from 20000). A port that bind(0)
+// hands out is one the kernel also hands to outgoing connections, which may take it between
+// this probe and the rank's own bind (torch's store once failed with EADDRINUSE so).
+int freeLoopbackPort() {
+  constexpr int kFirst = 10000, kCount = 10000;
+  std::random_device seed;
+  std::mt19937 rng(seed());
+  for (int tries = 0; tries < 64; ++tries) {
+    const int port = kFirst + static_cast<int>(rng() % kCount);
+    if (bindLoopback(port) == port) return port;
+  }
+  return bindLoopback(0);  // that range is taken: the kernel's choice
 }
 
 void writeAll(int fd, const std::string& s) {
