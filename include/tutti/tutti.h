@@ -332,9 +332,10 @@ TUTTI_API tuttiResult_t tuttiRecv(void* recvbuff, size_t count, tuttiDataType_t 
  * to its sender (on a host stream: when the stream reaches the call). Messages from one peer
  * still arrive in order; a collective's message is never taken. The message must hold count
  * elements: another size is tuttiInvalidUsage and the message stays for a receive of its size.
- * Not in a group (tuttiInvalidUsage); host memory and host streams only; over transports that
- * carry no message headers (ibverbs, cuda_ipc) tuttiUnsupported. Waits up to the
- * communicator's timeout (tuttiTimeout). */
+ * Not in a group (tuttiInvalidUsage); host memory only (a cudaStream_t is ignored: the call
+ * blocks); over transports that carry no message headers (ibverbs, cuda_ipc) tuttiUnsupported.
+ * Waits up to the communicator's timeout (tuttiTimeout, which fails the communicator as any
+ * timed-out call does); a connected peer that closed its connection or died fails it too. */
 TUTTI_API tuttiResult_t tuttiRecvAny(void* recvbuff, size_t count, tuttiDataType_t datatype,
                                      int* peer, tuttiComm_t comm, tuttiStream_t stream);
 
