@@ -45,8 +45,8 @@ struct OutPipe {
   std::string partial;
 };
 
-// A free TCP port on 127.0.0.1 (bound and released; rank 0 binds it again at once).
-// Whether `port` on 127.0.0.1 can be bound now (0: any; then the port the kernel chose).
+// Binds a TCP socket to `port` on 127.0.0.1 and releases it: the port bound (0: the one the
+// kernel chose), or -1 when that port is taken.
 int bindLoopback(int port) {
   const tutti::UniqueFd owned(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   const int fd = owned.get();
@@ -66,10 +66,11 @@ int bindLoopback(int port) {
   return ntohs(a.sin_port);
 }
 
-// A free port on 127.0.0.1, drawn from 10000-19999: below the kernel's ephemeral range
-// (32768-60999 by default) and the Slurm launch's ports (from 20000). A port that bind(0)
-// hands out is one the kernel also hands to outgoing connections, which may take it between
-// this probe and the rank's own bind (torch's store once failed with EADDRINUSE so).
+// A free TCP port on 127.0.0.1 (bound and released; rank 0 binds it again at once), drawn
+// from 10000-19999: below the kernel's ephemeral range (32768-60999 by default) and the Slurm
+// launch's ports (from 20000). A port that bind(0) hands out is one the kernel also hands to
+// outgoing connections, which may take it between this probe and the rank's own bind
+// (torch's store once failed with EADDRINUSE so).
 int freeLoopbackPort() {
   constexpr int kFirst = 10000, kCount = 10000;
   std::random_device seed;
